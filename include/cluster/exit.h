@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcluster: what the exit was.
+ *
+ * The VMM describes the exit it just took in the terms its hypervisor
+ * reported it (KVM_EXIT_IO, KVM_EXIT_MMIO, a VMX/SVM exit reason). The
+ * engine uses the description to check that the instruction it decodes at
+ * RIP is the one that exited, and to know whether RIP already points past
+ * it (see PLATFORM notes in docs/: KVM variants differ).
+ */
+#ifndef CLUSTER_EXIT_H
+#define CLUSTER_EXIT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum lc_exit_kind {
+    LC_EXIT_IO = 1,     /* IN, OUT, INS, OUTS */
+    LC_EXIT_MMIO,       /* a load or store that hit an MMIO range */
+    LC_EXIT_TRACED,     /* a store to a write-watched (traced) page */
+    LC_EXIT_CPUID,
+    LC_EXIT_HLT,
+    LC_EXIT_DR_ACCESS,  /* MOV to or from a debug register */
+    LC_EXIT_RDMSR,
+    LC_EXIT_WRMSR,
+    LC_EXIT_VMREAD,
+    LC_EXIT_VMWRITE,
+    LC_EXIT_VMCALL,
+    LC_EXIT_KIND_COUNT_
+} lc_exit_kind;
+
+/* Where the exiting instruction is relative to the RIP in the state. */
+typedef enum lc_exit_rip {
+    LC_EXIT_RIP_AT = 0, /* RIP points at the exiting instruction: its
+                         * effects have not happened (IN and MMIO reads on
+                         * KVM: completion pending) */
+    LC_EXIT_RIP_PAST,   /* RIP already points past it and its effects are
+                         * done, or will be done by the VMM before it
+                         * calls the engine (OUT on some KVM builds) */
+} lc_exit_rip;
+
+typedef struct lc_exit_io {
+    uint16_t port;
+    uint8_t  size;       /* 1, 2 or 4 bytes */
+    uint8_t  is_out;     /* 1 for OUT/OUTS, 0 for IN/INS */
+    uint8_t  is_string;  /* INS/OUTS */
+    uint8_t  is_rep;
+    uint8_t  pad_[2];
+    uint32_t count;      /* string iterations reported by the hypervisor */
+    uint32_t value;      /* OUT: the value written (size bytes) */
+} lc_exit_io;
+
+typedef struct lc_exit_mmio {
+    uint64_t gpa;
+    uint8_t  len;        /* 1, 2, 4 or 8 */
+    uint8_t  is_write;
+    uint8_t  pad_[6];
+    uint64_t value;      /* write: the value stored (len bytes) */
+} lc_exit_mmio;
+
+typedef struct lc_exit {
+    lc_exit_kind kind;
+    lc_exit_rip  rip;
+    /* Length of the exiting instruction if the hypervisor reports it (VMX
+     * "VM-exit instruction length"), or 0 if unknown; the engine decodes
+     * it anyway and uses this only as a cross-check. */
+    uint8_t      insn_len;
+    uint8_t      pad_[3];
+    union {
+        lc_exit_io   io;     /* LC_EXIT_IO */
+        lc_exit_mmio mmio;   /* LC_EXIT_MMIO, LC_EXIT_TRACED */
+        uint32_t     msr;    /* LC_EXIT_RDMSR / LC_EXIT_WRMSR: ECX */
+        uint64_t     field;  /* LC_EXIT_VMREAD / LC_EXIT_VMWRITE */
+    } u;
+} lc_exit;
+
+/* Name of an exit kind ("io", "mmio", "cpuid", ...); never NULL. */
+const char *lc_exit_kind_name(lc_exit_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLUSTER_EXIT_H */

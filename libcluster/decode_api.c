@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcluster/decode_api.c: the public face of decoder/.
+ */
+#include <cluster/cluster.h>
+
+#include "../decoder/insn.h"
+
+lc_status lc_decode(lc_cpu_mode mode, const void *bytes, size_t len,
+                    lc_insn_info *out)
+{
+    lcd_insn insn;
+    lc_status st;
+
+    if (!out)
+        return LC_ERR_INVAL;
+    st = lcd_decode(mode, (const uint8_t *)bytes, len, &insn);
+    *out = insn.info;
+    return st;
+}
+
+lc_status lc_insn_branch_target(const lc_insn_info *info, uint64_t rip,
+                                uint64_t *target)
+{
+    uint64_t t;
+
+    if (!info || !target)
+        return LC_ERR_INVAL;
+    if (info->cflow != LC_CF_JMP_REL && info->cflow != LC_CF_JCC_REL &&
+        info->cflow != LC_CF_CALL_REL)
+        return LC_ERR_INVAL;
+    t = rip + info->length + (uint64_t)info->branch_disp;
+    /* The CPU truncates the new instruction pointer to the operand size
+     * (SDM Vol. 2, JMP: "tempEIP AND 0000FFFFH" for 16-bit operands). */
+    if (info->operand_bits == 16)
+        t &= 0xffffu;
+    else if (info->operand_bits == 32)
+        t &= 0xffffffffu;
+    *target = t;
+    return LC_OK;
+}
+
+lc_status lc_insn_format(const lc_insn_info *info, uint64_t rip, char *buf,
+                         size_t size)
+{
+    return lcd_format(info, rip, buf, size);
+}
+
+static const char *const op_names[LC_OP_COUNT_] = {
+#define LC_OP_NAME_(name, str) [LC_OP_##name] = str,
+    LC_OP_LIST(LC_OP_NAME_)
+#undef LC_OP_NAME_
+};
+
+const char *lc_op_name(lc_op op)
+{
+    if ((unsigned)op >= LC_OP_COUNT_)
+        return "invalid";
+    return op_names[op];
+}
+
+const char *lc_exit_class_name(lc_exit_class cls)
+{
+    switch (cls) {
+    case LC_CLASS_TERMINATOR: return "terminator";
+    case LC_CLASS_GAP_FILLER: return "gap-filler";
+    case LC_CLASS_WEAK:       return "weakly-exiting";
+    case LC_CLASS_STRONG:     return "strongly-exiting";
+    default:                  return "invalid";
+    }
+}

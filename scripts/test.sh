@@ -1,0 +1,31 @@
+#!/bin/sh
+# The whole test suite: a -Werror build and its tests, then the same
+# tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Ends with "N passed, N failed[, N skipped]" over both runs; exits
+# non-zero on any failure.
+set -u
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+lc_ensure_deps || exit 1
+
+status=0
+run() {   # run NAME BUILD_DIR [meson test args...]
+    name=$1; dir=$2; shift 2
+    echo "== $name: building $dir"
+    if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+        cat "$dir.build.log"; echo "== $name: BUILD FAILED"; status=1; return
+    fi
+    meson test -C "$dir" --print-errorlogs "$@" || status=1
+}
+
+lc_setup build/ci -Dwerror=true -Dbuildtype=debugoptimized || exit 1
+run "werror build" build/ci
+
+lc_setup build/asan -Dwerror=true -Db_sanitize=address,undefined \
+    -Db_lundef=false -Dbuildtype=debug -Dexamples=true || exit 1
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    run "ASan+UBSan build" build/asan --no-suite install
+
+python3 scripts/summarize.py build/ci build/asan || status=1
+exit $status
