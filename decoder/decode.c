@@ -118,8 +118,15 @@ static ZydisMachineMode zydis_mode(lc_cpu_mode mode, ZydisStackWidth *sw)
 static lcd_reg map_reg(ZydisRegister r)
 {
     lcd_reg out = { LCD_REG_NONE, 0 };
-    ZyanI8 id = ZydisRegisterGetId(r);
+    ZyanI8 id;
 
+    /* Zydis gives the instruction-pointer registers no class id. */
+    if (r == ZYDIS_REGISTER_RIP || r == ZYDIS_REGISTER_EIP ||
+        r == ZYDIS_REGISTER_IP) {
+        out.cls = LCD_REG_IP;
+        return out;
+    }
+    id = ZydisRegisterGetId(r);
     if (id < 0)
         return out;
     switch (ZydisRegisterGetClass(r)) {

@@ -100,6 +100,15 @@ lc_exit_class lcd_classify(const lcd_insn *insn)
     /* Far transfers load CS: never inside a cluster. */
     if (info->cflow == LC_CF_FAR)
         return LC_CLASS_TERMINATOR;
+    /* Segment registers as operands: PUSH/POP Sreg load a segment or store
+     * a selector with an implementation-dependent width (SDM PUSH). */
+    for (unsigned i = 0; i < insn->nopnds; i++)
+        if (insn->opnd[i].kind == LCD_OPND_REG &&
+            insn->opnd[i].reg.cls == LCD_REG_SEG)
+            return LC_CLASS_TERMINATOR;
+    /* BSWAP of a 16-bit register is undefined (SDM BSWAP). */
+    if (info->op == LC_OP_BSWAP && info->operand_bits == 16)
+        return LC_CLASS_TERMINATOR;
     if (flags & LCD_F_STRONG)
         return LC_CLASS_STRONG;
     if (info->has_mem)

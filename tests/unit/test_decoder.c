@@ -10,6 +10,7 @@
 
 #include <cluster/cluster.h>
 
+#include "../../decoder/insn.h"
 #include "../../examples/paper/paper_examples.h"
 #include "harness.h"
 
@@ -174,6 +175,10 @@ static const dcase cases[] = {
     OK(LONG64, "ff 28",    2, JMP,      TERMINATOR, 0),   /* jmp far [rax] */
     OK(PROT32, "9a 00 00 00 00 08 00", 7, CALL, TERMINATOR, 0),
     OK(LONG64, "f3 a4",    2, OTHER,    TERMINATOR, 0),   /* rep movsb */
+    OK(PROT32, "06",       1, PUSH,     TERMINATOR, 32),  /* push es */
+    OK(PROT32, "1f",       1, POP,      TERMINATOR, 32),  /* pop ds */
+    OK(LONG64, "0f a0",    2, PUSH,     TERMINATOR, 64),  /* push fs */
+    OK(PROT32, "66 0f c8", 3, BSWAP,    TERMINATOR, 16),  /* undefined */
     /* Gap fillers and weakly exiting forms. */
     OK(LONG64, "48 8d 04 c8",    4, LEA,   GAP_FILLER, 64),
     OK(LONG64, "0f 1f 40 00",    4, NOP,   GAP_FILLER, 0),
@@ -346,6 +351,44 @@ START_TEST(memory_shapes)
 }
 END_TEST
 
+/* The internal shape the runtime uses: base, index, scale, displacement,
+ * segment, for the paper's addressing forms (section 3 lists them: base,
+ * base+index, absolute, RIP-relative). */
+START_TEST(internal_memory_shape)
+{
+    lcd_insn in;
+    const uint8_t riprel[] = { 0x0f, 0x78, 0x1d, 0xd6, 0xdd, 0xdd, 0xff };
+    const uint8_t sib[] = { 0x8b, 0x04, 0xf5, 0xa4, 0xde, 0x3b, 0x80 };
+    const uint8_t bp16[] = { 0x8b, 0x46, 0x08 };      /* mov ax,[bp+8] */
+    const uint8_t fs[] = { 0x64, 0x8b, 0x00 };
+    const uint8_t abs32[] = { 0xa1, 0x78, 0x56, 0x34, 0x12 };
+
+    ck_assert_int_eq(lcd_decode(LC_MODE_LONG64, riprel, sizeof riprel, &in), LC_OK);
+    ck_assert_int_eq(in.mem.base.cls, LCD_REG_IP);
+    ck_assert_int_eq(in.mem.index.cls, LCD_REG_NONE);
+    ck_assert_int_eq(in.mem.disp, -0x22222a);
+    ck_assert_uint_eq(in.mem.bytes, 8);
+    ck_assert(in.mem.write && !in.mem.read);
+    ck_assert_int_eq(lcd_decode(LC_MODE_LONG64, sib, sizeof sib, &in), LC_OK);
+    ck_assert_int_eq(in.mem.base.cls, LCD_REG_NONE);
+    ck_assert_int_eq(in.mem.index.cls, LCD_REG_GPR);
+    ck_assert_uint_eq(in.mem.index.num, LC_RSI);
+    ck_assert_uint_eq(in.mem.scale, 8);
+    ck_assert_int_eq(in.mem.disp, -0x7fc4215c);
+    ck_assert_int_eq(lcd_decode(LC_MODE_REAL, bp16, sizeof bp16, &in), LC_OK);
+    ck_assert_uint_eq(in.mem.seg, LC_SS);              /* BP implies SS */
+    ck_assert_uint_eq(in.mem.base.num, LC_RBP);
+    ck_assert_uint_eq(in.mem.addr_bytes, 2);
+    ck_assert_int_eq(lcd_decode(LC_MODE_LONG64, fs, sizeof fs, &in), LC_OK);
+    ck_assert_uint_eq(in.mem.seg, LC_FS);
+    ck_assert(in.mem.seg_override);
+    ck_assert_int_eq(lcd_decode(LC_MODE_PROT32, abs32, sizeof abs32, &in), LC_OK);
+    ck_assert_int_eq(in.mem.base.cls, LCD_REG_NONE);
+    ck_assert_int_eq(in.mem.disp, 0x12345678);
+    ck_assert_uint_eq(in.mem.seg, LC_DS);
+}
+END_TEST
+
 START_TEST(format_text)
 {
     lc_insn_info info;
@@ -420,6 +463,7 @@ static Suite *decoder_suite(void)
     tcase_add_test(t, condition_codes);
     tcase_add_test(t, branch_targets);
     tcase_add_test(t, memory_shapes);
+    tcase_add_test(t, internal_memory_shape);
     tcase_add_test(t, format_text);
     tcase_add_test(t, bad_arguments);
     tcase_add_test(t, all_short_opcodes);

@@ -1,0 +1,971 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/mmu.c: segmentation, page walks and guest-physical access.
+ *
+ * Everything here follows the Intel SDM vol. 3 (chapter 3 "Protected-Mode
+ * Memory Management", chapter 4 "Paging", chapter 5 "Protection"; section
+ * numbers below are those of the 2023+ editions). AMD APM vol. 2 chapters
+ * 4-5 agree for every rule used.
+ *
+ * Two principles shape the code:
+ *
+ *  1. A stop is always safe. When this layer reports LC_STOP_FAULT or
+ *     LC_STOP_TERMINATOR the engine stops *before* the instruction and the
+ *     guest executes it natively, where the real CPU decides. So wherever
+ *     the architecture leaves room (implementation-specific behaviour,
+ *     state we cannot see such as the PDPTE registers or PKRU), we stop
+ *     rather than guess. What we must never do is complete an access the
+ *     CPU would have refused, or refuse silently in a way that changes
+ *     guest-visible state.
+ *
+ *  2. Guest memory is hostile. Page-table entries and everything they
+ *     point to are read only through ops->gpa_map() and never beyond the
+ *     `span` it returned. A walk has a fixed number of levels (at most
+ *     five), so self-referencing or looping tables cannot make it run
+ *     unbounded, and aliasing works as on hardware because each level is
+ *     read afresh from guest memory.
+ *
+ * Side effects of a translation (accessed and dirty bits) are made only
+ * after every check of every fragment has passed (see commit_ad()).
+ *
+ * Physical-address width: MAXPHYADDR is taken as 52, the architectural
+ * maximum (SDM 4.1.4). The real value is the guest's CPUID.80000008H:EAX
+ * [7:0], which this layer does not see. With 52 we flag fewer reserved
+ * bits than a CPU with a narrower MAXPHYADDR would; an entry pointing above
+ * the guest's real physical range then yields a gpa the VMM answers as
+ * LC_GPA_UNMAPPED, so the access stops as a terminator and the CPU raises
+ * the reserved-bit #PF itself when the guest executes the instruction.
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* ---- constants ---------------------------------------------------------- */
+
+#define PAGE_SIZE      4096u
+#define PAGE_MASK      0xfffull
+#define MAXPHYADDR     52
+#define PHYS_MASK      ((1ull << MAXPHYADDR) - 1)
+#define ADDR_4K        (PHYS_MASK & ~PAGE_MASK)   /* bits 51:12 */
+#define MAX_LEVELS     5
+#define LA32_MASK      0xffffffffull
+
+/* Paging-structure entry bits (SDM 4.3 tables 4-4..4-7, 4.4.2 tables
+ * 4-8..4-11, 4.5.4 tables 4-14..4-20). A and D are both in byte 0 in every
+ * format, which lets commit_ad() update them with a one-byte store. */
+#define PTE_P   (1ull << 0)
+#define PTE_RW  (1ull << 1)
+#define PTE_US  (1ull << 2)
+#define PTE_A   (1ull << 5)
+#define PTE_D   (1ull << 6)
+#define PTE_PS  (1ull << 7)
+#define PTE_XD  (1ull << 63)
+
+/* CR4 bits not named in cpu.h (SDM 2.5). */
+#define CR4_PKE (1ull << 22)
+#define CR4_PKS (1ull << 24)
+
+/* Type field of a code/data descriptor (SDM 3.4.5.1, table 3-1). */
+#define TYPE_CODE   0x8u    /* else data */
+#define TYPE_RD_WR  0x2u    /* code: readable; data: writable */
+#define TYPE_EXPDN  0x4u    /* data only: expand-down */
+
+#define VEC_SS 12
+#define VEC_GP 13
+#define VEC_PF 14
+
+/* Outcome of an internal step; converted to v->stop only by the public
+ * entry points, so lcr_fetch() can use the same code without stopping. */
+typedef enum mres {
+    M_OK = 0,
+    M_PF,       /* page fault at the linear address being translated */
+    M_GP,       /* general protection (non-canonical address) */
+    M_TERM,     /* cannot be done here: stop as a terminator */
+} mres;
+
+static int stop_term(lcr_vcpu *v)
+{
+    v->stop = LC_STOP_TERMINATOR;
+    return -1;
+}
+
+static int stop_fault(lcr_vcpu *v, uint8_t vector)
+{
+    v->stop = LC_STOP_FAULT;
+    v->fault_vector = vector;
+    return -1;
+}
+
+/* Little-endian load of a 4- or 8-byte paging entry. An aligned entry is
+ * read with one atomic load, as the CPU reads it (SDM 4.8 notes that
+ * entries may be modified by other processors concurrently); the fallback
+ * covers hosts that hand out unaligned mappings. */
+static uint64_t load_entry(const uint8_t *p, unsigned size)
+{
+#if defined(__GNUC__)
+    if (size == 8 && ((uintptr_t)p & 7) == 0)
+        return __atomic_load_n((const uint64_t *)(const void *)p,
+                               __ATOMIC_RELAXED);
+    if (size == 4 && ((uintptr_t)p & 3) == 0)
+        return __atomic_load_n((const uint32_t *)(const void *)p,
+                               __ATOMIC_RELAXED);
+#endif
+    uint64_t e = 0;
+    memcpy(&e, p, size);    /* x86 host: little endian like the guest */
+    return e;
+}
+
+/* Set bits in byte 0 of an entry without touching its other bytes. The CPU
+ * does this with a locked operation (SDM 4.8); so do we where the compiler
+ * allows, so a concurrent update of the entry by another vCPU is kept. */
+static void or_entry_byte(uint8_t *p, uint8_t bits)
+{
+#if defined(__GNUC__)
+    __atomic_fetch_or(p, bits, __ATOMIC_SEQ_CST);
+#else
+    *p = (uint8_t)(*p | bits);
+#endif
+}
+
+/* Bits 63:bits-1 all equal (SDM vol. 1 3.3.7.1; 4.5.1 for LA57). */
+static int canonical(uint64_t la, unsigned bits)
+{
+    uint64_t top = la >> (bits - 1);
+    return top == 0 || top == (~0ull >> (bits - 1));
+}
+
+static unsigned la_bits(const lcr_vcpu *v)
+{
+    return (v->st->cr4 & LC_CR4_LA57) ? 57 : 48;
+}
+
+static int long_mode_active(const lcr_vcpu *v)
+{
+    return (v->st->efer & LC_EFER_LMA) != 0;
+}
+
+/* ---- segmentation (lcr_linear) ------------------------------------------ */
+
+/* Type checks of SDM 5.4 ("Type Checking"): a write
+ * needs a writable data segment, a read a data or readable code segment, a
+ * fetch a code segment. Privilege (DPL vs CPL/RPL) is checked when the
+ * segment register is loaded (SDM 5.6), never on an access, so not here. */
+static int seg_type_ok(const lc_segment *s, unsigned access)
+{
+    unsigned t = s->type & 0xf;
+    int code = (t & TYPE_CODE) != 0;
+
+    if (!s->s)          /* a system descriptor cannot be in DS..GS/CS/SS */
+        return 0;
+    if ((access & LCR_ACC_WRITE) && (code || !(t & TYPE_RD_WR)))
+        return 0;
+    if ((access & LCR_ACC_READ) && code && !(t & TYPE_RD_WR))
+        return 0;
+    if ((access & LCR_ACC_FETCH) && !code)
+        return 0;
+    return 1;
+}
+
+/* Limit check for bytes [ea, ea + size - 1] (SDM 5.3). An expand-down data
+ * segment has valid offsets limit+1 .. 0xffff or 0xffffffff by D/B (SDM
+ * 3.4.5.1, 5.3). The last offset is computed in 64 bits, so an access that
+ * would wrap the 4 GiB offset space fails the check; the SDM makes that
+ * case implementation-specific (5.3, "may or may not cause"), and stopping
+ * is always safe. */
+static int seg_limit_ok(const lc_segment *s, uint64_t ea, unsigned size,
+                        int expand_down)
+{
+    uint64_t last = ea + size - 1;
+
+    if (last < ea)
+        return 0;
+    if (expand_down) {
+        uint64_t upper = s->db ? LA32_MASK : 0xffffull;
+        return ea > s->limit && last <= upper;
+    }
+    return last <= s->limit;
+}
+
+int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
+               unsigned access, uint64_t *la)
+{
+    const lc_segment *s;
+    uint8_t vec = seg == LC_SS ? VEC_SS : VEC_GP;
+
+    if (seg >= LC_NR_SREGS || size == 0)
+        return stop_term(v);        /* caller bug: refuse, never guess */
+    s = &v->st->seg[seg];
+
+    switch (v->mode) {
+    case LC_MODE_REAL:
+    case LC_MODE_VM86:
+        /* SDM "Real-Address Mode Operation" (20.1.1 / 20.2 in the 2016-2022
+         * editions): base + offset, checked against the cached
+         * limit (0xffff normally; "big real mode" keeps a larger limit
+         * loaded in protected mode). No type checks. A20 is taken as
+         * enabled, so no wrap at 1 MiB; linear addresses are 32 bits. */
+        if (!seg_limit_ok(s, ea, size, 0))
+            return stop_fault(v, vec);
+        *la = (s->base + ea) & LA32_MASK;
+        return 0;
+
+    case LC_MODE_PROT16:
+    case LC_MODE_PROT32:
+    case LC_MODE_COMPAT16:
+    case LC_MODE_COMPAT32: {
+        /* Compatibility mode segments work as in protected mode (SDM
+         * 3.4.4 / 5.3.1), with 32-bit linear addresses. */
+        int expdn;
+
+        /* SDM 3.4.2 / 5.4.1: a null (unusable) or not-present segment
+         * faults on use: #GP, or #SS for the stack segment. */
+        if (s->unusable || !s->present)
+            return stop_fault(v, vec);
+        if (!seg_type_ok(s, access))
+            return stop_fault(v, vec);
+        expdn = !(s->type & TYPE_CODE) && (s->type & TYPE_EXPDN);
+        if (!seg_limit_ok(s, ea, size, expdn))
+            return stop_fault(v, vec);
+        *la = (s->base + ea) & LA32_MASK;
+        return 0;
+    }
+
+    case LC_MODE_LONG64: {
+        /* SDM 3.2.4 / 5.3.1: in 64-bit mode there are no limit or type
+         * checks and the bases of CS, DS, ES and SS are treated as 0; FS
+         * and GS keep theirs. Every byte must be canonical (SDM vol. 1
+         * 3.3.7.1): checking the first and last suffices unless the range
+         * wraps around 2^64, which we refuse as well. A non-canonical
+         * SS-relative reference raises #SS, anything else #GP (SDM 6.15,
+         * interrupts 12 and 13). */
+        uint64_t base = (seg == LC_FS || seg == LC_GS) ? s->base : 0;
+        uint64_t first = base + ea;
+        uint64_t last = first + size - 1;
+        unsigned bits = la_bits(v);
+
+        if (last < first || !canonical(first, bits) ||
+            !canonical(last, bits))
+            return stop_fault(v, vec);
+        *la = first;
+        return 0;
+    }
+
+    default:
+        return stop_term(v);
+    }
+}
+
+/* ---- paging: context ---------------------------------------------------- */
+
+enum pg_mode {
+    PG_NONE = 0,  /* CR0.PG = 0: linear = physical */
+    PG_32,        /* 32-bit paging, SDM 4.3 */
+    PG_PAE,       /* PAE paging, SDM 4.4 */
+    PG_4L,        /* 4-level paging, SDM 4.5 */
+    PG_5L,        /* 5-level paging, SDM 4.5 */
+};
+
+/* What a walk needs from CR0/CR4/EFER/RFLAGS/CPL, computed once per
+ * translation (SDM 4.1.1 table 4-1 for the mode selection). */
+typedef struct pgctx {
+    lcr_vcpu *v;
+    unsigned mode;      /* enum pg_mode */
+    unsigned levels;    /* paging-structure levels (0 for PG_NONE) */
+    unsigned access;    /* enum lcr_access */
+    uint8_t  user;      /* CPL 3: user-mode access (SDM 4.6) */
+    uint8_t  wp;        /* CR0.WP */
+    uint8_t  nxe;       /* EFER.NXE, meaningful for PAE/4L/5L only */
+    uint8_t  pse;       /* CR4.PSE, meaningful for 32-bit paging only */
+    uint8_t  smep, smap, ac;
+    uint8_t  pke, pks;
+} pgctx;
+
+static mres pg_setup(lcr_vcpu *v, unsigned access, pgctx *c)
+{
+    const lc_cpu_state *st = v->st;
+
+    memset(c, 0, sizeof(*c));
+    c->v = v;
+    c->access = access;
+    c->user = v->cpl == 3;
+    c->wp = (st->cr0 & LC_CR0_WP) != 0;
+    c->pse = (st->cr4 & LC_CR4_PSE) != 0;
+    c->smep = (st->cr4 & LC_CR4_SMEP) != 0;
+    c->smap = (st->cr4 & LC_CR4_SMAP) != 0;
+    c->ac = (st->rflags & LC_RFLAGS_AC) != 0;
+    c->pke = (st->cr4 & CR4_PKE) != 0;
+    c->pks = (st->cr4 & CR4_PKS) != 0;
+
+    if (!(st->cr0 & LC_CR0_PG)) {
+        c->mode = PG_NONE;
+        return M_OK;
+    }
+    if (st->efer & LC_EFER_LMA) {
+        /* IA-32e mode requires CR4.PAE (SDM "Initializing IA-32e
+         * Mode"); a state claiming otherwise is not one the CPU can
+         * be in: do not guess. */
+        if (!(st->cr4 & LC_CR4_PAE))
+            return M_TERM;
+        c->mode = (st->cr4 & LC_CR4_LA57) ? PG_5L : PG_4L;
+        c->levels = c->mode == PG_5L ? 5 : 4;
+        c->nxe = (st->efer & LC_EFER_NXE) != 0;
+    } else if (st->cr4 & LC_CR4_PAE) {
+        c->mode = PG_PAE;
+        c->levels = 3;
+        c->nxe = (st->efer & LC_EFER_NXE) != 0;
+    } else {
+        c->mode = PG_32;
+        c->levels = 2;
+    }
+    return M_OK;
+}
+
+/* ---- paging: one walk --------------------------------------------------- */
+
+/* A paging-structure entry used by a walk and the A/D bits it needs. */
+typedef struct pte_ref {
+    uint64_t gpa;
+    uint8_t  set;       /* PTE_A and/or PTE_D still clear in the entry */
+    uint8_t *hva;       /* filled by commit_ad()'s check phase */
+} pte_ref;
+
+typedef struct walk {
+    uint64_t gpa;       /* physical address of the first byte */
+    unsigned nref;
+    pte_ref  ref[MAX_LEVELS];
+} walk;
+
+/* Index of `la` into the table at `level` (1 = page table). */
+static unsigned pg_index(const pgctx *c, uint64_t la, unsigned level)
+{
+    if (c->mode == PG_32)                       /* SDM 4.3: 10 bits */
+        return (unsigned)(la >> (12 + 10 * (level - 1))) & 0x3ff;
+    if (c->mode == PG_PAE && level == 3)        /* SDM 4.4.1: la[31:30] */
+        return (unsigned)(la >> 30) & 3;
+    return (unsigned)(la >> (12 + 9 * (level - 1))) & 0x1ff;
+}
+
+/* Physical base of the top-level table from CR3 (SDM 4.3 table 4-3, 4.4.1
+ * table 4-7, 4.5.2 table 4-12). Bits 63:52 of CR3 in IA-32e mode are not
+ * address bits (LAM, PCID no-flush), so they are masked off. */
+static uint64_t pg_root(const pgctx *c)
+{
+    uint64_t cr3 = c->v->st->cr3;
+
+    switch (c->mode) {
+    case PG_32:
+        return cr3 & 0xfffff000ull;
+    case PG_PAE:
+        return cr3 & 0xffffffe0ull;
+    default:
+        return cr3 & ADDR_4K;
+    }
+}
+
+/* Is the entry at `level` a leaf (maps a page)? SDM 4.3: a PDE with PS=1
+ * maps 4 MiB only if CR4.PSE=1. SDM 4.4.2 / 4.5.4: PS in a PDE or PDPTE
+ * maps 2 MiB / 1 GiB (1-GByte pages are assumed supported, as on every
+ * CPU KVM exposes them on). PS in a PML4E/PML5E is reserved, handled by
+ * pg_rsvd(). */
+static int pg_leaf(const pgctx *c, unsigned level, uint64_t e)
+{
+    if (level == 1)
+        return 1;
+    switch (c->mode) {
+    case PG_32:
+        return level == 2 && c->pse && (e & PTE_PS);
+    case PG_PAE:
+        return level == 2 && (e & PTE_PS);
+    default:
+        return (level == 2 || level == 3) && (e & PTE_PS);
+    }
+}
+
+/* Reserved bits of a present entry (any set -> #PF with RSVD, SDM 4.7).
+ * With MAXPHYADDR = 52 the "51:M" ranges are empty. */
+static uint64_t pg_rsvd(const pgctx *c, unsigned level, int leaf)
+{
+    uint64_t r = 0;
+
+    switch (c->mode) {
+    case PG_32:
+        /* Table 4-4: a 4-MiB PDE has bit 21 reserved (PSE-36 puts address
+         * bits 39:32 in 20:13; bits 39-M:13 are reserved only for
+         * M < 40). Other 32-bit entries have no reserved bits. */
+        return (level == 2 && leaf) ? (1ull << 21) : 0;
+    case PG_PAE:
+        if (level == 3)     /* Table 4-8 (PDPTE): 63:M, 8:5, 2:1 */
+            return 0xfff0000000000000ull | 0x1e6ull;
+        r = 0x7ff0000000000000ull;                  /* 62:M */
+        break;
+    default:
+        if (level >= 4)
+            r |= PTE_PS;    /* Tables 4-14, 4-15: PS reserved */
+        break;
+    }
+    if (!c->nxe)
+        r |= PTE_XD;        /* XD is reserved when EFER.NXE = 0 */
+    if (leaf && level == 2)
+        r |= 0x1fe000ull;   /* 2-MiB page: bits 20:13 */
+    if (leaf && level == 3)
+        r |= 0x3fffe000ull; /* 1-GiB page: bits 29:13 */
+    return r;
+}
+
+/* Physical address of the byte at `la` through leaf entry `e`. */
+static uint64_t pg_target(const pgctx *c, unsigned level, uint64_t e,
+                          uint64_t la)
+{
+    if (c->mode == PG_32) {
+        if (level == 1)
+            return (e & 0xfffff000ull) | (la & PAGE_MASK);
+        /* 4-MiB page, SDM 4.3 table 4-4: bits 31:22 are address bits
+         * 31:22 and, with PSE-36, bits 20:13 are address bits 39:32
+         * (implemented: every CPU with PAE supports PSE-36). */
+        return ((e >> 13) & 0xff) << 32 | (e & 0xffc00000ull) |
+               (la & 0x3fffffull);
+    }
+    switch (level) {
+    case 1:
+        return (e & ADDR_4K) | (la & PAGE_MASK);
+    case 2:
+        return (e & ADDR_4K & ~0x1fffffull) | (la & 0x1fffffull);
+    default:
+        return (e & ADDR_4K & ~0x3fffffffull) | (la & 0x3fffffffull);
+    }
+}
+
+/* Read the entry at `gpa` of `size` bytes. Only ordinary RAM, and never
+ * beyond what gpa_map() vouched for: a table in MMIO, unmapped space, or a
+ * mapping too short for the entry ends the run as a terminator (the CPU
+ * would read the device or abort; the VMM decides that, not us). */
+static mres read_entry(lcr_vcpu *v, uint64_t gpa, unsigned size,
+                       uint64_t *e)
+{
+    lc_gpa_map m;
+
+    memset(&m, 0, sizeof(m));
+    v->ops->gpa_map(v->opaque, gpa, 0, &m);
+    if (m.kind != LC_GPA_RAM || m.hva == NULL || m.span < size)
+        return M_TERM;
+    *e = load_entry(m.hva, size);
+    return M_OK;
+}
+
+/* Access rights of SDM 4.6 from the combined U/S, R/W and XD of all
+ * levels. `user_addr`: U/S = 1 at every level ("user-mode address");
+ * `writable`: R/W = 1 at every level; `xd`: XD = 1 at some level with
+ * EFER.NXE = 1. */
+static mres pg_rights(const pgctx *c, int user_addr, int writable, int xd)
+{
+    unsigned a = c->access;
+
+    if (c->user) {
+        /* 4.6.1: user-mode accesses need a user-mode address; writes
+         * need R/W = 1 everywhere regardless of CR0.WP. */
+        if (!user_addr)
+            return M_PF;
+        if ((a & LCR_ACC_WRITE) && !writable)
+            return M_PF;
+    } else {
+        /* 4.6.1: supervisor fetches from user-mode addresses are refused
+         * under CR4.SMEP; supervisor data accesses to user-mode
+         * addresses under CR4.SMAP unless RFLAGS.AC = 1 (all accesses
+         * here are explicit ones). Supervisor writes honour R/W only
+         * when CR0.WP = 1. */
+        if ((a & LCR_ACC_FETCH) && user_addr && c->smep)
+            return M_PF;
+        if ((a & (LCR_ACC_READ | LCR_ACC_WRITE)) && user_addr && c->smap &&
+            !c->ac)
+            return M_PF;
+        if ((a & LCR_ACC_WRITE) && !writable && c->wp)
+            return M_PF;
+    }
+    if ((a & LCR_ACC_FETCH) && xd)
+        return M_PF;
+    /* 4.6.2: protection keys depend on PKRU / IA32_PKRS, which the state
+     * does not carry. A data access the keys govern (4-/5-level paging,
+     * user-mode address under CR4.PKE, supervisor-mode address under
+     * CR4.PKS) cannot be decided here: leave it to the CPU. */
+    if ((c->mode == PG_4L || c->mode == PG_5L) &&
+        (a & (LCR_ACC_READ | LCR_ACC_WRITE)) &&
+        ((user_addr && c->pke) || (!user_addr && c->pks)))
+        return M_TERM;
+    return M_OK;
+}
+
+/* Walk the tables for the page holding `la` (SDM 4.3, 4.4, 4.5), checking
+ * presence, reserved bits and rights, and record which entries need A/D
+ * bits. No side effects. The number of iterations is the fixed number of
+ * levels of the mode (at most five), whatever the tables contain. */
+static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
+{
+    unsigned esize = c->mode == PG_32 ? 4 : 8;
+    uint64_t table = pg_root(c);
+    int user_addr = 1, writable = 1, xd = 0;
+    unsigned level;
+    mres r;
+
+    w->nref = 0;
+    if (c->mode == PG_NONE) {
+        /* SDM 4.1: without paging the linear address is the physical
+         * address; outside IA-32e mode linear addresses are 32 bits. */
+        w->gpa = long_mode_active(c->v) ? la : la & LA32_MASK;
+        return w->gpa > PHYS_MASK ? M_TERM : M_OK;
+    }
+    assert(c->levels >= 2 && c->levels <= MAX_LEVELS);
+
+    for (level = c->levels; level >= 1; level--) {
+        uint64_t egpa = table + (uint64_t)pg_index(c, la, level) * esize;
+        uint64_t e;
+        int leaf, pdpte = c->mode == PG_PAE && level == 3;
+
+        r = read_entry(c->v, egpa, esize, &e);
+        if (r != M_OK)
+            return r;
+        if (!(e & PTE_P))
+            return M_PF;
+        leaf = pg_leaf(c, level, e);
+        if (e & pg_rsvd(c, level, leaf))
+            /* PAE PDPTEs are loaded into registers when CR3 is loaded
+             * (SDM 4.4.1) and a reserved bit there is a #GP of MOV CR3,
+             * not a #PF. We read them from memory at walk time instead
+             * (the registers are not in the state); one that would not
+             * have loaded means memory changed after the load, so the
+             * CPU may still be using other values: stop, do not guess. */
+            return pdpte ? M_TERM : M_PF;
+
+        /* PAE PDPTEs carry no R/W, U/S, XD or A bits (table 4-8). */
+        if (!pdpte) {
+            uint8_t set = 0;
+
+            user_addr &= (e & PTE_US) != 0;
+            writable &= (e & PTE_RW) != 0;
+            if (c->nxe && (e & PTE_XD))
+                xd = 1;
+            /* SDM 4.8: A in every entry used; D in the leaf on a
+             * write. */
+            if (!(e & PTE_A))
+                set |= (uint8_t)PTE_A;
+            if (leaf && (c->access & LCR_ACC_WRITE) && !(e & PTE_D))
+                set |= (uint8_t)PTE_D;
+            if (set) {
+                assert(w->nref < MAX_LEVELS);
+                w->ref[w->nref].gpa = egpa;
+                w->ref[w->nref].set = set;
+                w->ref[w->nref].hva = NULL;
+                w->nref++;
+            }
+        }
+        if (leaf) {
+            w->gpa = pg_target(c, level, e, la);
+            return pg_rights(c, user_addr, writable, xd);
+        }
+        table = c->mode == PG_32 ? e & 0xfffff000ull : e & ADDR_4K;
+    }
+    /* Level 1 is always a leaf. */
+    assert(0 && "page walk without a leaf");
+    return M_TERM;
+}
+
+/* ---- paging: data mapping and side effects ------------------------------ */
+
+/* Map one fragment's guest-physical range (SDM-independent: the VMM's
+ * view). RAM must cover the whole fragment; ROM refuses writes; MMIO is
+ * dispatched later by lcr_read()/lcr_write(). */
+static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
+                     unsigned access, lcr_frag *f)
+{
+    int is_write = (access & LCR_ACC_WRITE) != 0;
+    lc_gpa_map m;
+
+    if (gpa > PHYS_MASK || gpa + len - 1 > PHYS_MASK)
+        return M_TERM;
+    memset(&m, 0, sizeof(m));
+    v->ops->gpa_map(v->opaque, gpa, is_write, &m);
+    memset(f, 0, sizeof(*f));
+    f->gpa = gpa;
+    f->len = len;
+    switch (m.kind) {
+    case LC_GPA_RAM:
+        if (m.hva == NULL || m.span < len || (is_write && m.readonly))
+            return M_TERM;
+        f->kind = LC_GPA_RAM;
+        f->hva = m.hva;
+        f->traced = m.traced != 0;
+        return M_OK;
+    case LC_GPA_MMIO:
+        f->kind = LC_GPA_MMIO;
+        return M_OK;
+    default:
+        return M_TERM;
+    }
+}
+
+/* Set the A/D bits recorded by the walks: first check that every entry
+ * needing an update is writable ordinary RAM (mapped again with is_write
+ * = 1 so a VMM's dirty tracking sees the store), then store. A table in
+ * ROM or in a traced page is a terminator: the engine never stores to a
+ * traced page through hva, and the guest's own execution lets the CPU
+ * (or the VMM's shadow walker) set the bits. An update is a one-byte
+ * atomic OR of byte 0 of the entry, so no other byte is rewritten. All
+ * entries were read before any is written; that is equivalent to the
+ * CPU's in-walk updates even when tables alias, because A and D never
+ * influence a translation. */
+static mres commit_ad(lcr_vcpu *v, walk *w, unsigned nw)
+{
+    for (unsigned i = 0; i < nw; i++) {
+        for (unsigned j = 0; j < w[i].nref; j++) {
+            pte_ref *r = &w[i].ref[j];
+            lc_gpa_map m;
+
+            memset(&m, 0, sizeof(m));
+            v->ops->gpa_map(v->opaque, r->gpa, 1, &m);
+            if (m.kind != LC_GPA_RAM || m.hva == NULL || m.span < 1 ||
+                m.readonly || m.traced)
+                return M_TERM;
+            r->hva = m.hva;
+        }
+    }
+    for (unsigned i = 0; i < nw; i++)
+        for (unsigned j = 0; j < w[i].nref; j++)
+            or_entry_byte(w[i].ref[j].hva, w[i].ref[j].set);
+    return M_OK;
+}
+
+static int mres_stop(lcr_vcpu *v, mres r, uint64_t la)
+{
+    switch (r) {
+    case M_PF:
+        v->fault_addr = la;
+        return stop_fault(v, VEC_PF);
+    case M_GP:
+        return stop_fault(v, VEC_GP);
+    default:
+        return stop_term(v);
+    }
+}
+
+/* In IA-32e mode a linear address reaching paging is canonical (segment
+ * checks guarantee it); outside it linear addresses are 32 bits and wrap
+ * (SDM 3.3, 4.1). Returns 0 if `la`..`la+len-1` is unusable. */
+static int la_range_ok(const lcr_vcpu *v, uint64_t la, unsigned len)
+{
+    uint64_t last = la + len - 1;
+
+    if (!long_mode_active(v))
+        return la <= LA32_MASK;
+    return last >= la && canonical(la, la_bits(v)) &&
+           canonical(last, la_bits(v));
+}
+
+int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
+                  lcr_xlat *x)
+{
+    uint64_t fla[2];
+    unsigned flen[2], nfrag, i;
+    walk w[2];
+    pgctx c;
+    mres r;
+
+    memset(x, 0, sizeof(*x));
+    if (len == 0 || len > LC_INSN_MAX_LEN ||
+        !(access & (LCR_ACC_READ | LCR_ACC_WRITE | LCR_ACC_FETCH)))
+        return stop_term(v);        /* caller bug: refuse, never guess */
+    if (!long_mode_active(v))
+        la &= LA32_MASK;
+    /* Defence in depth: lcr_linear() has already checked canonicality;
+     * a caller that skipped it gets a #GP stop rather than an aliased
+     * walk. */
+    if (!la_range_ok(v, la, len))
+        return stop_fault(v, VEC_GP);
+    /* Compatibility mode forms 32-bit linear addresses, zero-extended
+     * (SDM 3.4.2.1 / vol. 1 3.3.7). Whether an access whose bytes cross
+     * 4 GiB there wraps is not something the SDM pins down, so stop. */
+    if (long_mode_active(v) && v->mode != LC_MODE_LONG64 &&
+        la + len - 1 > LA32_MASK)
+        return stop_term(v);
+
+    x->la = la;
+    x->len = len;
+    x->access = (uint8_t)access;
+
+    r = pg_setup(v, access, &c);
+    if (r != M_OK)
+        return mres_stop(v, r, la);
+
+    /* An access crossing a 4 KiB boundary is two translations (SDM 4.1:
+     * each page is translated separately). A 32-bit linear address wraps
+     * at 4 GiB. */
+    flen[0] = PAGE_SIZE - (unsigned)(la & PAGE_MASK);
+    if (flen[0] > len)
+        flen[0] = len;
+    flen[1] = len - flen[0];
+    fla[0] = la;
+    fla[1] = la + flen[0];
+    if (!long_mode_active(v))
+        fla[1] &= LA32_MASK;
+    nfrag = flen[1] ? 2 : 1;
+
+    /* Phase 1: all checks of all fragments, no side effects. The first
+     * fragment's fault wins; a fault on the second page reports the first
+     * byte of that page. */
+    for (i = 0; i < nfrag; i++) {
+        r = pg_walk(&c, fla[i], &w[i]);
+        if (r != M_OK)
+            return mres_stop(v, r, fla[i]);
+    }
+    for (i = 0; i < nfrag; i++) {
+        r = map_frag(v, w[i].gpa, flen[i], access, &x->frag[i]);
+        if (r != M_OK)
+            return mres_stop(v, r, fla[i]);
+    }
+    /* Phase 2: A/D bits, only now that the translation succeeds. */
+    r = commit_ad(v, w, nfrag);
+    if (r != M_OK)
+        return mres_stop(v, r, la);
+    x->nfrag = (uint8_t)nfrag;
+    return 0;
+}
+
+/* ---- reads and writes --------------------------------------------------- */
+
+/* Largest natural MMIO size (1, 2, 4, 8) not above `n`: a fragment of
+ * another length is delivered as such pieces in address order, since
+ * lc_vm_ops promises callbacks only those sizes (ops.h, NOTES). */
+static unsigned piece_len(unsigned n)
+{
+    return n >= 8 ? 8 : n >= 4 ? 4 : n >= 2 ? 2 : 1;
+}
+
+static int cb_result(lcr_vcpu *v, lc_cb_result r)
+{
+    if (r == LC_CB_OK)
+        return 0;
+    v->stop = LC_STOP_CALLBACK;
+    if (r != LC_CB_STOP)        /* LC_CB_ERROR, or a value out of range */
+        v->error = LC_ERR_CALLBACK;
+    return -1;
+}
+
+/* A translation handed back to us must be one lcr_translate() made. */
+static int xlat_sane(const lcr_xlat *x)
+{
+    unsigned total = 0;
+
+    if (x->nfrag < 1 || x->nfrag > 2)
+        return 0;
+    for (unsigned i = 0; i < x->nfrag; i++) {
+        const lcr_frag *f = &x->frag[i];
+
+        if (f->len == 0 || f->len > PAGE_SIZE)
+            return 0;
+        if (f->kind == LC_GPA_RAM && f->hva == NULL)
+            return 0;
+        if (f->kind != LC_GPA_RAM && f->kind != LC_GPA_MMIO)
+            return 0;
+        total += f->len;
+    }
+    return total == x->len;
+}
+
+/* One MMIO fragment: a read into `rd`, or a write from `wr`. */
+static int mmio_frag(lcr_vcpu *v, const lcr_frag *f, uint8_t *rd,
+                     const uint8_t *wr)
+{
+    int is_write = wr != NULL;
+
+    for (unsigned off = 0; off < f->len;) {
+        unsigned n = piece_len(f->len - off);
+        uint64_t val = 0;   /* zeroed before a read (ops.h, NOTES) */
+
+        if (is_write)
+            memcpy(&val, wr + off, n);
+        if (cb_result(v, v->ops->mmio(v->opaque, f->gpa + off, (uint8_t)n,
+                                      is_write, &val)) < 0)
+            return -1;
+        if (!is_write)
+            memcpy(rd + off, &val, n);
+        off += n;
+    }
+    return 0;
+}
+
+static int traced_frag(lcr_vcpu *v, const lcr_frag *f, const uint8_t *buf)
+{
+    for (unsigned off = 0; off < f->len;) {
+        unsigned n = piece_len(f->len - off);
+
+        if (cb_result(v, v->ops->traced_write(v->opaque, f->gpa + off,
+                                              buf + off, (uint8_t)n)) < 0)
+            return -1;
+        off += n;
+    }
+    return 0;
+}
+
+int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf)
+{
+    uint8_t *out = buf;
+    unsigned off = 0, i;
+
+    if (!xlat_sane(x))
+        return stop_term(v);
+    /* Preconditions of every fragment before the first access, so a
+     * missing callback never leaves half a read done (a device read can
+     * have side effects). */
+    for (i = 0; i < x->nfrag; i++)
+        if (x->frag[i].kind == LC_GPA_MMIO && v->ops->mmio == NULL)
+            return stop_term(v);
+    for (i = 0; i < x->nfrag; i++) {
+        const lcr_frag *f = &x->frag[i];
+
+        if (f->kind == LC_GPA_RAM)
+            memcpy(out + off, f->hva, f->len);
+        else if (mmio_frag(v, f, out + off, NULL) < 0)
+            return -1;
+        off += f->len;
+    }
+    return 0;
+}
+
+static int watched(const lcr_vcpu *v, uint64_t gpa)
+{
+    unsigned n = v->nwatch < 2 ? v->nwatch : 2;
+
+    for (unsigned i = 0; i < n; i++)
+        if (v->watch_gfn[i] == gpa >> 12)
+            return 1;
+    return 0;
+}
+
+int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
+{
+    const uint8_t *in = buf;
+    unsigned off = 0, i;
+
+    /* A translation made without LCR_ACC_WRITE did not check R/W, did not
+     * set D and did not refuse ROM: writing through it would be wrong. */
+    if (!xlat_sane(x) || !(x->access & LCR_ACC_WRITE))
+        return stop_term(v);
+    /* All preconditions first: a NULL callback needed by the second
+     * fragment must not leave the first one written (rt.h contract). */
+    for (i = 0; i < x->nfrag; i++) {
+        const lcr_frag *f = &x->frag[i];
+
+        if (f->kind == LC_GPA_MMIO && v->ops->mmio == NULL)
+            return stop_term(v);
+        if (f->kind == LC_GPA_RAM && f->traced &&
+            v->ops->traced_write == NULL)
+            return stop_term(v);
+    }
+    for (i = 0; i < x->nfrag; i++) {
+        const lcr_frag *f = &x->frag[i];
+        int r = 0;
+
+        if (f->kind == LC_GPA_MMIO)
+            r = mmio_frag(v, f, NULL, in + off);
+        else if (f->traced)
+            r = traced_frag(v, f, in + off);
+        else
+            memcpy(f->hva, in + off, f->len);
+        if (r < 0)
+            return -1;
+        /* Section 7 of the paper: a store into the code being run
+         * completes, then the run stops. */
+        if (watched(v, f->gpa))
+            v->smc_hit = 1;
+        off += f->len;
+    }
+    return 0;
+}
+
+/* ---- instruction fetch -------------------------------------------------- */
+
+/* How many of `max` bytes at CS:RIP segmentation lets us fetch, and the
+ * linear address of the first. Same rules as lcr_linear() for CS with
+ * LCR_ACC_FETCH, except that a violation shortens the fetch instead of
+ * stopping: the bytes before it may still form a whole instruction. */
+static size_t fetch_linear(const lcr_vcpu *v, size_t max, uint64_t *la)
+{
+    const lc_segment *cs = &v->st->seg[LC_CS];
+    uint64_t ea = v->st->rip;
+    size_t n;
+
+    switch (v->mode) {
+    case LC_MODE_LONG64: {
+        /* No limit; each byte must be canonical (SDM vol. 1 3.3.7.1). */
+        unsigned bits = la_bits(v);
+
+        for (n = 0; n < max; n++)
+            if (ea + n < ea || !canonical(ea + n, bits))
+                break;
+        *la = ea;
+        return n;
+    }
+    case LC_MODE_PROT16:
+    case LC_MODE_PROT32:
+    case LC_MODE_COMPAT16:
+    case LC_MODE_COMPAT32:
+        if (cs->unusable || !cs->present ||
+            !seg_type_ok(cs, LCR_ACC_FETCH))
+            return 0;
+        break;
+    case LC_MODE_REAL:
+    case LC_MODE_VM86:
+        break;          /* no type checks (SDM "Real-Address Mode") */
+    default:
+        return 0;
+    }
+    if (ea > cs->limit)
+        return 0;
+    n = max;
+    if (cs->limit - ea + 1 < n)
+        n = (size_t)(cs->limit - ea + 1);
+    *la = (cs->base + ea) & LA32_MASK;
+    return n;
+}
+
+size_t lcr_fetch(lcr_vcpu *v, uint8_t *buf, size_t max, uint64_t gfn[2],
+                 unsigned *ngfn)
+{
+    uint64_t la = 0;
+    size_t n, got = 0;
+    pgctx c;
+
+    *ngfn = 0;
+    if (max > LC_INSN_MAX_LEN)
+        max = LC_INSN_MAX_LEN;
+    n = fetch_linear(v, max, &la);
+    if (n == 0 || pg_setup(v, LCR_ACC_FETCH, &c) != M_OK)
+        return 0;
+
+    /* At most two pages: n <= 15. Each page is translated and committed
+     * on its own: the A bits of a page fetched from are set even if the
+     * next page cannot be fetched, as on the CPU. */
+    while (got < n && *ngfn < 2) {
+        uint64_t pla = la + got;
+        size_t chunk;
+        lcr_frag f;
+        walk w;
+
+        if (!long_mode_active(v))
+            pla &= LA32_MASK;
+        else if (v->mode != LC_MODE_LONG64 && pla > LA32_MASK)
+            break;          /* compatibility mode: see lcr_translate() */
+        chunk = PAGE_SIZE - (size_t)(pla & PAGE_MASK);
+        if (chunk > n - got)
+            chunk = n - got;
+        /* Only ordinary RAM can be fetched from here (MMIO code is left
+         * to the CPU and the VMM). */
+        if (pg_walk(&c, pla, &w) != M_OK ||
+            map_frag(v, w.gpa, (unsigned)chunk, LCR_ACC_FETCH, &f) != M_OK ||
+            f.kind != LC_GPA_RAM || commit_ad(v, &w, 1) != M_OK)
+            break;
+        memcpy(buf + got, f.hva, chunk);
+        gfn[(*ngfn)++] = w.gpa >> 12;
+        got += chunk;
+    }
+    return got;
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/: executing guest instructions against lc_cpu_state.
+ *
+ * Contract of every step: an instruction either completes with all of its
+ * architectural effects (registers, RFLAGS, memory, device accesses, RIP),
+ * or nothing of it happens and the run stops *before* it with `stop` set,
+ * so the guest raises the fault (or takes the exit) itself when it
+ * resumes. The runtime never injects an exception. (DESIGN.md,
+ * "Translations"; paper section 7 for the SMC stop.)
+ *
+ * The one permitted partial effect is architectural: a REP string
+ * instruction may stop between iterations with RCX/RSI/RDI updated and RIP
+ * still at the instruction, exactly as an interrupted REP does.
+ *
+ * Layers: mmu.c (segmentation, page walks, guest-physical access through
+ * lc_vm_ops), alu.c (arithmetic with exact RFLAGS), exec.c (instruction
+ * semantics and the step loop). Nothing here knows about KVM.
+ */
+#ifndef LC_RUNTIME_RT_H
+#define LC_RUNTIME_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cluster/cluster.h>
+
+#include "../decoder/insn.h"
+
+/* Access kinds for the MMU. */
+enum lcr_access {
+    LCR_ACC_READ  = 1u << 0,
+    LCR_ACC_WRITE = 1u << 1,   /* READ|WRITE for read-modify-write */
+    LCR_ACC_FETCH = 1u << 2,
+};
+
+/* One physically contiguous piece of a translated access. */
+typedef struct lcr_frag {
+    uint64_t gpa;
+    uint8_t *hva;         /* RAM only; NULL for MMIO */
+    uint32_t len;
+    uint8_t  kind;        /* lc_gpa_kind */
+    uint8_t  traced;      /* write-watched RAM: writes go to traced_write */
+    uint8_t  pad_[2];
+} lcr_frag;
+
+/* A translated access: at most two fragments, because no access is wider
+ * than 8 bytes and so crosses at most one page boundary. */
+typedef struct lcr_xlat {
+    uint64_t la;          /* linear address of the first byte */
+    uint32_t len;         /* bytes in total, 1..8 (up to 15 for fetch) */
+    uint8_t  access;      /* enum lcr_access */
+    uint8_t  nfrag;
+    uint8_t  pad_[2];
+    lcr_frag frag[2];
+} lcr_xlat;
+
+/* Per-run execution context. The engine fills the inputs, calls
+ * lcr_step()/lcr_exec() repeatedly, then reads the outputs. */
+typedef struct lcr_vcpu {
+    /* inputs */
+    lc_cpu_state    *st;
+    const lc_vm_ops *ops;
+    void            *opaque;     /* passed to every callback */
+    uint32_t         insn_budget;/* instructions this run may execute */
+    uint32_t         rep_budget; /* string iterations this run may execute */
+    uint8_t          irq_check;  /* call ops->irq_pending before each step */
+    /* SMC watch (section 7): guest-physical 4 KiB frames holding the code
+     * being run. A write into one completes, then stops the run with
+     * LC_STOP_SMC before the next instruction. */
+    uint8_t          nwatch;
+    uint64_t         watch_gfn[2];
+
+    /* derived at lcr_begin() from *st */
+    lc_cpu_mode      mode;
+    uint8_t          cpl;
+
+    /* outputs */
+    lc_stop_reason   stop;       /* LC_STOP_NONE while running */
+    lc_status        error;      /* LC_ERR_CALLBACK if a callback failed */
+    uint32_t         insns;      /* instructions completed */
+    uint32_t         exits_done; /* strongly/weakly exiting ones that went
+                                  * to the VMM (callbacks, MMIO, traced) */
+    uint32_t         dirty;      /* LC_DIRTY_* */
+    uint8_t          smc_hit;    /* a watched frame was written */
+    uint8_t          fault_vector; /* for LC_STOP_FAULT: 13 (#GP), 12 (#SS),
+                                    * 14 (#PF), 6 (#UD), 0 (#DE) */
+    uint64_t         fault_addr; /* linear address for #PF */
+} lcr_vcpu;
+
+/* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs). */
+void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+               void *opaque);
+
+/* Result of one step. */
+enum lcr_step {
+    LCR_DONE = 0,   /* the instruction completed; RIP is the next one */
+    LCR_STOP,       /* nothing of it happened; v->stop says why */
+};
+
+/* Fetch, decode and execute the instruction at CS:RIP. `scratch` receives
+ * the decoded instruction. */
+int lcr_step(lcr_vcpu *v, lcd_insn *scratch);
+
+/* Execute an already decoded instruction (the translator's path: no
+ * fetch, no decode). `insn` must have been decoded for v->mode. */
+int lcr_exec(lcr_vcpu *v, const lcd_insn *insn);
+
+/* ---- MMU (mmu.c) -------------------------------------------------------- */
+
+/* Segmentation: effective address `ea` in segment `seg` to a linear
+ * address, with limit, type, privilege and canonical checks for an access
+ * of `size` bytes. 0 on success; on failure sets v->stop = LC_STOP_FAULT
+ * and v->fault_vector (13, or 12 for SS) and returns -1. */
+int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
+               unsigned access, uint64_t *la);
+
+/* Paging and guest-physical lookup: linear range to fragments. Walks the
+ * guest's page tables in software for the current CR0/CR4/EFER (none,
+ * 32-bit with 4 MiB pages, PAE, 4- and 5-level), checks U/S, R/W (with
+ * CR0.WP), NX (EFER.NXE) and SMAP/SMEP, and sets accessed and dirty bits
+ * exactly as the CPU does. Page-table reads that land outside RAM,
+ * in MMIO, or loop stop cleanly. 0 on success; -1 with v->stop set
+ * (LC_STOP_FAULT with vector 14, or LC_STOP_TERMINATOR when the data page
+ * is unmapped in guest-physical space). */
+int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
+                  lcr_xlat *x);
+
+/* Read or write through a translation. RAM is copied; MMIO goes to
+ * ops->mmio with the whole access (split at the page boundary if the
+ * access crosses into a second fragment); traced RAM writes go to
+ * ops->traced_write. A write into a watched frame sets v->smc_hit.
+ * 0 on success; -1 with v->stop set (LC_STOP_CALLBACK, or
+ * LC_STOP_TERMINATOR if a needed callback is NULL). Reads must be done
+ * before any write of the same instruction. */
+int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf);
+int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf);
+
+/* Fetch up to `max` (<= 15) code bytes at CS:RIP, stopping early at a
+ * page that cannot be fetched (not present, NX, not RAM). Returns the
+ * number of bytes fetched (0 if the first byte cannot be) and the
+ * guest-physical frames they came from in gfn[0..1] (*ngfn set). */
+size_t lcr_fetch(lcr_vcpu *v, uint8_t *buf, size_t max, uint64_t gfn[2],
+                 unsigned *ngfn);
+
+#endif /* LC_RUNTIME_RT_H */

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_exec.c: runtime/exec.c and alu.c.
+ *
+ * The paper's examples run instruction by instruction against a fake VMM
+ * (tests/unit/fakevm.h) with hand-computed results; then the contract that
+ * matters to clusters: a stop leaves the state exactly as it was before the
+ * instruction. Exhaustive semantics are the differential tests' job
+ * (tests/diff/, against Unicorn).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../examples/paper/paper_examples.h"
+#include "../../runtime/alu.h"
+#include "../../runtime/rt.h"
+#include "fakevm.h"
+#include "harness.h"
+
+static const paper_example *example(const char *name)
+{
+    for (size_t i = 0; i < paper_examples_count; i++)
+        if (!strcmp(paper_examples[i].name, name))
+            return &paper_examples[i];
+    ck_abort_msg("no paper example %s", name);
+    return NULL;
+}
+
+/* Copy an example to guest RAM at `at`; returns the end address. */
+static uint64_t load(fvm *f, const paper_example *ex, uint64_t at)
+{
+    uint64_t p = at;
+    for (size_t i = 0; i < ex->count; i++) {
+        memcpy(f->ram + p, ex->insns[i].bytes, ex->insns[i].len);
+        p += ex->insns[i].len;
+    }
+    return p;
+}
+
+static void begin(lcr_vcpu *v, fvm *f, lc_cpu_state *s)
+{
+    memset(v, 0, sizeof *v);
+    v->insn_budget = 1000;
+    v->rep_budget = 1000;
+    lcr_begin(v, s, &fvm_ops, f);
+}
+
+/* Step until RIP == end; every step must complete. */
+static void run_to(lcr_vcpu *v, uint64_t end, unsigned max)
+{
+    lcd_insn in;
+    for (unsigned i = 0; i < max && v->st->rip != end; i++) {
+        int r = lcr_step(v, &in);
+        ck_assert_msg(r == LCR_DONE, "stopped at %#llx: %s (vector %u)",
+                      (unsigned long long)v->st->rip,
+                      lc_stop_reason_name(v->stop), v->fault_vector);
+    }
+    ck_assert_uint_eq(v->st->rip, end);
+}
+
+/* Section 4: OUT, OUT, six gap fillers, IN; exits 3. */
+START_TEST(bios_sequence)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint64_t end;
+
+    fvm_init(&f);
+    fvm_state_real(&s);
+    s.seg[LC_CS].selector = 0xf000;
+    s.seg[LC_CS].base = 0xf0000;
+    s.rip = 0x100;
+    end = load(&f, example("bios-pci"), 0xf0100) - 0xf0000;
+    end -= 6;   /* stop after the IN, before XCHG, XOR, JMP (6 bytes) */
+    s.gpr[LC_RAX] = 0x80000010;
+    s.gpr[LC_RCX] = 0x12;
+    s.gpr[LC_RDX] = 0xcf8;
+    begin(&v, &f, &s);
+    run_to(&v, end, 20);
+    ck_assert_uint_eq(v.insns, 9);
+    ck_assert_uint_eq(v.exits_done, 3);
+    ck_assert_uint_eq(f.nlog, 3);
+    ck_assert(f.log[0].kind == 'o' && f.log[0].addr == 0xcf8 &&
+              f.log[0].size == 4 && f.log[0].value == 0x80000010);
+    ck_assert(f.log[1].kind == 'o' && f.log[1].addr == 0xed &&
+              f.log[1].size == 1 && f.log[1].value == 0x10);
+    /* DX = 0xcfc + (CL & 3) = 0xcfe; EAX/ECX swapped; AH/AL swapped. */
+    ck_assert(f.log[2].kind == 'i' && f.log[2].addr == 0xcfe &&
+              f.log[2].size == 1);
+    ck_assert_uint_eq(s.gpr[LC_RDX], 0xcfe);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 0x80000002);
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x1200 | fvm_answer(0xcfe, 1));
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Section 4: debug registers and two loads, at CPL 0. */
+START_TEST(passmark_debug_registers)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint64_t end;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.rip = 0x10000;
+    end = load(&f, example("passmark-dr"), s.rip);
+    s.gpr[LC_RBX] = 0x1111; s.gpr[LC_RCX] = 0x2222; s.gpr[LC_RDI] = 0x20000;
+    memcpy(f.ram + 0x20308, &(uint32_t){ 0xffff0ff0 }, 4);
+    memcpy(f.ram + 0x2030c, &(uint32_t){ 0x00000401 }, 4);
+    begin(&v, &f, &s);
+    run_to(&v, end, 10);
+    ck_assert_uint_eq(f.dr[2], 0x1111);
+    ck_assert_uint_eq(f.dr[3], 0x2222);
+    ck_assert_uint_eq(f.dr[6], 0xffff0ff0);
+    ck_assert_uint_eq(f.dr[7], 0x401);
+    ck_assert_uint_eq(v.exits_done, 4);
+    /* The same code at CPL 3 faults (#GP) on the first MOV DR, untouched. */
+    fvm_state_prot32(&s, 3);
+    s.rip = 0x10000;
+    begin(&v, &f, &s);
+    {
+        lcd_insn in;
+        lc_cpu_state before = s;
+        ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+        ck_assert_int_eq(v.stop, LC_STOP_FAULT);
+        ck_assert_uint_eq(v.fault_vector, 13);
+        ck_assert_mem_eq(&before, &s, sizeof s);
+    }
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Section 5: SLES. The device store goes to MMIO; the table load that
+ * follows it is plain RAM and takes no exit. */
+START_TEST(sles_mmio_stores)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
+    uint64_t la = 0x10000000ull * 8 - 0x7fc4215cull;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.rip = 0x100000;
+    load(&f, example("sles-weak"), s.rip);
+    s.gpr[LC_RAX] = FVM_MMIO + 0x201300;   /* -0x201000 -> MMIO + 0x300 */
+    s.gpr[LC_RSI] = 0x10000000;            /* 8*rsi - 0x7fc4215c: RAM */
+    s.gpr[LC_RDX] = 0xaaaa;
+    ck_assert_uint_lt(la, FVM_RAM_SIZE);
+    memcpy(f.ram + la, &(uint32_t){ 0x12345678 }, 4);
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert(f.log[0].kind == 'w' && f.log[0].addr == FVM_MMIO + 0x300 &&
+              f.log[0].size == 4 && f.log[0].value == 0xaaaa);
+    ck_assert_uint_eq(v.exits_done, 1);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_uint_eq(v.exits_done, 1);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x12345678);   /* 32-bit load zero-extends */
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Section 8: the VMware block, nine VMREADs, RIP-relative stores. */
+START_TEST(vmware_vmreads)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint64_t end, base = 0x300000;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.rip = base;
+    end = load(&f, example("vmware-vmread"), s.rip);
+    for (int i = 0; i < 16; i++)
+        s.gpr[i] = 0x100 + (uint64_t)i;
+    /* The fake VMCS answers 3*field+1: for field 0x55555555 that is
+     * 2^32, so EDI is 0 and the JNZ falls through to the last VMREAD. */
+    s.gpr[LC_RDI] = 0x55555555;
+    s.rflags = 0x2 | LC_RFLAGS_CF | LC_RFLAGS_ZF;
+    begin(&v, &f, &s);
+    run_to(&v, end, 20);
+    ck_assert_uint_eq(v.insns, 13);
+    ck_assert_uint_eq(v.exits_done, 9);
+    /* RIP-relative destinations, relative to the next instruction. */
+    {
+        uint64_t q;
+        memcpy(&q, f.ram + base + 7 - 0x22222a, 8);
+        ck_assert_uint_eq(q, 0x103 * 3 + 1);          /* field in RBX */
+        memcpy(&q, f.ram + base + 14 - 0x222209, 8);
+        ck_assert_uint_eq(q, 0x101 * 3 + 1);          /* field in RCX */
+        memcpy(&q, f.ram + base + 24 - 0x1f229b, 8);
+        ck_assert_uint_eq(q, 0x105 * 3 + 1);          /* field in RBP */
+    }
+    ck_assert_uint_eq(s.gpr[LC_RDI], 0x100000000ull);
+    /* VMsucceed clears the status flags. */
+    ck_assert_uint_eq(s.rflags & (LC_RFLAGS_CF | LC_RFLAGS_OF), 0);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Section 6.3: the Windows 7 loop stores 4 qwords and falls out. */
+START_TEST(win7_loop_traced)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint64_t end;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.rip = 0x200000;
+    end = load(&f, example("win7-loop"), s.rip);
+    f.traced_gfn = 0x250;
+    s.gpr[LC_RCX] = 0x250000;
+    s.gpr[LC_RDX] = 0x8000000000000063ull;
+    s.gpr[LC_R9] = 4;
+    begin(&v, &f, &s);
+    run_to(&v, end, 64);
+    ck_assert_uint_eq(v.insns, 16);
+    ck_assert_uint_eq(v.exits_done, 4);
+    ck_assert_uint_eq(f.nlog, 4);
+    for (unsigned i = 0; i < 4; i++)
+        ck_assert(f.log[i].kind == 't' && f.log[i].addr == 0x250000 + 8 * i &&
+                  f.log[i].size == 8 && f.log[i].value == s.gpr[LC_RDX]);
+    ck_assert_uint_eq(s.gpr[LC_R9], 0);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* ---- stops leave the state untouched --------------------------------- */
+
+typedef struct stop_case {
+    int line;
+    const char *hex;
+    unsigned mode;          /* 0 real, 1 prot32 cpl0, 2 prot32 cpl3, 3 long64 */
+    lc_stop_reason why;
+    uint8_t vector;
+} stop_case;
+
+static const stop_case stops[] = {
+    { __LINE__, "0f 31",          3, LC_STOP_TERMINATOR, 0 },  /* rdtsc */
+    { __LINE__, "8b 04 25 00 00 00 40", 3, LC_STOP_FAULT, 14 },/* not present */
+    { __LINE__, "48 8b 04 25 00 00 00 80", 3, LC_STOP_FAULT, 14 }, /* 0xffffffff80000000 */
+    { __LINE__, "48 8b 45 00",    3, LC_STOP_FAULT, 12 },      /* [rbp] non-canonical: #SS */
+    { __LINE__, "48 8b 03",       3, LC_STOP_FAULT, 13 },      /* [rbx] non-canonical: #GP */
+    { __LINE__, "8b 86 ff ff",    0, LC_STOP_FAULT, 12 },      /* word at SS:0xffff > limit */
+    { __LINE__, "8b 87 ff ff",    0, LC_STOP_FAULT, 13 },      /* word at DS:0xffff > limit */
+    { __LINE__, "ee",             2, LC_STOP_TERMINATOR, 0 },  /* CPL3 IOPL0 */
+    { __LINE__, "0f 32",          2, LC_STOP_FAULT, 13 },      /* rdmsr CPL3 */
+    { __LINE__, "f4",             2, LC_STOP_FAULT, 13 },      /* hlt CPL3 */
+    { __LINE__, "0f 23 e0",       1, LC_STOP_NONE, 0 },        /* mov dr4: aliases dr6 */
+    { __LINE__, "c3",             3, LC_STOP_TERMINATOR, 0 },  /* ret: not run */
+    { __LINE__, "0f 0b",          3, LC_STOP_TERMINATOR, 0 },
+    { __LINE__, "0f ff",          3, LC_STOP_FAULT, 0 },       /* truncated at end */
+};
+
+START_TEST(stop_before_instruction)
+{
+    const stop_case *c = &stops[_i];
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+    uint8_t b[16];
+    size_t n = lc_test_hex(c->hex, b, sizeof b);
+    uint64_t at;
+
+    fvm_init(&f);
+    switch (c->mode) {
+    case 0: fvm_state_real(&s); at = 0x7000; break;
+    case 1: fvm_state_prot32(&s, 0); at = 0x7000; break;
+    case 2: fvm_state_prot32(&s, 3); at = 0x7000; break;
+    default: fvm_state_long64(&f, &s); at = 0x7000; break;
+    }
+    s.rip = at;
+    memcpy(f.ram + at, b, n);
+    if (!strcmp(c->hex, "0f ff")) {
+        /* Put the opcode at the very end of RAM so the ModRM byte is not
+         * fetchable: the fetch is cut short and the decode truncated. */
+        fvm_state_prot32(&s, 0);
+        at = FVM_RAM_SIZE - 2;
+        memcpy(f.ram + at, b, 2);
+        s.rip = at;
+    }
+    /* Non-canonical in long mode; zero elsewhere. */
+    s.gpr[LC_RBP] = c->mode == 3 ? 0x0000800000000000ull : 0;
+    s.gpr[LC_RBX] = c->mode == 3 ? 0xffff7fffffffffffull : 0;
+    before = s;
+    begin(&v, &f, &s);
+    if (c->why == LC_STOP_NONE) {
+        ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+        fvm_fini(&f);
+        return;
+    }
+    ck_assert_msg(lcr_step(&v, &in) == LCR_STOP, "line %d: did not stop",
+                  c->line);
+    ck_assert_msg(v.stop == c->why, "line %d: stop %s, want %s", c->line,
+                  lc_stop_reason_name(v.stop), lc_stop_reason_name(c->why));
+    if (c->why == LC_STOP_FAULT && c->vector)
+        ck_assert_msg(v.fault_vector == c->vector, "line %d: vector %u",
+                      c->line, v.fault_vector);
+    ck_assert_msg(!memcmp(&before, &s, sizeof s), "line %d: state changed",
+                  c->line);
+    ck_assert_uint_eq(f.nlog, 0);
+    ck_assert_uint_eq(v.insns, 0);
+    fvm_fini(&f);
+}
+END_TEST
+
+START_TEST(callback_stop_leaves_state)
+{
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+
+    fvm_init(&f);
+    fvm_state_real(&s);
+    s.rip = 0x7000;
+    f.ram[0x7000] = 0xec;                  /* in al, dx */
+    s.gpr[LC_RAX] = 0x1234;
+    f.pio_answer = LC_CB_STOP;
+    before = s;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_CALLBACK);
+    ck_assert_int_eq(v.error, LC_OK);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    f.pio_answer = LC_CB_ERROR;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.error, LC_ERR_CALLBACK);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Section 7: a write into the code's own frame completes, then stops. */
+START_TEST(smc_stops_after_write)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
+    /* mov byte [0x7005], 0xeb ; nop (patched) */
+    const uint8_t code[] = { 0xc6, 0x05, 0x05, 0x70, 0x00, 0x00, 0xeb, 0x90 };
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.rip = 0x7000;
+    memcpy(f.ram + 0x7000, code, sizeof code);
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 10;
+    v.rep_budget = 10;
+    v.nwatch = 1;
+    v.watch_gfn[0] = 0x7;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_int_eq(v.stop, LC_STOP_SMC);
+    ck_assert_uint_eq(s.rip, 0x7007);
+    ck_assert_uint_eq(f.ram[0x7005], 0xeb);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* REP OUTSB stops between iterations on the string budget, exactly as an
+ * interrupted REP: RCX and RSI advanced, RIP still at the instruction. */
+START_TEST(rep_budget)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.rip = 0x7000;
+    f.ram[0x7000] = 0xf3; f.ram[0x7001] = 0x6e;    /* rep outsb */
+    memcpy(f.ram + 0x9000, "abcdefghij", 10);
+    s.gpr[LC_RCX] = 10; s.gpr[LC_RSI] = 0x9000; s.gpr[LC_RDX] = 0x3f8;
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 10;
+    v.rep_budget = 3;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_BUDGET);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 7);
+    ck_assert_uint_eq(s.gpr[LC_RSI], 0x9003);
+    ck_assert_uint_eq(s.rip, 0x7000);
+    ck_assert_uint_eq(f.nlog, 3);
+    ck_assert(f.log[2].kind == 'o' && f.log[2].value == 'c');
+    /* A later run finishes it. */
+    v.rep_budget = 100;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 0);
+    ck_assert_uint_eq(s.gpr[LC_RSI], 0x900a);
+    ck_assert_uint_eq(s.rip, 0x7002);
+    ck_assert_uint_eq(f.nlog, 10);
+    fvm_fini(&f);
+}
+END_TEST
+
+START_TEST(budget_and_irq)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
+
+    fvm_init(&f);
+    fvm_state_real(&s);
+    s.rip = 0x7000;
+    memset(f.ram + 0x7000, 0x90, 8);
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 2;
+    v.rep_budget = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_BUDGET);
+    /* An interrupt is only deliverable with IF set. */
+    v.insn_budget = 10;
+    v.irq_check = 1;
+    f.irq = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);     /* IF=0 */
+    s.rflags |= LC_RFLAGS_IF;
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_IRQ);
+    ck_assert_uint_eq(s.rip, 0x7003);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* ---- ALU spot checks (the differential tests cover the rest) ---------- */
+
+START_TEST(alu_flags)
+{
+    uint64_t fl, r, lo, hi;
+
+    fl = 0x2;
+    r = lcr_alu_bin(LCR_ADD, 1, 0x7f, 1, &fl);
+    ck_assert_uint_eq(r, 0x80);
+    ck_assert_uint_eq(fl & LCR_FL_STATUS, LC_RFLAGS_OF | LC_RFLAGS_SF | LC_RFLAGS_AF);
+    fl = 0x2 | LC_RFLAGS_CF;
+    r = lcr_alu_bin(LCR_ADC, 4, 0xffffffff, 0, &fl);
+    ck_assert_uint_eq(r, 0);
+    ck_assert_uint_eq(fl & LCR_FL_STATUS, LC_RFLAGS_CF | LC_RFLAGS_ZF |
+                      LC_RFLAGS_PF | LC_RFLAGS_AF);
+    fl = 0x2 | LC_RFLAGS_CF;
+    r = lcr_alu_bin(LCR_SBB, 8, 0, 0, &fl);
+    ck_assert_uint_eq(r, ~0ull);
+    ck_assert(fl & LC_RFLAGS_CF);
+    fl = 0x2 | LC_RFLAGS_CF;
+    r = lcr_alu_inc(2, 0xffff, &fl);
+    ck_assert_uint_eq(r, 0);
+    ck_assert(fl & LC_RFLAGS_CF);        /* INC keeps CF */
+    ck_assert(fl & LC_RFLAGS_ZF);
+    /* Shift count masking: 8-bit SHL by 33 is SHL by 1. */
+    fl = 0x2;
+    r = lcr_alu_shift(LCR_SHL, 1, 0x81, 33, &fl);
+    ck_assert_uint_eq(r, 0x02);
+    ck_assert(fl & LC_RFLAGS_CF);
+    ck_assert(fl & LC_RFLAGS_OF);        /* MSB(r) ^ CF = 0 ^ 1 */
+    /* Count 0 (after masking) changes nothing. */
+    fl = 0x2 | LC_RFLAGS_ZF;
+    r = lcr_alu_shift(LCR_SHR, 4, 0x10, 32, &fl);
+    ck_assert_uint_eq(r, 0x10);
+    ck_assert_uint_eq(fl, 0x2 | LC_RFLAGS_ZF);
+    /* RCL on 8 bits rotates through 9 bits: by 9 is the identity. */
+    fl = 0x2 | LC_RFLAGS_CF;
+    r = lcr_alu_shift(LCR_RCL, 1, 0x5a, 9, &fl);
+    ck_assert_uint_eq(r, 0x5a);
+    ck_assert(fl & LC_RFLAGS_CF);
+    /* IMUL overflow and MUL high half. */
+    fl = 0x2;
+    lcr_alu_imul(1, 0x80, 0xff, &lo, &hi, &fl);    /* -128 * -1 = 128 */
+    ck_assert_uint_eq(lo, 0x80);
+    ck_assert_uint_eq(hi, 0x00);
+    ck_assert(fl & LC_RFLAGS_OF);
+    fl = 0x2;
+    lcr_alu_mul(8, ~0ull, ~0ull, &lo, &hi, &fl);
+    ck_assert_uint_eq(lo, 1);
+    ck_assert_uint_eq(hi, ~0ull - 1);
+    ck_assert(fl & LC_RFLAGS_CF);
+    /* Conditions. */
+    ck_assert(lcr_cond(LC_CC_L, LC_RFLAGS_SF));
+    ck_assert(!lcr_cond(LC_CC_L, LC_RFLAGS_SF | LC_RFLAGS_OF));
+    ck_assert(lcr_cond(LC_CC_LE, LC_RFLAGS_ZF));
+    ck_assert(lcr_cond(LC_CC_NBE, 0));
+}
+END_TEST
+
+static Suite *exec_suite(void)
+{
+    Suite *s = suite_create("exec");
+    TCase *t = tcase_create("paper");
+
+    tcase_add_test(t, bios_sequence);
+    tcase_add_test(t, passmark_debug_registers);
+    tcase_add_test(t, sles_mmio_stores);
+    tcase_add_test(t, vmware_vmreads);
+    tcase_add_test(t, win7_loop_traced);
+    suite_add_tcase(s, t);
+    t = tcase_create("contract");
+    tcase_add_loop_test(t, stop_before_instruction, 0,
+                        (int)(sizeof stops / sizeof stops[0]));
+    tcase_add_test(t, callback_stop_leaves_state);
+    tcase_add_test(t, smc_stops_after_write);
+    tcase_add_test(t, rep_budget);
+    tcase_add_test(t, budget_and_irq);
+    tcase_add_test(t, alu_flags);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return lc_test_run(exec_suite());
+}

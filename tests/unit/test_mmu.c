@@ -1,0 +1,1433 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_mmu.c: runtime/mmu.c, segmentation, page walks in every
+ * paging mode, access rights, accessed/dirty bits, fragment splitting,
+ * MMIO / traced / ROM dispatch, hostile page tables and instruction fetch.
+ *
+ * The fake VM: 4 MiB of RAM at guest-physical 0 (page tables are built in
+ * its top MiB, data lives below), two MMIO windows (one below 4 GiB, one
+ * above for PSE-36), an optional traced page, an optional ROM page and an
+ * optional page whose mapping is deliberately short. Every callback logs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cluster/cluster.h>
+
+#include "../../runtime/rt.h"
+#include "harness.h"
+
+/* ---- fake VM ------------------------------------------------------------ */
+
+#define RAM_SIZE    (4u << 20)
+#define PT_BASE     0x300000ull          /* page tables: top MiB */
+#define MMIO_BASE   0xfee00000ull
+#define HIMMIO_BASE 0x1200c00000ull      /* reachable only via PSE-36 */
+#define MMIO_SIZE   0x1000u
+#define NO_GFN      (~0ull)
+
+typedef struct ev {
+    char     kind;   /* 'r' / 'w' MMIO, 't' traced write */
+    uint64_t gpa;
+    unsigned len;
+    uint64_t value;
+} ev;
+
+typedef struct tvm {
+    uint8_t     *ram;
+    uint64_t     traced_gfn, rom_gfn, short_gfn;
+    ev           log[32];
+    unsigned     nlog;
+    unsigned     nmap_write;      /* gpa_map calls with is_write = 1 */
+    int          read_not_zeroed; /* an MMIO read got a non-zero *value */
+    lc_cb_result mmio_answer;
+    unsigned     mmio_answer_at;  /* 1-based call that gets mmio_answer */
+    unsigned     nmmio;
+    uint64_t     next_pt;
+} tvm;
+
+static tvm T;
+static lc_cpu_state S;
+static lcr_vcpu V;
+static lc_vm_ops OPS;
+
+static void log_ev(char kind, uint64_t gpa, unsigned len, uint64_t value)
+{
+    if (T.nlog < sizeof(T.log) / sizeof(T.log[0]))
+        T.log[T.nlog++] = (ev){ kind, gpa, len, value };
+}
+
+/* A device byte at `gpa` reads as this. */
+static uint8_t dev_byte(uint64_t gpa)
+{
+    return (uint8_t)(gpa ^ 0xa5);
+}
+
+static void t_gpa_map(void *o, uint64_t gpa, int w, lc_gpa_map *m)
+{
+    tvm *t = o;
+
+    memset(m, 0xee, sizeof(*m));     /* the MMU must not rely on zeroing */
+    m->kind = LC_GPA_UNMAPPED;
+    m->traced = 0;
+    m->readonly = 0;
+    m->hva = NULL;
+    m->span = 0;
+    if (w)
+        t->nmap_write++;
+    if (gpa < RAM_SIZE) {
+        m->kind = LC_GPA_RAM;
+        m->hva = t->ram + gpa;
+        m->span = RAM_SIZE - gpa;
+        m->traced = (gpa >> 12) == t->traced_gfn;
+        m->readonly = (gpa >> 12) == t->rom_gfn;
+        if ((gpa >> 12) == t->short_gfn)
+            m->span = 3;            /* shorter than any paging entry */
+    } else if ((gpa >= MMIO_BASE && gpa < MMIO_BASE + MMIO_SIZE) ||
+               (gpa >= HIMMIO_BASE && gpa < HIMMIO_BASE + MMIO_SIZE)) {
+        m->kind = LC_GPA_MMIO;
+    }
+}
+
+static lc_cb_result t_mmio(void *o, uint64_t gpa, uint8_t len, int is_write,
+                           uint64_t *val)
+{
+    tvm *t = o;
+
+    t->nmmio++;
+    if (t->mmio_answer_at == t->nmmio)
+        return t->mmio_answer;
+    if (!is_write) {
+        if (*val != 0)
+            t->read_not_zeroed = 1;
+        *val = 0;
+        for (unsigned i = 0; i < len; i++)
+            *val |= (uint64_t)dev_byte(gpa + i) << (8 * i);
+    }
+    log_ev(is_write ? 'w' : 'r', gpa, len, *val);
+    return LC_CB_OK;
+}
+
+/* Deliberately does NOT store: proves the MMU never stores to traced RAM. */
+static lc_cb_result t_traced(void *o, uint64_t gpa, const void *d,
+                             uint8_t len)
+{
+    uint64_t v = 0;
+
+    (void)o;
+    memcpy(&v, d, len);
+    log_ev('t', gpa, len, v);
+    return LC_CB_OK;
+}
+
+static void setup(void)
+{
+    memset(&T, 0, sizeof(T));
+    T.ram = calloc(1, RAM_SIZE);
+    ck_assert_ptr_nonnull(T.ram);
+    T.traced_gfn = T.rom_gfn = T.short_gfn = NO_GFN;
+    T.next_pt = PT_BASE;
+    memset(&OPS, 0, sizeof(OPS));
+    OPS.size = sizeof(OPS);
+    OPS.gpa_map = t_gpa_map;
+    OPS.mmio = t_mmio;
+    OPS.traced_write = t_traced;
+    memset(&S, 0, sizeof(S));
+    memset(&V, 0, sizeof(V));
+    V.st = &S;
+    V.ops = &OPS;
+    V.opaque = &T;
+}
+
+static void teardown(void)
+{
+    free(T.ram);
+}
+
+static void set_mode(lc_cpu_mode mode, unsigned cpl)
+{
+    V.mode = mode;
+    V.cpl = (uint8_t)cpl;
+    V.stop = LC_STOP_NONE;
+    V.fault_vector = 0;
+    V.fault_addr = 0;
+}
+
+static uint64_t rd(uint64_t gpa, unsigned size)
+{
+    uint64_t v = 0;
+    memcpy(&v, T.ram + gpa, size);
+    return v;
+}
+
+static void wr(uint64_t gpa, unsigned size, uint64_t v)
+{
+    memcpy(T.ram + gpa, &v, size);
+}
+
+/* ---- page-table builder ------------------------------------------------- */
+
+enum { PM_NONE, PM_32, PM_PAE, PM_4L, PM_5L };
+
+#define F_P   0x1ull
+#define F_RW  0x2ull
+#define F_US  0x4ull
+#define F_A   0x20ull
+#define F_D   0x40ull
+#define F_PS  0x80ull
+#define F_XD  (1ull << 63)
+#define F_DIR (F_P | F_RW | F_US)
+
+static int PM;
+
+static uint64_t pt_alloc(void)
+{
+    uint64_t p = T.next_pt;
+
+    T.next_pt += 0x1000;
+    ck_assert_uint_le(T.next_pt, RAM_SIZE);
+    memset(T.ram + p, 0, 0x1000);
+    return p;
+}
+
+/* Enter a paging mode: CR0/CR4/EFER and a fresh root table. */
+static void paging(int pm, uint64_t extra_cr4)
+{
+    PM = pm;
+    S.cr0 = LC_CR0_PE | LC_CR0_PG;
+    S.cr4 = extra_cr4;
+    S.efer = 0;
+    switch (pm) {
+    case PM_NONE:
+        S.cr0 = LC_CR0_PE;
+        return;
+    case PM_32:
+        break;
+    case PM_PAE:
+        S.cr4 |= LC_CR4_PAE;
+        break;
+    case PM_5L:
+        S.cr4 |= LC_CR4_LA57;
+        /* fall through */
+    case PM_4L:
+        S.cr4 |= LC_CR4_PAE;
+        S.efer = LC_EFER_LME | LC_EFER_LMA;
+        break;
+    }
+    S.cr3 = pt_alloc();
+}
+
+static unsigned top_level(void)
+{
+    return PM == PM_32 ? 2 : PM == PM_PAE ? 3 : PM == PM_4L ? 4 : 5;
+}
+
+static unsigned esize(void)
+{
+    return PM == PM_32 ? 4 : 8;
+}
+
+static uint64_t index_of(uint64_t la, unsigned level)
+{
+    if (PM == PM_32)
+        return (la >> (12 + 10 * (level - 1))) & 0x3ff;
+    if (PM == PM_PAE && level == 3)
+        return (la >> 30) & 3;
+    return (la >> (12 + 9 * (level - 1))) & 0x1ff;
+}
+
+/* Map `la` to `gpa` with a leaf at `leaf_level` (1: 4 KiB, 2: 2/4 MiB,
+ * 3: 1 GiB) carrying `leaf` flags; missing directories are created with
+ * `dir` flags (PAE PDPTEs only with P). `ent[level]` gets the gpa of each
+ * entry used. Returns the gpa of the leaf entry. */
+static uint64_t map_at(uint64_t la, uint64_t gpa, unsigned leaf_level,
+                       uint64_t leaf, uint64_t dir, uint64_t ent[6])
+{
+    uint64_t table = S.cr3 & (PM == PM_PAE ? 0xffffffe0ull : ~0xfffull);
+    uint64_t dummy[6];
+
+    if (!ent)
+        ent = dummy;
+    for (unsigned level = top_level(); level > leaf_level; level--) {
+        uint64_t e = table + index_of(la, level) * esize();
+        uint64_t v = rd(e, esize());
+
+        ent[level] = e;
+        if (!(v & F_P)) {
+            v = pt_alloc() | (PM == PM_PAE && level == 3 ? F_P : dir);
+            wr(e, esize(), v);
+        }
+        table = v & 0x000ffffffffff000ull;
+    }
+    ent[leaf_level] = table + index_of(la, leaf_level) * esize();
+    if (leaf_level > 1)
+        leaf |= F_PS;
+    if (PM == PM_32 && leaf_level == 2)  /* PSE-36 */
+        wr(ent[leaf_level], 4, (gpa & 0xffc00000ull) |
+                                   ((gpa >> 32) & 0xff) << 13 | leaf);
+    else
+        wr(ent[leaf_level], esize(), gpa | leaf);
+    return ent[leaf_level];
+}
+
+static uint64_t map4k(uint64_t la, uint64_t gpa, uint64_t leaf)
+{
+    return map_at(la, gpa, 1, leaf, F_DIR, NULL);
+}
+
+/* ---- assertion helpers -------------------------------------------------- */
+
+#define expect_ok(r, line)                                                   \
+    ck_assert_msg((r) == 0 && V.stop == LC_STOP_NONE,                        \
+                  "line %d: expected success, got r=%d stop=%d vec=%u",      \
+                  (line), (r), (int)V.stop, V.fault_vector)
+
+#define expect_fault(r, vec, line)                                           \
+    ck_assert_msg((r) == -1 && V.stop == LC_STOP_FAULT &&                    \
+                      V.fault_vector == (vec),                               \
+                  "line %d: expected fault %u, got r=%d stop=%d vec=%u",     \
+                  (line), (unsigned)(vec), (r), (int)V.stop, V.fault_vector)
+
+#define expect_stop(r, why, line)                                            \
+    ck_assert_msg((r) == -1 && V.stop == (why),                              \
+                  "line %d: expected stop %d, got r=%d stop=%d",             \
+                  (line), (int)(why), (r), (int)V.stop)
+
+/* ---- segmentation ------------------------------------------------------- */
+
+static lc_segment seg(uint64_t base, uint32_t limit, uint8_t type,
+                      uint8_t db)
+{
+    lc_segment s;
+
+    memset(&s, 0, sizeof(s));
+    s.base = base;
+    s.limit = limit;
+    s.type = type;
+    s.s = 1;
+    s.present = 1;
+    s.db = db;
+    return s;
+}
+
+#define R  LCR_ACC_READ
+#define W  LCR_ACC_WRITE
+#define X  LCR_ACC_FETCH
+#define RW (LCR_ACC_READ | LCR_ACC_WRITE)
+
+enum { SEG_NORMAL, SEG_UNUSABLE, SEG_NOTPRESENT, SEG_SYSTEM };
+
+typedef struct seg_case {
+    int         line;
+    lc_cpu_mode mode;
+    unsigned    sreg;
+    uint64_t    base;
+    uint32_t    limit;
+    uint8_t     type, db, flavour;
+    uint64_t    cr4;
+    uint64_t    ea;
+    unsigned    size, access;
+    int         vec;        /* -1: success with `la`; else the vector */
+    uint64_t    la;
+} seg_case;
+
+static const seg_case seg_cases[] = {
+    /* real mode: base + ea, cached limit, no wrap at 64 KiB */
+    { __LINE__, LC_MODE_REAL, LC_DS, 0x12340, 0xffff, 3, 0, 0, 0,
+      0x10, 2, R, -1, 0x12350 },
+    { __LINE__, LC_MODE_REAL, LC_DS, 0x12340, 0xffff, 3, 0, 0, 0,
+      0xfffe, 2, W, -1, 0x2233e },
+    { __LINE__, LC_MODE_REAL, LC_DS, 0x12340, 0xffff, 3, 0, 0, 0,
+      0xffff, 2, R, 13, 0 },
+    { __LINE__, LC_MODE_REAL, LC_SS, 0x12340, 0xffff, 3, 0, 0, 0,
+      0xffff, 2, W, 12, 0 },
+    { __LINE__, LC_MODE_REAL, LC_ES, 0xffff0, 0xffff, 3, 0, 0, 0,
+      0xffff, 1, R, -1, 0x10ffef },               /* A20 on: no wrap */
+    /* real mode: no type checks (a read-only cached type is ignored) */
+    { __LINE__, LC_MODE_REAL, LC_DS, 0x1000, 0xffff, 1, 0, 0, 0,
+      0x10, 1, W, -1, 0x1010 },
+    /* big real mode */
+    { __LINE__, LC_MODE_REAL, LC_DS, 0, 0xffffffff, 3, 0, 0, 0,
+      0x200000, 4, R, -1, 0x200000 },
+    { __LINE__, LC_MODE_REAL, LC_DS, 0xffff0000, 0xffffffff, 3, 0, 0, 0,
+      0x20000, 4, R, -1, 0x10000 },               /* 32-bit truncation */
+    /* vm86 */
+    { __LINE__, LC_MODE_VM86, LC_ES, 0xb8000, 0xffff, 3, 0, 0, 0,
+      0x100, 2, W, -1, 0xb8100 },
+    { __LINE__, LC_MODE_VM86, LC_SS, 0xb8000, 0xffff, 3, 0, 0, 0,
+      0xfffd, 4, R, 12, 0 },
+    /* protected mode limits */
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0x1000, 0xfff, 3, 1, 0, 0,
+      0xffc, 4, R, -1, 0x1ffc },
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0x1000, 0xfff, 3, 1, 0, 0,
+      0xffd, 4, R, 13, 0 },
+    { __LINE__, LC_MODE_PROT32, LC_SS, 0x1000, 0xfff, 3, 1, 0, 0,
+      0x1000, 1, R, 12, 0 },
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0xfffff000, 0xffffffff, 3, 1, 0, 0,
+      0x2000, 4, R, -1, 0x1000 },                 /* base+ea wraps 4G */
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0, 0xffffffff, 3, 1, 0, 0,
+      0xfffffffe, 4, R, 13, 0 },                  /* offset wraps: stop */
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0, 0xffffffff, 3, 1, 0, 0,
+      0xffffffffffffffffull, 2, R, 13, 0 },       /* hostile ea */
+    { __LINE__, LC_MODE_REAL, LC_DS, 0, 0xffff, 3, 0, 0, 0,
+      0xffffffffffffffffull, 2, R, 13, 0 },
+    /* expand-down, 16-bit (B=0): valid (limit, 0xffff] */
+    { __LINE__, LC_MODE_PROT16, LC_DS, 0x10000, 0x0fff, 7, 0, 0, 0,
+      0x0fff, 1, R, 13, 0 },
+    { __LINE__, LC_MODE_PROT16, LC_DS, 0x10000, 0x0fff, 7, 0, 0, 0,
+      0x1000, 2, W, -1, 0x11000 },
+    { __LINE__, LC_MODE_PROT16, LC_DS, 0x10000, 0x0fff, 7, 0, 0, 0,
+      0xfffe, 2, R, -1, 0x1fffe },
+    { __LINE__, LC_MODE_PROT16, LC_DS, 0x10000, 0x0fff, 7, 0, 0, 0,
+      0xffff, 2, R, 13, 0 },
+    { __LINE__, LC_MODE_PROT16, LC_SS, 0x10000, 0x0fff, 7, 0, 0, 0,
+      0x0ffe, 4, W, 12, 0 },                      /* straddles limit */
+    /* expand-down, 32-bit (B=1): valid (limit, 0xffffffff] */
+    { __LINE__, LC_MODE_PROT32, LC_SS, 0, 0x0fff, 7, 1, 0, 0,
+      0xfffffffc, 4, W, -1, 0xfffffffc },
+    { __LINE__, LC_MODE_PROT32, LC_SS, 0, 0x0fff, 7, 1, 0, 0,
+      0x10000, 4, W, -1, 0x10000 },
+    { __LINE__, LC_MODE_PROT32, LC_SS, 0, 0x0fff, 5, 1, 0, 0,
+      0x0fff, 1, R, 12, 0 },
+    /* read-only data (type 1) */
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0, 0xffffffff, 1, 1, 0, 0,
+      0x100, 4, R, -1, 0x100 },
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0, 0xffffffff, 1, 1, 0, 0,
+      0x100, 4, W, 13, 0 },
+    { __LINE__, LC_MODE_PROT32, LC_ES, 0, 0xffffffff, 1, 1, 0, 0,
+      0x100, 4, RW, 13, 0 },
+    /* code segments: execute-only (8), execute/read (0xa), conforming */
+    { __LINE__, LC_MODE_PROT32, LC_CS, 0, 0xffffffff, 8, 1, 0, 0,
+      0x100, 4, R, 13, 0 },
+    { __LINE__, LC_MODE_PROT32, LC_CS, 0, 0xffffffff, 8, 1, 0, 0,
+      0x100, 4, X, -1, 0x100 },
+    { __LINE__, LC_MODE_PROT32, LC_CS, 0, 0xffffffff, 0xb, 1, 0, 0,
+      0x100, 4, R, -1, 0x100 },
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0, 0xffffffff, 0xe, 1, 0, 0,
+      0x100, 4, R, -1, 0x100 },                   /* DS = readable code */
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0, 0xffffffff, 0xb, 1, 0, 0,
+      0x100, 4, W, 13, 0 },                       /* code never writable */
+    { __LINE__, LC_MODE_PROT32, LC_CS, 0, 0xffffffff, 3, 1, 0, 0,
+      0x100, 1, X, 13, 0 },                       /* fetch from data */
+    { __LINE__, LC_MODE_PROT32, LC_CS, 0x1000, 0xfff, 0xb, 1, 0, 0,
+      0xffe, 4, X, 13, 0 },
+    /* unusable / not present / system */
+    { __LINE__, LC_MODE_PROT32, LC_DS, 0, 0xffffffff, 3, 1, SEG_UNUSABLE,
+      0, 0x100, 4, R, 13, 0 },
+    { __LINE__, LC_MODE_PROT32, LC_SS, 0, 0xffffffff, 3, 1, SEG_UNUSABLE,
+      0, 0x100, 4, W, 12, 0 },
+    { __LINE__, LC_MODE_PROT32, LC_ES, 0, 0xffffffff, 3, 1, SEG_NOTPRESENT,
+      0, 0x100, 4, W, 13, 0 },
+    { __LINE__, LC_MODE_PROT32, LC_GS, 0, 0xffffffff, 3, 1, SEG_SYSTEM,
+      0, 0x100, 4, R, 13, 0 },
+    /* compatibility mode: protected-mode rules, 32-bit linear */
+    { __LINE__, LC_MODE_COMPAT32, LC_FS, 0xfffff000, 0xffffffff, 3, 1, 0, 0,
+      0x2000, 4, R, -1, 0x1000 },
+    { __LINE__, LC_MODE_COMPAT32, LC_DS, 0, 0xfff, 3, 1, 0, 0,
+      0x1000, 4, R, 13, 0 },
+    { __LINE__, LC_MODE_COMPAT16, LC_DS, 0, 0xffffffff, 1, 0, 0, 0,
+      0x10, 2, W, 13, 0 },
+    { __LINE__, LC_MODE_COMPAT32, LC_SS, 0, 0xffffffff, 3, 1, SEG_UNUSABLE,
+      0, 0x10, 2, W, 12, 0 },
+    /* 64-bit: only FS/GS bases, no limits, no types, canonical */
+    { __LINE__, LC_MODE_LONG64, LC_DS, 0x5000, 0, 1, 0, 0, 0,
+      0x1000, 8, W, -1, 0x1000 },
+    { __LINE__, LC_MODE_LONG64, LC_SS, 0x5000, 0, 3, 0, SEG_UNUSABLE, 0,
+      0x1000, 8, W, -1, 0x1000 },
+    { __LINE__, LC_MODE_LONG64, LC_CS, 0x5000, 0, 8, 0, 0, 0,
+      0x1000, 8, W, -1, 0x1000 },
+    { __LINE__, LC_MODE_LONG64, LC_FS, 0x700000000000ull, 0, 3, 0, 0, 0,
+      0x10, 4, R, -1, 0x700000000010ull },
+    { __LINE__, LC_MODE_LONG64, LC_GS, 0xffff800000000000ull, 0, 3, 0,
+      SEG_UNUSABLE, 0, 0x18, 8, R, -1, 0xffff800000000018ull },
+    { __LINE__, LC_MODE_LONG64, LC_DS, 0, 0, 3, 0, 0, 0,
+      0x0000800000000000ull, 1, R, 13, 0 },
+    { __LINE__, LC_MODE_LONG64, LC_SS, 0, 0, 3, 0, 0, 0,
+      0x0000800000000000ull, 1, R, 12, 0 },
+    { __LINE__, LC_MODE_LONG64, LC_DS, 0, 0, 3, 0, 0, 0,
+      0x00007ffffffffffcull, 4, R, -1, 0x00007ffffffffffcull },
+    { __LINE__, LC_MODE_LONG64, LC_DS, 0, 0, 3, 0, 0, 0,
+      0x00007ffffffffffeull, 4, R, 13, 0 },       /* last byte bad */
+    { __LINE__, LC_MODE_LONG64, LC_SS, 0, 0, 3, 0, 0, 0,
+      0xffff7ffffffffffcull, 8, W, 12, 0 },
+    { __LINE__, LC_MODE_LONG64, LC_GS, 0x00007ffffffff000ull, 0, 3, 0, 0, 0,
+      0x1000, 1, R, 13, 0 },                      /* base + ea */
+    { __LINE__, LC_MODE_LONG64, LC_DS, 0, 0, 3, 0, 0, 0,
+      0xfffffffffffffffeull, 4, R, 13, 0 },       /* wraps 2^64 */
+    { __LINE__, LC_MODE_LONG64, LC_DS, 0, 0, 3, 0, 0, LC_CR4_LA57,
+      0x00ff000000000000ull, 8, R, -1, 0x00ff000000000000ull },
+    { __LINE__, LC_MODE_LONG64, LC_DS, 0, 0, 3, 0, 0, LC_CR4_LA57,
+      0x0100000000000000ull, 8, R, 13, 0 },
+};
+
+START_TEST(segmentation_table)
+{
+    const seg_case *c = &seg_cases[_i];
+    uint64_t la = 0xdead;
+    int r;
+
+    S.cr4 = c->cr4;
+    S.seg[c->sreg] = seg(c->base, c->limit, c->type, c->db);
+    if (c->flavour == SEG_UNUSABLE)
+        S.seg[c->sreg].unusable = 1;
+    if (c->flavour == SEG_NOTPRESENT)
+        S.seg[c->sreg].present = 0;
+    if (c->flavour == SEG_SYSTEM)
+        S.seg[c->sreg].s = 0;
+    set_mode(c->mode, 0);
+    r = lcr_linear(&V, c->sreg, c->ea, c->size, c->access, &la);
+    if (c->vec < 0) {
+        expect_ok(r, c->line);
+        ck_assert_msg(la == c->la, "line %d: la %#llx, want %#llx", c->line,
+                      (unsigned long long)la, (unsigned long long)c->la);
+    } else {
+        expect_fault(r, c->vec, c->line);
+    }
+}
+END_TEST
+
+START_TEST(segmentation_bad_arguments)
+{
+    uint64_t la;
+
+    set_mode(LC_MODE_LONG64, 0);
+    expect_stop(lcr_linear(&V, 6, 0, 1, R, &la), LC_STOP_TERMINATOR,
+                __LINE__);
+    set_mode(LC_MODE_LONG64, 0);
+    expect_stop(lcr_linear(&V, LC_DS, 0, 0, R, &la), LC_STOP_TERMINATOR,
+                __LINE__);
+    set_mode((lc_cpu_mode)LC_MODE_COUNT_, 0);
+    expect_stop(lcr_linear(&V, LC_DS, 0, 1, R, &la), LC_STOP_TERMINATOR,
+                __LINE__);
+}
+END_TEST
+
+/* ---- translation basics ------------------------------------------------- */
+
+/* Translate and expect one RAM fragment at `gpa`. */
+static void expect_ram(uint64_t la, unsigned len, unsigned access,
+                       uint64_t gpa, int line)
+{
+    lcr_xlat x;
+    int r;
+
+    V.stop = LC_STOP_NONE;
+    r = lcr_translate(&V, la, len, access, &x);
+    expect_ok(r, line);
+    ck_assert_msg(x.nfrag == 1 && x.frag[0].kind == LC_GPA_RAM &&
+                      x.frag[0].gpa == gpa && x.frag[0].len == len &&
+                      x.frag[0].hva == T.ram + gpa,
+                  "line %d: nfrag %u kind %u gpa %#llx len %u, want %#llx",
+                  line, x.nfrag, x.frag[0].kind,
+                  (unsigned long long)x.frag[0].gpa, x.frag[0].len,
+                  (unsigned long long)gpa);
+}
+
+static void expect_pf(uint64_t la, unsigned len, unsigned access,
+                      uint64_t fault_la, int line)
+{
+    lcr_xlat x;
+    int r;
+
+    V.stop = LC_STOP_NONE;
+    r = lcr_translate(&V, la, len, access, &x);
+    expect_fault(r, 14, line);
+    ck_assert_msg(V.fault_addr == fault_la,
+                  "line %d: fault_addr %#llx, want %#llx", line,
+                  (unsigned long long)V.fault_addr,
+                  (unsigned long long)fault_la);
+}
+
+static void expect_term(uint64_t la, unsigned len, unsigned access,
+                        int line)
+{
+    lcr_xlat x;
+    int r;
+
+    V.stop = LC_STOP_NONE;
+    r = lcr_translate(&V, la, len, access, &x);
+    expect_stop(r, LC_STOP_TERMINATOR, line);
+}
+
+START_TEST(no_paging_identity)
+{
+    lcr_xlat x;
+
+    paging(PM_NONE, 0);
+    set_mode(LC_MODE_PROT32, 0);
+    expect_ram(0x1234, 4, R, 0x1234, __LINE__);
+    expect_ram(0x100001234ull, 4, W, 0x1234, __LINE__); /* 32-bit la */
+    expect_term(0x800000, 4, R, __LINE__);              /* unmapped */
+    ck_assert_int_eq(lcr_translate(&V, MMIO_BASE + 0x10, 4, R, &x), 0);
+    ck_assert_uint_eq(x.nfrag, 1);
+    ck_assert_uint_eq(x.frag[0].kind, LC_GPA_MMIO);
+    ck_assert_ptr_null(x.frag[0].hva);
+    ck_assert_uint_eq(x.frag[0].gpa, MMIO_BASE + 0x10);
+    ck_assert_uint_eq(x.la, MMIO_BASE + 0x10);
+    ck_assert_uint_eq(x.len, 4);
+    ck_assert_uint_eq(x.access, R);
+    /* bad arguments */
+    set_mode(LC_MODE_PROT32, 0);
+    expect_term(0x1000, 0, R, __LINE__);
+    expect_term(0x1000, 16, R, __LINE__);
+    expect_term(0x1000, 4, 0, __LINE__);
+}
+END_TEST
+
+START_TEST(paging32_4k_4m_pse36)
+{
+    uint64_t pde;
+
+    paging(PM_32, LC_CR4_PSE);
+    set_mode(LC_MODE_PROT32, 0);
+    map4k(0x40001000, 0x30000, F_P | F_RW);
+    expect_ram(0x40001234, 4, R, 0x30234, __LINE__);
+    expect_pf(0x40002000, 1, R, 0x40002000, __LINE__);  /* no PTE */
+
+    /* 4 MiB page at gpa 0 */
+    pde = map_at(0x80000000, 0, 2, F_P | F_RW, F_DIR, NULL);
+    expect_ram(0x80012345, 4, W, 0x12345, __LINE__);
+    expect_ram(0x803ffff0, 8, R, 0x3ffff0, __LINE__);
+
+    /* CR4.PSE = 0: the same PDE points to a page table at gpa 0 */
+    S.cr4 = 0;
+    wr(0x12 * 4, 4, 0x35000 | F_P);           /* PTE index 0x12 */
+    expect_ram(0x80012345, 1, R, 0x35345, __LINE__);
+    S.cr4 = LC_CR4_PSE;
+
+    /* PSE-36: PDE bits 20:13 are address bits 39:32 */
+    map_at(0xc0000000, HIMMIO_BASE, 2, F_P | F_RW, F_DIR, NULL);
+    {
+        lcr_xlat x;
+        set_mode(LC_MODE_PROT32, 0);
+        ck_assert_int_eq(lcr_translate(&V, 0xc0000010, 4, R, &x), 0);
+        ck_assert_uint_eq(x.frag[0].kind, LC_GPA_MMIO);
+        ck_assert_uint_eq(x.frag[0].gpa, HIMMIO_BASE + 0x10);
+    }
+    /* bit 21 of a 4 MiB PDE is reserved */
+    wr(pde, 4, rd(pde, 4) | (1u << 21));
+    expect_pf(0x80000000, 1, R, 0x80000000, __LINE__);
+}
+END_TEST
+
+START_TEST(paging_pae_4k_2m)
+{
+    uint64_t ent[6], pte;
+
+    paging(PM_PAE, 0);
+    set_mode(LC_MODE_PROT32, 0);
+    pte = map_at(0xc0201000, 0x31000, 1, F_P | F_RW, F_DIR, ent);
+    expect_ram(0xc0201ffc, 4, R, 0x31ffc, __LINE__);
+    /* CR3 bits 4:0 (PWT, PCD, ignored) are not address bits */
+    S.cr3 |= 0x1f;
+    expect_ram(0xc0201ffc, 4, R, 0x31ffc, __LINE__);
+    map_at(0x40000000, 0x200000, 2, F_P | F_RW, F_DIR, NULL);
+    expect_ram(0x40001234, 2, R, 0x201234, __LINE__);
+    expect_ram(0x401ffff8, 8, W, 0x3ffff8, __LINE__);
+    /* not-present PDPTE -> #PF */
+    expect_pf(0x80000000, 1, R, 0x80000000, __LINE__);
+    /* bits 62:52 reserved in PAE entries */
+    wr(pte, 8, rd(pte, 8) | (1ull << 52));
+    expect_pf(0xc0201000, 1, R, 0xc0201000, __LINE__);
+    wr(pte, 8, rd(pte, 8) & ~(1ull << 52));
+    expect_ram(0xc0201000, 1, R, 0x31000, __LINE__);
+    /* 2 MiB page with bit 13 set: reserved */
+    map_at(0x40200000, 0x200000 | (1u << 13), 2, F_P, F_DIR, NULL);
+    expect_pf(0x40200000, 1, R, 0x40200000, __LINE__);
+    /* a PDPTE with reserved bits could not have been loaded by MOV CR3:
+     * stop rather than guess what the PDPTE registers hold */
+    wr(ent[3], 8, rd(ent[3], 8) | F_RW);
+    expect_term(0xc0201000, 1, R, __LINE__);
+}
+END_TEST
+
+START_TEST(paging_4level_4k_2m_1g)
+{
+    uint64_t ent[6];
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(0x00007f0000001000ull, 0x32000, F_P | F_RW);
+    expect_ram(0x00007f0000001008ull, 8, R, 0x32008, __LINE__);
+    /* PAT bit (7) in a PTE is not PS and not reserved */
+    map4k(0x00007f0000002000ull, 0x33000, F_P | F_PS);
+    expect_ram(0x00007f0000002000ull, 1, R, 0x33000, __LINE__);
+    /* 2 MiB */
+    map_at(0xffff800000200000ull, 0x200000, 2, F_P | F_RW, F_DIR, NULL);
+    expect_ram(0xffff8000003fff00ull, 8, R, 0x3fff00, __LINE__);
+    /* 1 GiB at gpa 0 */
+    map_at(0x0000008040000000ull, 0, 3, F_P | F_RW, F_DIR, ent);
+    expect_ram(0x0000008040001234ull, 4, W, 0x1234, __LINE__);
+    /* 1 GiB with bit 13 set: reserved */
+    wr(ent[3], 8, rd(ent[3], 8) | (1u << 13));
+    expect_pf(0x0000008040001234ull, 1, R, 0x0000008040001234ull, __LINE__);
+    /* 2 MiB with bit 20 set: reserved */
+    map_at(0x0000000000600000ull, 0x200000 | (1u << 20), 2, F_P, F_DIR,
+           NULL);
+    expect_pf(0x0000000000600000ull, 1, R, 0x600000, __LINE__);
+    /* PS in a PML4E: reserved */
+    map4k(0x0000010000000000ull, 0x34000, F_P);
+    {
+        uint64_t e = S.cr3 + ((0x0000010000000000ull >> 39) & 0x1ff) * 8;
+        wr(e, 8, rd(e, 8) | F_PS);
+    }
+    expect_pf(0x0000010000000000ull, 1, R, 0x0000010000000000ull, __LINE__);
+    /* CR3 bits 63:52 (PCID no-flush, LAM) are not address bits */
+    S.cr3 |= 1ull << 63 | 1ull << 62 | 0xfff;
+    expect_ram(0x00007f0000001008ull, 8, R, 0x32008, __LINE__);
+    /* non-canonical linear address handed to translate: #GP, no walk */
+    {
+        lcr_xlat x;
+        int r = lcr_translate(&V, 0x0000800000000000ull, 1, R, &x);
+        expect_fault(r, 13, __LINE__);
+    }
+}
+END_TEST
+
+START_TEST(paging_5level)
+{
+    paging(PM_5L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(0x00ff000000001000ull, 0x33000, F_P | F_RW);
+    map4k(0x00fe000000001000ull, 0x34000, F_P | F_RW);  /* PML5 index */
+    map4k(0xff00000000001000ull, 0x35000, F_P | F_RW);
+    expect_ram(0x00ff000000001010ull, 4, R, 0x33010, __LINE__);
+    expect_ram(0x00fe000000001010ull, 4, R, 0x34010, __LINE__);
+    expect_ram(0xff00000000001010ull, 4, R, 0x35010, __LINE__);
+    expect_pf(0x00fd000000001000ull, 1, R, 0x00fd000000001000ull, __LINE__);
+}
+END_TEST
+
+/* ---- access rights ------------------------------------------------------ */
+
+typedef struct right_case {
+    int      line;
+    int      pm;
+    uint64_t leaf, dir;
+    unsigned cpl;
+    uint64_t cr0, cr4, rflags, efer;
+    unsigned access;
+    int      expect;     /* 0 ok, 14 #PF, -2 terminator */
+} right_case;
+
+#define WP   LC_CR0_WP
+#define SMEP LC_CR4_SMEP
+#define SMAP LC_CR4_SMAP
+#define AC   LC_RFLAGS_AC
+#define NXE  LC_EFER_NXE
+#define PKE  (1ull << 22)
+#define PKS  (1ull << 24)
+#define U    (F_P | F_RW | F_US)   /* user, writable */
+#define K    (F_P | F_RW)          /* supervisor, writable */
+
+static const right_case right_cases[] = {
+    /* U/S */
+    { __LINE__, PM_4L, U, F_DIR, 3, 0, 0, 0, 0, R, 0 },
+    { __LINE__, PM_4L, K, F_DIR, 3, 0, 0, 0, 0, R, 14 },
+    { __LINE__, PM_4L, U, F_P | F_RW, 3, 0, 0, 0, 0, R, 14 },
+    { __LINE__, PM_4L, K, F_DIR, 0, 0, 0, 0, 0, R, 0 },
+    { __LINE__, PM_32, K, F_DIR, 3, 0, 0, 0, 0, R, 14 },
+    { __LINE__, PM_PAE, U, F_P | F_US, 3, 0, 0, 0, 0, R, 0 },
+    /* R/W for user: always enforced */
+    { __LINE__, PM_4L, F_P | F_US, F_DIR, 3, 0, 0, 0, 0, W, 14 },
+    { __LINE__, PM_4L, U, F_P | F_US, 3, 0, 0, 0, 0, W, 14 },
+    { __LINE__, PM_4L, U, F_DIR, 3, 0, 0, 0, 0, RW, 0 },
+    { __LINE__, PM_32, F_P | F_US, F_DIR, 3, 0, 0, 0, 0, RW, 14 },
+    /* R/W for supervisor: only with CR0.WP */
+    { __LINE__, PM_4L, F_P, F_DIR, 0, 0, 0, 0, 0, W, 0 },
+    { __LINE__, PM_4L, F_P, F_DIR, 0, WP, 0, 0, 0, W, 14 },
+    { __LINE__, PM_4L, K, F_P, 0, WP, 0, 0, 0, W, 14 },
+    { __LINE__, PM_4L, K, F_P, 0, 0, 0, 0, 0, W, 0 },
+    { __LINE__, PM_32, F_P, F_DIR, 0, WP, 0, 0, 0, W, 14 },
+    { __LINE__, PM_PAE, F_P, F_DIR, 0, 0, 0, 0, 0, RW, 0 },
+    { __LINE__, PM_4L, F_P | F_US, F_DIR, 0, WP, 0, 0, 0, W, 14 },
+    /* NX */
+    { __LINE__, PM_4L, K | F_XD, F_DIR, 0, 0, 0, 0, NXE, X, 14 },
+    { __LINE__, PM_4L, K | F_XD, F_DIR, 0, 0, 0, 0, NXE, R, 0 },
+    { __LINE__, PM_4L, K, F_DIR | F_XD, 0, 0, 0, 0, NXE, X, 14 },
+    { __LINE__, PM_4L, K, F_DIR, 0, 0, 0, 0, NXE, X, 0 },
+    { __LINE__, PM_PAE, U | F_XD, F_DIR, 3, 0, 0, 0, NXE, X, 14 },
+    { __LINE__, PM_PAE, U | F_XD, F_DIR, 3, 0, 0, 0, NXE, R, 0 },
+    /* XD without EFER.NXE is a reserved bit, for any access */
+    { __LINE__, PM_4L, K | F_XD, F_DIR, 0, 0, 0, 0, 0, R, 14 },
+    { __LINE__, PM_PAE, K, F_DIR | F_XD, 0, 0, 0, 0, 0, R, 14 },
+    /* SMEP */
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, SMEP, 0, 0, X, 14 },
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, 0, 0, 0, X, 0 },
+    { __LINE__, PM_4L, K, F_DIR, 0, 0, SMEP, 0, 0, X, 0 },
+    { __LINE__, PM_4L, U, F_DIR, 3, 0, SMEP, 0, 0, X, 0 },
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, SMEP, 0, 0, R, 0 },
+    { __LINE__, PM_4L, U, F_P | F_RW, 0, 0, SMEP, 0, 0, X, 0 }, /* dir K */
+    { __LINE__, PM_32, U, F_DIR, 0, 0, SMEP, 0, 0, X, 14 },
+    /* SMAP */
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, SMAP, 0, 0, R, 14 },
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, SMAP, AC, 0, R, 0 },
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, SMAP, 0, 0, W, 14 },
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, SMAP, AC, 0, W, 0 },
+    { __LINE__, PM_4L, U, F_DIR, 0, 0, SMAP, 0, 0, X, 0 },
+    { __LINE__, PM_4L, U, F_DIR, 3, 0, SMAP, 0, 0, R, 0 },
+    { __LINE__, PM_4L, K, F_DIR, 0, 0, SMAP, 0, 0, R, 0 },
+    { __LINE__, PM_PAE, U, F_DIR, 0, 0, SMAP, 0, 0, R, 14 },
+    /* SMAP + WP: AC lifts SMAP but not WP */
+    { __LINE__, PM_4L, F_P | F_US, F_DIR, 0, WP, SMAP, AC, 0, W, 14 },
+    /* protection keys: PKRU is not in the state, so stop */
+    { __LINE__, PM_4L, U, F_DIR, 3, 0, PKE, 0, 0, R, -2 },
+    { __LINE__, PM_4L, U, F_DIR, 3, 0, PKE, 0, 0, X, 0 },
+    { __LINE__, PM_4L, K, F_DIR, 0, 0, PKE, 0, 0, R, 0 },
+    { __LINE__, PM_4L, K, F_DIR, 0, 0, PKS, 0, 0, W, -2 },
+    { __LINE__, PM_PAE, U, F_DIR, 3, 0, PKE, 0, 0, R, 0 },  /* no PK */
+};
+
+START_TEST(access_rights_table)
+{
+    const right_case *c = &right_cases[_i];
+    uint64_t la = c->pm == PM_4L ? 0x00007f0000005000ull : 0x40005000ull;
+    lcr_xlat x;
+    int r;
+
+    paging(c->pm, c->cr4);
+    S.cr0 |= c->cr0;
+    S.efer |= c->efer;
+    S.rflags = 0x2 | c->rflags;
+    map_at(la, 0x36000, 1, c->leaf, c->dir, NULL);
+    set_mode(c->pm == PM_4L ? LC_MODE_LONG64 : LC_MODE_PROT32, c->cpl);
+    r = lcr_translate(&V, la + 0x10, 4, c->access, &x);
+    if (c->expect == 0) {
+        expect_ok(r, c->line);
+        ck_assert_msg(x.frag[0].gpa == 0x36010, "line %d", c->line);
+    } else if (c->expect == 14) {
+        expect_fault(r, 14, c->line);
+        ck_assert_msg(V.fault_addr == la + 0x10, "line %d", c->line);
+    } else {
+        expect_stop(r, LC_STOP_TERMINATOR, c->line);
+    }
+}
+END_TEST
+
+/* ---- accessed and dirty bits -------------------------------------------- */
+
+static uint64_t ent_val(uint64_t gpa)
+{
+    return rd(gpa, esize());
+}
+
+START_TEST(ad_bits_4level_exact)
+{
+    uint64_t la = 0x00007f0000007000ull, ent[6], before[6];
+    uint8_t snap[0x4000];
+    lcr_xlat x;
+    int r;
+
+    paging(PM_4L, 0);
+    S.cr0 |= WP;
+    /* avail bits 9..11 and 52..58 set to prove no byte is rewritten */
+    map_at(la, 0x37000, 1, F_P | F_US | 0xe00 | (0x7full << 52),
+           F_DIR | 0xe00, ent);
+    for (unsigned l = 1; l <= 4; l++)
+        before[l] = ent_val(ent[l]);
+
+    /* a faulting access (user write to a read-only page) sets nothing */
+    memcpy(snap, T.ram + PT_BASE, sizeof(snap));
+    set_mode(LC_MODE_LONG64, 3);
+    r = lcr_translate(&V, la, 8, W, &x);
+    expect_fault(r, 14, __LINE__);
+    ck_assert_int_eq(memcmp(snap, T.ram + PT_BASE, sizeof(snap)), 0);
+    ck_assert_uint_eq(T.nmap_write, 0);
+
+    /* a read sets A at every level, D nowhere */
+    set_mode(LC_MODE_LONG64, 3);
+    expect_ram(la, 8, R, 0x37000, __LINE__);
+    for (unsigned l = 1; l <= 4; l++)
+        ck_assert_msg(ent_val(ent[l]) == (before[l] | F_A),
+                      "level %u: %#llx", l,
+                      (unsigned long long)ent_val(ent[l]));
+
+    /* a supervisor write (WP=0) sets D in the leaf only */
+    S.cr0 &= ~WP;
+    set_mode(LC_MODE_LONG64, 0);
+    expect_ram(la, 8, W, 0x37000, __LINE__);
+    ck_assert_uint_eq(ent_val(ent[1]), before[1] | F_A | F_D);
+    for (unsigned l = 2; l <= 4; l++)
+        ck_assert_uint_eq(ent_val(ent[l]), before[l] | F_A);
+}
+END_TEST
+
+START_TEST(ad_bits_large_and_legacy)
+{
+    uint64_t ent[6], before[6];
+
+    /* 2 MiB leaf: D lands in the PDE */
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map_at(0x40000000, 0x200000, 2, F_P | F_RW, F_DIR, ent);
+    expect_ram(0x40000010, 4, RW, 0x200010, __LINE__);
+    ck_assert_uint_eq(ent_val(ent[2]) & (F_A | F_D), F_A | F_D);
+    ck_assert_uint_eq(ent_val(ent[3]) & (F_A | F_D), F_A);
+    ck_assert_uint_eq(ent_val(ent[4]) & (F_A | F_D), F_A);
+
+    /* 32-bit: A in PDE and PTE, D in the PTE on a write */
+    memset(T.ram + PT_BASE, 0, RAM_SIZE - PT_BASE);
+    T.next_pt = PT_BASE;
+    paging(PM_32, 0);
+    set_mode(LC_MODE_PROT32, 0);
+    map_at(0x40001000, 0x30000, 1, F_P | F_RW, F_DIR, ent);
+    expect_ram(0x40001000, 4, R, 0x30000, __LINE__);
+    ck_assert_uint_eq(rd(ent[2], 4) & (F_A | F_D), F_A);
+    ck_assert_uint_eq(rd(ent[1], 4) & (F_A | F_D), F_A);
+    expect_ram(0x40001000, 4, W, 0x30000, __LINE__);
+    ck_assert_uint_eq(rd(ent[2], 4) & (F_A | F_D), F_A);
+    ck_assert_uint_eq(rd(ent[1], 4) & (F_A | F_D), F_A | F_D);
+
+    /* PAE: PDPTE has no A bit and is never written */
+    memset(T.ram + PT_BASE, 0, RAM_SIZE - PT_BASE);
+    T.next_pt = PT_BASE;
+    paging(PM_PAE, 0);
+    set_mode(LC_MODE_PROT32, 0);
+    map_at(0x40001000, 0x30000, 1, F_P | F_RW, F_DIR, ent);
+    before[3] = ent_val(ent[3]);
+    expect_ram(0x40001000, 4, W, 0x30000, __LINE__);
+    ck_assert_uint_eq(ent_val(ent[3]), before[3]);
+    ck_assert_uint_eq(ent_val(ent[2]) & (F_A | F_D), F_A);
+    ck_assert_uint_eq(ent_val(ent[1]) & (F_A | F_D), F_A | F_D);
+}
+END_TEST
+
+START_TEST(page_cross_second_not_present)
+{
+    uint64_t la = 0x00007f0000010000ull;
+    uint8_t snap[0x4000], buf[8];
+    lcr_xlat x;
+    int r;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, 0x40000, F_P | F_RW);
+    /* make sure the second page's PT exists but its PTE is not present */
+    map4k(la + 0x2000, 0x42000, F_P | F_RW);
+    memcpy(snap, T.ram + PT_BASE, sizeof(snap));
+    r = lcr_translate(&V, la + 0xffc, 8, R, &x);
+    expect_fault(r, 14, __LINE__);
+    ck_assert_uint_eq(V.fault_addr, la + 0x1000);
+    ck_assert_int_eq(memcmp(snap, T.ram + PT_BASE, sizeof(snap)), 0);
+
+    /* second page present but supervisor-only at CPL 3: same story */
+    map4k(la, 0x40000, U);
+    map4k(la + 0x1000, 0x50000, K);
+    memcpy(snap, T.ram + PT_BASE, sizeof(snap));
+    set_mode(LC_MODE_LONG64, 3);
+    r = lcr_translate(&V, la + 0xffc, 8, R, &x);
+    expect_fault(r, 14, __LINE__);
+    ck_assert_uint_eq(V.fault_addr, la + 0x1000);
+    ck_assert_int_eq(memcmp(snap, T.ram + PT_BASE, sizeof(snap)), 0);
+
+    /* both present: two fragments, data assembled in order */
+    map4k(la + 0x1000, 0x50000, U);
+    wr(0x40ffc, 4, 0x44332211);
+    wr(0x50000, 4, 0x88776655);
+    set_mode(LC_MODE_LONG64, 3);
+    r = lcr_translate(&V, la + 0xffc, 8, R, &x);
+    expect_ok(r, __LINE__);
+    ck_assert_uint_eq(x.nfrag, 2);
+    ck_assert_uint_eq(x.frag[0].gpa, 0x40ffc);
+    ck_assert_uint_eq(x.frag[0].len, 4);
+    ck_assert_uint_eq(x.frag[1].gpa, 0x50000);
+    ck_assert_uint_eq(x.frag[1].len, 4);
+    ck_assert_int_eq(lcr_read(&V, &x, buf), 0);
+    {
+        uint64_t v;
+        memcpy(&v, buf, 8);
+        ck_assert_uint_eq(v, 0x8877665544332211ull);
+    }
+}
+END_TEST
+
+START_TEST(linear_wrap_32bit)
+{
+    lcr_xlat x;
+
+    paging(PM_32, 0);
+    set_mode(LC_MODE_PROT32, 0);
+    map4k(0xfffff000, 0x34000, F_P | F_RW);
+    map4k(0x00000000, 0x35000, F_P | F_RW);
+    ck_assert_int_eq(lcr_translate(&V, 0xfffffffe, 4, W, &x), 0);
+    ck_assert_uint_eq(x.nfrag, 2);
+    ck_assert_uint_eq(x.frag[0].gpa, 0x34ffe);
+    ck_assert_uint_eq(x.frag[0].len, 2);
+    ck_assert_uint_eq(x.frag[1].gpa, 0x35000);
+    ck_assert_uint_eq(x.frag[1].len, 2);
+
+    /* compatibility mode: 32-bit linear addresses, no crossing 4 GiB */
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_COMPAT32, 0);
+    map4k(0xfffff000, 0x34000, F_P | F_RW);
+    map4k(0x100000000ull, 0x35000, F_P | F_RW);
+    expect_ram(0xfffffff8, 8, R, 0x34ff8, __LINE__);
+    expect_term(0xfffffffe, 4, R, __LINE__);
+
+    /* physical addresses never exceed 52 bits (a PG=0, LMA=1 state) */
+    S.cr0 = LC_CR0_PE;
+    set_mode(LC_MODE_LONG64, 0);
+    expect_term(0xffff800000000000ull, 1, R, __LINE__);
+}
+END_TEST
+
+/* ---- hostile page tables ------------------------------------------------ */
+
+START_TEST(table_outside_ram_or_in_mmio)
+{
+    uint64_t la = 0x00007f0000020000ull, ent[6], pml4e;
+    lcr_xlat x;
+    int r;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map_at(la, 0x40000, 1, F_P | F_RW, F_DIR, ent);
+    pml4e = ent_val(ent[4]);
+
+    /* the PDE points to a page table in unmapped space */
+    wr(ent[2], 8, 0x10000000ull | F_DIR);
+    expect_term(la, 4, R, __LINE__);
+    /* ... at the top of the physical space */
+    wr(ent[2], 8, 0x000ffffffffff000ull | F_DIR);
+    expect_term(la, 4, R, __LINE__);
+    /* ... in MMIO: never read through the device */
+    wr(ent[2], 8, MMIO_BASE | F_DIR);
+    expect_term(la, 4, R, __LINE__);
+    ck_assert_uint_eq(T.nmmio, 0);
+    /* no A bit was set anywhere on the way */
+    ck_assert_uint_eq(ent_val(ent[4]), pml4e);
+
+    /* a mapping shorter than the entry: never read past span */
+    wr(ent[2], 8, 0x60000ull | F_DIR);
+    T.short_gfn = 0x60;
+    expect_term(la, 4, R, __LINE__);
+    T.short_gfn = NO_GFN;
+
+    /* A bit needed in a traced or ROM page table: stop, never store */
+    map_at(la, 0x40000, 1, F_P | F_RW, F_DIR, ent);
+    T.traced_gfn = ent[1] >> 12;
+    expect_term(la, 4, R, __LINE__);
+    ck_assert_uint_eq(ent_val(ent[1]) & F_A, 0);
+    T.traced_gfn = NO_GFN;
+    T.rom_gfn = ent[1] >> 12;
+    expect_term(la, 4, R, __LINE__);
+    ck_assert_uint_eq(ent_val(ent[1]) & F_A, 0);
+    /* with A already set, a read-only table is fine for a read */
+    wr(ent[1], 8, ent_val(ent[1]) | F_A);
+    for (unsigned l = 2; l <= 4; l++)
+        wr(ent[l], 8, ent_val(ent[l]) | F_A);
+    V.stop = LC_STOP_NONE;
+    r = lcr_translate(&V, la, 4, R, &x);
+    expect_ok(r, __LINE__);
+
+    /* 32-bit paging: CR3 pointing outside RAM */
+    paging(PM_32, 0);
+    S.cr3 = 0x80000000;
+    set_mode(LC_MODE_PROT32, 0);
+    expect_term(0x1000, 1, R, __LINE__);
+    /* PG with LMA but no PAE is not a state a CPU can be in */
+    paging(PM_4L, 0);
+    S.cr4 &= ~LC_CR4_PAE;
+    set_mode(LC_MODE_LONG64, 0);
+    expect_term(0x1000, 1, R, __LINE__);
+}
+END_TEST
+
+START_TEST(self_referencing_tables)
+{
+    const uint64_t xva = 0x400000;
+    const uint64_t self = 0xfffffffffffff000ull; /* PML4[511] x4 */
+    uint64_t ent[6], pte_la, v = 0;
+    lcr_xlat x;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    wr(S.cr3 + 511 * 8, 8, S.cr3 | F_P | F_RW);
+    map_at(xva, 0x40000, 1, F_P | F_RW, F_DIR, ent);
+
+    /* the PML4 seen as data through the recursive slot; the A bit the
+     * walk sets in PML4[511] is visible in the data, as on hardware */
+    ck_assert_int_eq(lcr_translate(&V, self + 511 * 8, 8, R, &x), 0);
+    ck_assert_uint_eq(x.frag[0].gpa, S.cr3 + 511 * 8);
+    ck_assert_int_eq(lcr_read(&V, &x, &v), 0);
+    ck_assert_uint_eq(v, S.cr3 | F_P | F_RW | F_A);
+
+    /* the PTE of X through the recursive mapping, rewritten by a guest
+     * store; the next walk of X uses the new PTE */
+    pte_la = 0xffffff8000000000ull | ((xva >> 9) & 0x7ffffffff8ull);
+    ck_assert_int_eq(lcr_translate(&V, pte_la, 8, RW, &x), 0);
+    ck_assert_uint_eq(x.frag[0].gpa, ent[1]);
+    ck_assert_int_eq(lcr_read(&V, &x, &v), 0);
+    ck_assert_uint_eq(v, 0x40000 | F_P | F_RW);
+    v = 0x41000 | F_P | F_RW;
+    ck_assert_int_eq(lcr_write(&V, &x, &v), 0);
+    expect_ram(xva + 8, 8, R, 0x41008, __LINE__);
+    /* PML4[511] was a leaf only for the read: A, no D; the PDE of X was
+     * the leaf of the store through the recursive mapping: A and D */
+    ck_assert_uint_eq(rd(S.cr3 + 511 * 8, 8) & (F_A | F_D), F_A);
+    ck_assert_uint_eq(rd(ent[2], 8) & (F_A | F_D), F_A | F_D);
+}
+END_TEST
+
+/* ---- reads, writes, devices --------------------------------------------- */
+
+static void xl(uint64_t la, unsigned len, unsigned access, lcr_xlat *x,
+               int line)
+{
+    V.stop = LC_STOP_NONE;
+    expect_ok(lcr_translate(&V, la, len, access, x), line);
+}
+
+START_TEST(mmio_split_across_pages)
+{
+    uint64_t la = 0x00007f0000030000ull, val;
+    uint8_t buf[8];
+    lcr_xlat x;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, MMIO_BASE, F_P | F_RW);
+    map4k(la + 0x1000, MMIO_BASE, F_P | F_RW);
+
+    /* 4-byte read at 0xffd: 3 + 1 by page, the 3 as 2 + 1 */
+    xl(la + 0xffd, 4, R, &x, __LINE__);
+    ck_assert_uint_eq(x.nfrag, 2);
+    ck_assert_uint_eq(x.frag[0].kind, LC_GPA_MMIO);
+    ck_assert_uint_eq(x.frag[1].kind, LC_GPA_MMIO);
+    memset(buf, 0xcc, sizeof(buf));
+    ck_assert_int_eq(lcr_read(&V, &x, buf), 0);
+    ck_assert_uint_eq(T.nlog, 3);
+    ck_assert_int_eq(T.log[0].kind, 'r');
+    ck_assert_uint_eq(T.log[0].gpa, MMIO_BASE + 0xffd);
+    ck_assert_uint_eq(T.log[0].len, 2);
+    ck_assert_uint_eq(T.log[1].gpa, MMIO_BASE + 0xfff);
+    ck_assert_uint_eq(T.log[1].len, 1);
+    ck_assert_uint_eq(T.log[2].gpa, MMIO_BASE);
+    ck_assert_uint_eq(T.log[2].len, 1);
+    ck_assert_uint_eq(buf[0], dev_byte(MMIO_BASE + 0xffd));
+    ck_assert_uint_eq(buf[1], dev_byte(MMIO_BASE + 0xffe));
+    ck_assert_uint_eq(buf[2], dev_byte(MMIO_BASE + 0xfff));
+    ck_assert_uint_eq(buf[3], dev_byte(MMIO_BASE));
+    ck_assert_uint_eq(buf[4], 0xcc);              /* nothing past len */
+    ck_assert_int_eq(T.read_not_zeroed, 0);
+
+    /* 4-byte write the same way */
+    T.nlog = 0;
+    xl(la + 0xffd, 4, W, &x, __LINE__);
+    val = 0x44332211;
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(T.nlog, 3);
+    ck_assert_int_eq(T.log[0].kind, 'w');
+    ck_assert_uint_eq(T.log[0].value, 0x2211);
+    ck_assert_uint_eq(T.log[1].value, 0x33);
+    ck_assert_uint_eq(T.log[2].value, 0x44);
+    ck_assert_uint_eq(T.log[2].gpa, MMIO_BASE);
+
+    /* an aligned 8-byte access is one call */
+    T.nlog = 0;
+    xl(la + 0x18, 8, R, &x, __LINE__);
+    ck_assert_int_eq(lcr_read(&V, &x, buf), 0);
+    ck_assert_uint_eq(T.nlog, 1);
+    ck_assert_uint_eq(T.log[0].len, 8);
+    /* 7 bytes before the boundary: 4 + 2 + 1 */
+    T.nlog = 0;
+    xl(la + 0xff9, 8, R, &x, __LINE__);
+    ck_assert_int_eq(lcr_read(&V, &x, buf), 0);
+    ck_assert_uint_eq(T.nlog, 4);
+    ck_assert_uint_eq(T.log[0].len, 4);
+    ck_assert_uint_eq(T.log[1].len, 2);
+    ck_assert_uint_eq(T.log[2].len, 1);
+    ck_assert_uint_eq(T.log[3].len, 1);
+    ck_assert_uint_eq(T.log[3].gpa, MMIO_BASE);
+}
+END_TEST
+
+START_TEST(ram_mmio_mixed_and_callbacks)
+{
+    uint64_t la = 0x00007f0000040000ull, val = 0;
+    lcr_xlat x;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, 0x38000, F_P | F_RW);
+    map4k(la + 0x1000, MMIO_BASE, F_P | F_RW);
+    wr(0x38ffe, 2, 0xbbaa);
+
+    xl(la + 0xffe, 4, R, &x, __LINE__);
+    ck_assert_uint_eq(x.frag[0].kind, LC_GPA_RAM);
+    ck_assert_uint_eq(x.frag[1].kind, LC_GPA_MMIO);
+    ck_assert_int_eq(lcr_read(&V, &x, &val), 0);
+    ck_assert_uint_eq(val & 0xffff, 0xbbaa);
+    ck_assert_uint_eq((val >> 16) & 0xff, dev_byte(MMIO_BASE));
+    ck_assert_uint_eq(T.nlog, 1);
+    ck_assert_uint_eq(T.log[0].len, 2);
+
+    /* NULL mmio: terminator before anything, RAM part not written */
+    OPS.mmio = NULL;
+    xl(la + 0xffe, 4, W, &x, __LINE__);
+    val = 0x11223344;
+    expect_stop(lcr_write(&V, &x, &val), LC_STOP_TERMINATOR, __LINE__);
+    ck_assert_uint_eq(rd(0x38ffe, 2), 0xbbaa);
+    V.stop = LC_STOP_NONE;
+    expect_stop(lcr_read(&V, &x, &val), LC_STOP_TERMINATOR, __LINE__);
+    OPS.mmio = t_mmio;
+
+    /* LC_CB_STOP and LC_CB_ERROR */
+    T.mmio_answer = LC_CB_STOP;
+    T.mmio_answer_at = T.nmmio + 1;
+    V.stop = LC_STOP_NONE;
+    expect_stop(lcr_read(&V, &x, &val), LC_STOP_CALLBACK, __LINE__);
+    ck_assert_int_eq(V.error, LC_OK);
+    T.mmio_answer = LC_CB_ERROR;
+    T.mmio_answer_at = T.nmmio + 1;
+    V.stop = LC_STOP_NONE;
+    expect_stop(lcr_write(&V, &x, &val), LC_STOP_CALLBACK, __LINE__);
+    ck_assert_int_eq(V.error, LC_ERR_CALLBACK);
+
+    /* a translation made for reading cannot be written through */
+    xl(la, 4, R, &x, __LINE__);
+    expect_stop(lcr_write(&V, &x, &val), LC_STOP_TERMINATOR, __LINE__);
+}
+END_TEST
+
+START_TEST(traced_rom_smc)
+{
+    uint64_t val;
+    lcr_xlat x;
+
+    paging(PM_NONE, 0);
+    set_mode(LC_MODE_PROT32, 0);
+    T.traced_gfn = 0x36;
+    T.rom_gfn = 0x37;
+    wr(0x36010, 4, 0xaabbccdd);
+
+    /* traced write: goes to traced_write, never stored by the MMU */
+    xl(0x36010, 4, W, &x, __LINE__);
+    ck_assert_uint_eq(x.frag[0].traced, 1);
+    val = 0x11223344;
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(T.nlog, 1);
+    ck_assert_int_eq(T.log[0].kind, 't');
+    ck_assert_uint_eq(T.log[0].gpa, 0x36010);
+    ck_assert_uint_eq(T.log[0].len, 4);
+    ck_assert_uint_eq(T.log[0].value, 0x11223344);
+    ck_assert_uint_eq(rd(0x36010, 4), 0xaabbccdd);
+    /* reading a traced page is ordinary RAM */
+    xl(0x36010, 4, R, &x, __LINE__);
+    val = 0;
+    ck_assert_int_eq(lcr_read(&V, &x, &val), 0);
+    ck_assert_uint_eq(val, 0xaabbccdd);
+
+    /* crossing from plain RAM into the traced page: 2 stored + 2 traced */
+    T.nlog = 0;
+    xl(0x35ffe, 4, W, &x, __LINE__);
+    val = 0x11223344;
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(rd(0x35ffe, 2), 0x3344);
+    ck_assert_uint_eq(T.nlog, 1);
+    ck_assert_uint_eq(T.log[0].gpa, 0x36000);
+    ck_assert_uint_eq(T.log[0].value, 0x1122);
+    /* 5 traced bytes go as 4 + 1 (callbacks see only 1/2/4/8) */
+    T.nlog = 0;
+    xl(0x35ffd, 8, W, &x, __LINE__);
+    val = 0x8877665544332211ull;
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(T.nlog, 2);
+    ck_assert_uint_eq(T.log[0].gpa, 0x36000);
+    ck_assert_uint_eq(T.log[0].len, 4);
+    ck_assert_uint_eq(T.log[0].value, 0x77665544);
+    ck_assert_uint_eq(T.log[1].gpa, 0x36004);
+    ck_assert_uint_eq(T.log[1].len, 1);
+    ck_assert_uint_eq(T.log[1].value, 0x88);
+    ck_assert_uint_eq(rd(0x35ffd, 3), 0x332211);
+    /* NULL traced_write on the second fragment: nothing written at all */
+    OPS.traced_write = NULL;
+    wr(0x35ffe, 2, 0);
+    xl(0x35ffe, 4, W, &x, __LINE__);
+    expect_stop(lcr_write(&V, &x, &val), LC_STOP_TERMINATOR, __LINE__);
+    ck_assert_uint_eq(rd(0x35ffe, 2), 0);
+    OPS.traced_write = t_traced;
+
+    /* ROM: reads fine, a write translation stops */
+    xl(0x37000, 4, R, &x, __LINE__);
+    expect_term(0x37000, 4, W, __LINE__);
+    expect_term(0x36ffe, 4, RW, __LINE__);
+
+    /* SMC watch: the write completes and flags the hit */
+    V.nwatch = 1;
+    V.watch_gfn[0] = 0x39;
+    V.watch_gfn[1] = 0x3a;      /* not armed: nwatch = 1 */
+    xl(0x3a000, 4, W, &x, __LINE__);
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(V.smc_hit, 0);
+    xl(0x38ffe, 4, W, &x, __LINE__);
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(V.smc_hit, 1);
+    ck_assert_uint_eq(rd(0x39000, 2), 0x4433);
+    V.smc_hit = 0;
+    xl(0x39000, 4, R, &x, __LINE__);
+    ck_assert_int_eq(lcr_read(&V, &x, &val), 0);
+    ck_assert_uint_eq(V.smc_hit, 0);
+}
+END_TEST
+
+/* ---- instruction fetch -------------------------------------------------- */
+
+START_TEST(fetch_truncated_at_non_present_page)
+{
+    uint64_t rip = 0x00007f0000050ffaull, gfn[2] = { 0, 0 }, ent[6];
+    uint8_t buf[15];
+    unsigned ngfn = 99;
+    size_t n;
+
+    paging(PM_4L, 0);
+    S.efer |= NXE;
+    set_mode(LC_MODE_LONG64, 0);
+    map_at(rip & ~0xfffull, 0x3b000, 1, F_P, F_DIR, ent);
+    for (unsigned i = 0; i < 16; i++)
+        T.ram[0x3bff0 + i] = (uint8_t)(0x90 + i);
+    S.rip = rip;
+    n = lcr_fetch(&V, buf, 15, gfn, &ngfn);
+    ck_assert_uint_eq(n, 6);
+    ck_assert_uint_eq(ngfn, 1);
+    ck_assert_uint_eq(gfn[0], 0x3b);
+    ck_assert_uint_eq(buf[0], 0x9a);
+    ck_assert_uint_eq(buf[5], 0x9f);
+    ck_assert_int_eq(V.stop, LC_STOP_NONE);
+    ck_assert_uint_eq(V.fault_vector, 0);
+    ck_assert_uint_eq(ent_val(ent[1]) & (F_A | F_D), F_A);
+
+    /* next page present: all 15, two frames */
+    map4k(rip + 6, 0x3c000, F_P);
+    n = lcr_fetch(&V, buf, 15, gfn, &ngfn);
+    ck_assert_uint_eq(n, 15);
+    ck_assert_uint_eq(ngfn, 2);
+    ck_assert_uint_eq(gfn[1], 0x3c);
+    /* next page NX: shortened, no stop */
+    map4k(rip + 6, 0x3c000, F_P | F_XD);
+    n = lcr_fetch(&V, buf, 15, gfn, &ngfn);
+    ck_assert_uint_eq(n, 6);
+    /* next page MMIO: shortened */
+    map4k(rip + 6, MMIO_BASE, F_P);
+    n = lcr_fetch(&V, buf, 15, gfn, &ngfn);
+    ck_assert_uint_eq(n, 6);
+    ck_assert_uint_eq(T.nmmio, 0);
+    /* first page not fetchable at all */
+    S.rip = 0x00007f0000060000ull;
+    n = lcr_fetch(&V, buf, 15, gfn, &ngfn);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_uint_eq(ngfn, 0);
+    ck_assert_int_eq(V.stop, LC_STOP_NONE);
+    /* max below 15 is honoured */
+    S.rip = rip - 0xa;
+    n = lcr_fetch(&V, buf, 3, gfn, &ngfn);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(buf[0], 0x90);
+}
+END_TEST
+
+START_TEST(fetch_segment_and_canonical_limits)
+{
+    uint64_t gfn[2];
+    uint8_t buf[15];
+    unsigned ngfn;
+
+    /* protected mode, no paging: CS limit shortens the fetch */
+    paging(PM_NONE, 0);
+    S.seg[LC_CS] = seg(0x30000, 0x1005, 0xb, 1);
+    set_mode(LC_MODE_PROT32, 0);
+    S.rip = 0x1000;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 6);
+    ck_assert_uint_eq(gfn[0], 0x31);
+    S.rip = 0x1006;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 0);
+    /* a data segment in CS, or an unusable CS: nothing */
+    S.rip = 0x1000;
+    S.seg[LC_CS].type = 3;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 0);
+    S.seg[LC_CS].type = 0x9;                /* execute-only is fine */
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 6);
+    S.seg[LC_CS].present = 0;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 0);
+    ck_assert_int_eq(V.stop, LC_STOP_NONE);
+
+    /* real mode: base + IP, 64 KiB limit */
+    S.cr0 = 0;
+    S.seg[LC_CS] = seg(0xf0000, 0xffff, 0xb, 0);
+    set_mode(LC_MODE_REAL, 0);
+    S.rip = 0xfff8;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 8);
+    ck_assert_uint_eq(gfn[0], 0xff);
+
+    /* 64-bit: stop at the end of the canonical lower half */
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(0x00007ffffffff000ull, 0x3d000, F_P);
+    S.rip = 0x00007ffffffffffaull;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 6);
+    ck_assert_uint_eq(ngfn, 1);
+    S.rip = 0x0000800000000000ull;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 0);
+    ck_assert_int_eq(V.stop, LC_STOP_NONE);
+
+    /* compatibility mode: the fetch ends at 4 GiB */
+    map4k(0xfffff000, 0x3e000, F_P);
+    map4k(0x100000000ull, 0x3f000, F_P);
+    S.seg[LC_CS] = seg(0, 0xffffffff, 0xb, 1);
+    set_mode(LC_MODE_COMPAT32, 0);
+    S.rip = 0xfffffffc;
+    ck_assert_uint_eq(lcr_fetch(&V, buf, 15, gfn, &ngfn), 4);
+    ck_assert_uint_eq(ngfn, 1);
+    ck_assert_uint_eq(gfn[0], 0x3e);
+}
+END_TEST
+
+static Suite *mmu_suite(void)
+{
+    Suite *s = suite_create("mmu");
+    TCase *t;
+
+    t = tcase_create("segmentation");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_loop_test(t, segmentation_table, 0,
+                        (int)(sizeof(seg_cases) / sizeof(seg_cases[0])));
+    tcase_add_test(t, segmentation_bad_arguments);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("paging");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, no_paging_identity);
+    tcase_add_test(t, paging32_4k_4m_pse36);
+    tcase_add_test(t, paging_pae_4k_2m);
+    tcase_add_test(t, paging_4level_4k_2m_1g);
+    tcase_add_test(t, paging_5level);
+    tcase_add_loop_test(t, access_rights_table, 0,
+                        (int)(sizeof(right_cases) / sizeof(right_cases[0])));
+    tcase_add_test(t, ad_bits_4level_exact);
+    tcase_add_test(t, ad_bits_large_and_legacy);
+    tcase_add_test(t, page_cross_second_not_present);
+    tcase_add_test(t, linear_wrap_32bit);
+    tcase_add_test(t, table_outside_ram_or_in_mmio);
+    tcase_add_test(t, self_referencing_tables);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("access");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, mmio_split_across_pages);
+    tcase_add_test(t, ram_mmio_mixed_and_callbacks);
+    tcase_add_test(t, traced_rom_smc);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("fetch");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, fetch_truncated_at_non_present_page);
+    tcase_add_test(t, fetch_segment_and_canonical_limits);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return lc_test_run(mmu_suite());
+}
