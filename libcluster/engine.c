@@ -64,7 +64,7 @@ lc_status lc_config_validate(const lc_config *cfg)
         return LC_ERR_INVAL;
     if ((unsigned)cfg->cflow > LC_CFLOW_M3)
         return LC_ERR_INVAL;
-    if (cfg->max_cluster_insns == 0 || cfg->max_cluster_insns > 256)
+    if (cfg->max_cluster_insns == 0 || cfg->max_cluster_insns > 32)
         return LC_ERR_RANGE;
     if (cfg->track_index_bits == 0 || cfg->track_index_bits > 20 ||
         cfg->track_tag_bits == 0 || cfg->track_tag_bits > 32)

@@ -887,10 +887,10 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
  * linear address of the first. Same rules as lcr_linear() for CS with
  * LCR_ACC_FETCH, except that a violation shortens the fetch instead of
  * stopping: the bytes before it may still form a whole instruction. */
-static size_t fetch_linear(const lcr_vcpu *v, size_t max, uint64_t *la)
+static size_t fetch_linear(const lcr_vcpu *v, uint64_t ea, size_t max,
+                           uint64_t *la)
 {
     const lc_segment *cs = &v->st->seg[LC_CS];
-    uint64_t ea = v->st->rip;
     size_t n;
 
     switch (v->mode) {
@@ -930,18 +930,26 @@ static size_t fetch_linear(const lcr_vcpu *v, size_t max, uint64_t *la)
 size_t lcr_fetch(lcr_vcpu *v, uint8_t *buf, size_t max, uint64_t gfn[2],
                  unsigned *ngfn)
 {
+    if (max > LC_INSN_MAX_LEN)
+        max = LC_INSN_MAX_LEN;
+    return lcr_fetch_at(v, v->st->rip, buf, max, gfn, ngfn);
+}
+
+size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
+                    uint64_t gfn[2], unsigned *ngfn)
+{
     uint64_t la = 0;
     size_t n, got = 0;
     pgctx c;
 
     *ngfn = 0;
-    if (max > LC_INSN_MAX_LEN)
-        max = LC_INSN_MAX_LEN;
-    n = fetch_linear(v, max, &la);
+    if (max > LCR_FETCH_MAX)
+        max = LCR_FETCH_MAX;
+    n = fetch_linear(v, rip, max, &la);
     if (n == 0 || pg_setup(v, LCR_ACC_FETCH, &c) != M_OK)
         return 0;
 
-    /* At most two pages: n <= 15. Each page is translated and committed
+    /* At most two pages (n <= LCR_FETCH_MAX). Each page is translated and committed
      * on its own: the A bits of a page fetched from are set even if the
      * next page cannot be fetched, as on the CPU. */
     while (got < n && *ngfn < 2) {

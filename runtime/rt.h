@@ -143,4 +143,10 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf);
 size_t lcr_fetch(lcr_vcpu *v, uint8_t *buf, size_t max, uint64_t gfn[2],
                  unsigned *ngfn);
 
+/* The same at CS:`rip` for up to LCR_FETCH_MAX bytes (the translator's
+ * decode-ahead window and the coherency check); still at most two pages. */
+#define LCR_FETCH_MAX 512
+size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
+                    uint64_t gfn[2], unsigned *ngfn);
+
 #endif /* LC_RUNTIME_RT_H */

@@ -59,7 +59,8 @@ typedef struct lc_config {
     lc_cflow_method cflow;        /* default LC_CFLOW_M3 */
 
     /* Static clusters (s4). */
-    uint32_t max_cluster_insns;   /* decode-ahead window; default 16 */
+    uint32_t max_cluster_insns;   /* decode-ahead window; default 16,
+                                   * at most 32 */
     uint32_t max_mem_gap_fillers; /* memory-accessing gap fillers between
                                    * two exiting instructions; default 4 */
 

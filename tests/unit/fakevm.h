@@ -37,6 +37,8 @@ typedef struct fvm {
     unsigned   nlog;
     lc_cb_result pio_answer;    /* LC_CB_OK unless a test wants STOP */
     int        irq;             /* irq_pending answer */
+    uint32_t   in_seq[16];      /* if nin_seq: port reads answer these */
+    unsigned   nin_seq, in_pos;
     uint64_t   dr[8];
 } fvm;
 
@@ -76,7 +78,8 @@ static inline lc_cb_result fvm_pio(void *o, uint16_t port, uint8_t size,
     if (f->pio_answer != LC_CB_OK)
         return f->pio_answer;
     if (!is_write)
-        *val = (uint32_t)fvm_answer(port, size);
+        *val = f->nin_seq ? f->in_seq[f->in_pos++ % f->nin_seq]
+                          : (uint32_t)fvm_answer(port, size);
     fvm_log(f, is_write ? 'o' : 'i', port, size, *val);
     return LC_CB_OK;
 }

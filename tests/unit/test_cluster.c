@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_cluster.c: cluster formation and running (translator/),
+ * on the paper's examples: each forms the cluster the paper describes and,
+ * run against the fake VMM, does the exits the paper counts.
+ */
+#include <string.h>
+
+#include "../../examples/paper/paper_examples.h"
+#include "../../translator/cluster.h"
+#include "fakevm.h"
+#include "harness.h"
+
+static const paper_example *example(const char *name)
+{
+    for (size_t i = 0; i < paper_examples_count; i++)
+        if (!strcmp(paper_examples[i].name, name))
+            return &paper_examples[i];
+    ck_abort_msg("no paper example %s", name);
+    return NULL;
+}
+
+static size_t bytes_of(const paper_example *ex, uint8_t *buf)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ex->count; i++) {
+        memcpy(buf + n, ex->insns[i].bytes, ex->insns[i].len);
+        n += ex->insns[i].len;
+    }
+    return n;
+}
+
+/* The exit-tracking stand-in: instructions at the listed RIPs exit. */
+typedef struct predictor {
+    uint64_t rip[16];
+    unsigned n;
+} predictor;
+
+static uint8_t predict(void *ctx, uint64_t rip, const lcd_insn *d)
+{
+    const predictor *p = ctx;
+    (void)d;
+    for (unsigned i = 0; i < p->n; i++)
+        if (p->rip[i] == rip)
+            return 2;
+    return 0;
+}
+
+static lcx_cluster cl;   /* large: keep it off the stack */
+
+static lc_status form(const char *name, uint64_t rip, const lc_config *cfg,
+                      predictor *p)
+{
+    const paper_example *ex = example(name);
+    uint8_t buf[512];
+    size_t n = bytes_of(ex, buf);
+    lcx_form_in in = {
+        .cfg = cfg, .mode = ex->mode, .rip = rip, .code = buf, .code_len = n,
+        .predict = p ? predict : NULL, .predict_ctx = p,
+    };
+    return lcx_form(&in, &cl);
+}
+
+static void expect(const char *name, lc_cflow_method m, unsigned ninsn,
+                   unsigned nexits)
+{
+    lc_config c;
+    lc_config_init(&c);
+    c.cflow = m;
+    ck_assert_int_eq(form(name, 0x1000, &c, NULL), LC_OK);
+    ck_assert_msg(cl.ninsn == ninsn, "%s: %u instructions, want %u", name,
+                  cl.ninsn, ninsn);
+    ck_assert_msg(cl.nexits == nexits, "%s: %u exits, want %u", name,
+                  cl.nexits, nexits);
+}
+
+/* Section 4: "the optimal translation covers the first nine instructions
+ * but omits the last three". */
+START_TEST(static_clusters)
+{
+    expect("bios-pci", LC_CFLOW_M3, 9, 3);
+    ck_assert_uint_eq(cl.end_rip - cl.rip, 0x12);
+    expect("out80", LC_CFLOW_M3, 8, 6);
+    expect("passmark-dr", LC_CFLOW_M3, 6, 4);   /* two memory gap fillers */
+    expect("hyperv-vmread", LC_CFLOW_M3, 5, 3);
+    expect("vmware-vmread", LC_CFLOW_M3, 13, 9);
+}
+END_TEST
+
+/* Section 5: with the table predicting the four stores, the cluster
+ * covers them and excludes the last (non-exiting) instruction. Without a
+ * prediction only the exiting instruction is translated. */
+START_TEST(dynamic_cluster)
+{
+    lc_config c;
+    predictor p = { { 0x1015, 0x102f, 0x1044 }, 3 };
+
+    lc_config_init(&c);
+    ck_assert_int_eq(form("sles-weak", 0x1000, &c, &p), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 14);
+    ck_assert_uint_eq(cl.nexits, 4);
+    ck_assert_uint_eq(cl.end_rip, 0x104a);
+    ck_assert_uint_eq(cl.insn[13].props, 2);
+    ck_assert_int_eq(form("sles-weak", 0x1000, &c, NULL), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    c.techniques &= ~LC_TECH_DYNAMIC;
+    ck_assert_int_eq(form("sles-weak", 0x1000, &c, &p), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+}
+END_TEST
+
+/* Section 4: at most four memory-accessing gap fillers between exits. */
+START_TEST(memory_gap_cap)
+{
+    lc_config c;
+    /* out 0x80,al; 5 x mov eax,[ebx]; out 0x80,al */
+    const uint8_t code[] = { 0xe6, 0x80, 0x8b, 0x03, 0x8b, 0x03, 0x8b, 0x03,
+                             0x8b, 0x03, 0x8b, 0x03, 0xe6, 0x80 };
+    lcx_form_in in = { .cfg = &c, .mode = LC_MODE_PROT32, .rip = 0x1000,
+                       .code = code, .code_len = sizeof code };
+
+    lc_config_init(&c);
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    c.max_mem_gap_fillers = 5;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 7);
+    ck_assert_uint_eq(cl.nexits, 2);
+    /* The window bounds it too. */
+    c.max_cluster_insns = 6;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+}
+END_TEST
+
+/* Section 6: the forward-branch example under each method. */
+START_TEST(control_flow_methods)
+{
+    expect("fwd-branch", LC_CFLOW_NONE, 1, 1);   /* ends before the JNZ */
+    expect("fwd-branch", LC_CFLOW_M1, 7, 2);
+    ck_assert_uint_eq(cl.insn[3].target, LCX_NO_TARGET);
+    expect("fwd-branch", LC_CFLOW_M2, 7, 2);
+    ck_assert_uint_eq(cl.insn[3].target, 5);     /* JNZ -> MOV cx,0xff */
+    /* Section 6.3: two polling loops with strong backedges. */
+    expect("poll-loops", LC_CFLOW_M3, 14, 5);
+    ck_assert_uint_eq(cl.insn[2].backedge, LCX_BE_STRONG);
+    ck_assert_uint_eq(cl.insn[2].target, 0);
+    ck_assert_uint_eq(cl.insn[5].backedge, LCX_BE_STRONG);
+    ck_assert_uint_eq(cl.insn[5].target, 3);
+    ck_assert(cl.insn[0].irq_check && cl.insn[3].irq_check);
+    expect("poll-loops", LC_CFLOW_M2, 14, 5);
+    ck_assert_uint_eq(cl.insn[2].backedge, LCX_BE_NONE);
+    /* Windows 7: a single exiting store and a weak backedge to it; the
+     * cluster ends in the backedge. */
+    expect("win7-loop", LC_CFLOW_M3, 4, 1);
+    ck_assert_uint_eq(cl.insn[3].backedge, LCX_BE_WEAK);
+    expect("win7-loop", LC_CFLOW_M2, 1, 1);
+}
+END_TEST
+
+/* Section 3: pairs, with static clusters off (pairs alone) and on. */
+START_TEST(exit_pairs)
+{
+    lc_config c;
+    lcd_insn a, b;
+    const uint8_t hi[] = { 0x89, 0x71, 0x04 }, lo[] = { 0x89, 0x19 };
+    const uint8_t far[] = { 0x89, 0x71, 0x08 }, other[] = { 0x89, 0x1a };
+    const uint8_t r1[] = { 0x89, 0x05, 0x00, 0x10, 0x00, 0x00 };  /* [rip+0x1000] */
+    const uint8_t r2[] = { 0x89, 0x05, 0xfe, 0x0f, 0x00, 0x00 };  /* next dword */
+
+    lc_config_init(&c);
+    c.techniques = LC_TECH_SINGLE | LC_TECH_PAIRS;
+    ck_assert_int_eq(form("pae-pte-pair", 0x1000, &c, NULL), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 2);
+    ck_assert(cl.pair);
+    c.techniques = LC_TECH_SINGLE;
+    ck_assert_int_eq(form("pae-pte-pair", 0x1000, &c, NULL), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+
+    lcd_decode(LC_MODE_PROT32, hi, sizeof hi, &a);
+    lcd_decode(LC_MODE_PROT32, lo, sizeof lo, &b);
+    ck_assert(lcx_is_pair(&a, &b));
+    lcd_decode(LC_MODE_PROT32, far, sizeof far, &a);
+    ck_assert(!lcx_is_pair(&a, &b));
+    lcd_decode(LC_MODE_PROT32, other, sizeof other, &a);
+    ck_assert(!lcx_is_pair(&a, &b));                 /* [edx] vs [ecx] */
+    lcd_decode(LC_MODE_LONG64, r1, sizeof r1, &a);
+    lcd_decode(LC_MODE_LONG64, r2, sizeof r2, &b);
+    ck_assert(lcx_is_pair(&a, &b));                  /* RIP-relative */
+}
+END_TEST
+
+/* ---- running clusters -------------------------------------------------- */
+
+static void prepare(fvm *f, lc_cpu_state *s, lcr_vcpu *v, const char *name,
+                    uint64_t at)
+{
+    const paper_example *ex = example(name);
+    uint8_t buf[512];
+    size_t n = bytes_of(ex, buf);
+    lc_config c;
+    lcx_form_in in = { .cfg = &c, .mode = ex->mode, .rip = at, .code = buf,
+                       .code_len = n };
+
+    memcpy(f->ram + at, buf, n);
+    lc_config_init(&c);
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    s->rip = at;
+    memset(v, 0, sizeof *v);
+    v->insn_budget = 10000;
+    v->rep_budget = 100;
+    lcr_begin(v, s, &fvm_ops, f);
+}
+
+/* The BIOS cluster: one exit does three (saves two of three). */
+START_TEST(run_bios)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_real(&s);
+    s.gpr[LC_RDX] = 0xcf8;
+    prepare(&f, &s, &v, "bios-pci", 0x7000);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_END);
+    ck_assert_uint_eq(v.insns, 9);
+    ck_assert_uint_eq(v.exits_done, 3);
+    ck_assert_uint_eq(s.rip, 0x7012);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* The polling loops spin while the device says busy (bit 3), then fall
+ * through to the OUTs; interrupts are checked on each iteration. */
+START_TEST(run_poll_loops)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.gpr[LC_RSP] = 0x8000;
+    f.nin_seq = 6;
+    memcpy(f.in_seq, (uint32_t[]){ 8, 8, 0, 8, 0, 0 }, 6 * sizeof(uint32_t));
+    prepare(&f, &s, &v, "poll-loops", 0x7000);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_END);
+    ck_assert_uint_eq(v.exits_done, 5 + 3);   /* 5 INs, 3 OUTs */
+    ck_assert_uint_eq(s.rip, cl.end_rip);
+    /* A pending interrupt stops the loop at its head, before the IN. */
+    f.in_pos = 0;
+    s.rflags |= LC_RFLAGS_IF;
+    f.irq = 1;
+    prepare(&f, &s, &v, "poll-loops", 0x7000);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_IRQ);
+    ck_assert_uint_eq(s.rip, 0x7000);
+    ck_assert_uint_eq(v.insns, 3);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Windows 7: the weak backedge is taken at most weak_backedge_cap times
+ * per run (s6.3), then the run stops with the guest at the loop head. */
+START_TEST(run_weak_backedge_cap)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    f.traced_gfn = 0x250;
+    s.gpr[LC_RCX] = 0x250000;
+    s.gpr[LC_R9] = 100;
+    prepare(&f, &s, &v, "win7-loop", 0x200000);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_BACKEDGES);
+    ck_assert_uint_eq(v.insns, 44);
+    ck_assert_uint_eq(v.exits_done, 11);
+    ck_assert_uint_eq(s.rip, 0x200000);
+    ck_assert_uint_eq(s.gpr[LC_R9], 89);
+    /* With 5 iterations left it runs to the end. */
+    s.gpr[LC_R9] = 5;
+    prepare(&f, &s, &v, "win7-loop", 0x200000);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_END);
+    ck_assert_uint_eq(v.exits_done, 5);
+    ck_assert_uint_eq(s.rip, cl.end_rip);
+    fvm_fini(&f);
+}
+END_TEST
+
+static Suite *cluster_suite(void)
+{
+    Suite *s = suite_create("cluster");
+    TCase *t = tcase_create("form");
+
+    tcase_add_test(t, static_clusters);
+    tcase_add_test(t, dynamic_cluster);
+    tcase_add_test(t, memory_gap_cap);
+    tcase_add_test(t, control_flow_methods);
+    tcase_add_test(t, exit_pairs);
+    suite_add_tcase(s, t);
+    t = tcase_create("run");
+    tcase_add_test(t, run_bios);
+    tcase_add_test(t, run_poll_loops);
+    tcase_add_test(t, run_weak_backedge_cap);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return lc_test_run(cluster_suite());
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translator/: forming clusters (paper sections 3-6) and running them.
+ *
+ * A cluster is the stretch of guest code from an exiting instruction to
+ * the last exiting instruction (or last allowed backedge) the translator
+ * can reach within its decode-ahead window. Its translation is the
+ * pre-decoded instructions with their per-instruction decisions resolved
+ * at translation time (which ones are predicted to exit, where taken
+ * branches may go, where interrupts are checked), run by lcx_run() through
+ * the runtime with no decoding on the way.
+ */
+#ifndef LC_TRANSLATOR_CLUSTER_H
+#define LC_TRANSLATOR_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cluster/cluster.h>
+
+#include "../decoder/insn.h"
+#include "../runtime/rt.h"
+
+#define LCX_MAX_INSNS 32     /* hard cap on lc_config.max_cluster_insns */
+#define LCX_NO_TARGET 0xff
+
+/* Backedge kinds (section 6.3). */
+enum lcx_backedge {
+    LCX_BE_NONE = 0,   /* a taken backward branch ends the run */
+    LCX_BE_WEAK,       /* the loop reaches only weakly exiting instructions:
+                        * capped per run (weak_backedge_cap) */
+    LCX_BE_STRONG,     /* the loop reaches a strongly exiting instruction */
+};
+
+typedef struct lcx_insn {
+    lcd_insn d;
+    uint64_t rip;
+    uint8_t  exiting;   /* strongly exiting, or weakly and predicted/paired */
+    uint8_t  backedge;  /* enum lcx_backedge, for a backward branch */
+    uint8_t  target;    /* index of an in-cluster static target, or
+                         * LCX_NO_TARGET */
+    uint8_t  irq_check; /* check for deliverable interrupts before running
+                         * this instruction (loop heads) */
+    uint8_t  props;     /* predicted exit reasons (libcluster/track.h) */
+} lcx_insn;
+
+typedef struct lcx_cluster {
+    uint64_t    rip;        /* first instruction */
+    uint64_t    end_rip;    /* RIP after the last instruction */
+    lc_cpu_mode mode;
+    lc_cflow_method cflow;
+    uint16_t    ninsn;
+    uint16_t    nexits;     /* exiting instructions (predicted) */
+    uint16_t    nbytes;     /* guest code bytes covered, from rip */
+    uint8_t     first_done; /* the exiting instruction at rip-… was already
+                             * completed by the VMM (RIP past it) */
+    uint8_t     pair;       /* instructions 0 and 1 form an exit pair (s3) */
+    lcx_insn    insn[LCX_MAX_INSNS];
+} lcx_cluster;
+
+/* Does the instruction at `rip` (decoded as `d`) exit? Returns its exit
+ * reasons (non-zero) if the exit-tracking table has seen it exit. */
+typedef uint8_t (*lcx_predict_fn)(void *ctx, uint64_t rip,
+                                  const lcd_insn *d);
+
+typedef struct lcx_form_in {
+    const lc_config *cfg;
+    lc_cpu_mode      mode;
+    uint64_t         rip;
+    const uint8_t   *code;       /* guest bytes from rip */
+    size_t           code_len;
+    int              first_done; /* RIP is already past the exiting one */
+    lcx_predict_fn   predict;    /* NULL: no dynamic prediction */
+    void            *predict_ctx;
+} lcx_form_in;
+
+/* Form the cluster starting at in->rip into *out. Returns LC_OK with
+ * out->ninsn >= 1 (the exiting instruction alone at least, unless
+ * first_done), or a decode error for the first instruction. */
+lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out);
+
+/* Are a and b (b right after a) two stores to adjacent locations through
+ * the same addressing form, b's address = a's +/- width (section 3)? */
+int lcx_is_pair(const lcd_insn *a, const lcd_insn *b);
+
+/* Run a formed cluster through the runtime. `v` must have been prepared
+ * with lcr_begin() on the state whose RIP is cl->rip. Returns the stop
+ * reason (LC_STOP_END when it ran to its end or left through a taken
+ * branch). */
+lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
+                       uint32_t weak_backedge_cap);
+
+#endif /* LC_TRANSLATOR_CLUSTER_H */

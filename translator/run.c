@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translator/run.c: running a formed cluster.
+ *
+ * The runtime keeps RIP exact after every instruction, so "where next" is
+ * decided from RIP: the next instruction in the cluster (fall through),
+ * an in-cluster target the translator allowed (forward branch, method 2;
+ * backedge, method 3), or anything else, which ends the run with the guest
+ * resuming at that RIP (a taken branch leaving the cluster, method 1).
+ */
+#include "cluster.h"
+
+lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
+                       uint32_t weak_backedge_cap)
+{
+    unsigned i = 0, weak = 0;
+    int first = 1;
+
+    for (;;) {
+        const lcx_insn *x = &cl->insn[i];
+        uint64_t rip;
+
+        /* Interrupt checks at loop heads, except on entry: the guest has
+         * just exited there with interrupts as they are. */
+        v->irq_check = (uint8_t)(x->irq_check && !first);
+        first = 0;
+        if (lcr_exec(v, &x->d) != LCR_DONE)
+            return v->stop;
+        if (v->stop != LC_STOP_NONE)      /* SMC, HLT: completed, then end */
+            return v->stop;
+        rip = v->st->rip;
+        if (i + 1 < cl->ninsn && rip == cl->insn[i + 1].rip) {
+            i++;
+            continue;
+        }
+        if (x->target == LCX_NO_TARGET || rip != cl->insn[x->target].rip)
+            return LC_STOP_END;           /* fell off the end, or left */
+        if (x->target <= i) {
+            if (x->backedge == LCX_BE_WEAK && ++weak > weak_backedge_cap)
+                return LC_STOP_BACKEDGES;
+            if (x->backedge == LCX_BE_NONE)
+                return LC_STOP_END;
+        }
+        i = x->target;
+    }
+}
