@@ -1,25 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libcluster/engine.c: engine and vCPU objects, configuration, statistics.
+ * libcluster/engine.c: engine and vCPU objects, configuration, statistics,
+ * and the exit path:
  *
- * State of this build: the objects, configuration and counters are
- * complete; execution is not. lc_vcpu_handle_exit() validates its input,
- * counts the exit and declines it (LC_DECLINED, stop reason
- * LC_STOP_UNSUPPORTED) until the runtime (runtime/) and the translator
- * (translator/) land. Declining is always correct: the VMM then handles
- * the exit exactly as it would without the library.
+ *   exit -> translation cache hit? -> coherency check -> run the cluster
+ *        -> miss: decode, check it is the instruction that exited, record
+ *           it in the exit-tracking table; below the threshold interpret
+ *           it alone; at the threshold (or forced by the leak guard) form
+ *           the cluster, cache it, run it.
+ *
+ * Sections 2 (cached translations), 5 (tracking, first exits interpreted)
+ * and 7 (coherency and SMC checks) of the paper live here; formation and
+ * running are translator/'s.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cluster/cluster.h>
+
+#include "../runtime/rt.h"
+#include "../translator/cluster.h"
+#include "tcache.h"
+#include "track.h"
 
 struct lc_vcpu {
     lc_engine *engine;
     uint32_t id;
     void *opaque;
     lc_stats stats;
+    tc_cache tc;                 /* this vCPU's translations */
+    uint64_t invalidated[8];     /* RIPs whose translation failed the
+                                  * coherency check, for "retranslations" */
+    unsigned ninval;
+    lcx_cluster scratch;         /* formation workspace */
     struct lc_vcpu *next;        /* engine's list, under engine->lock */
     struct lc_vcpu **pprev;
 };
@@ -31,6 +46,7 @@ struct lc_engine {
     lc_vcpu *vcpus;
     unsigned nr_vcpus;
     lc_stats retired;            /* counters of destroyed vCPUs */
+    lct_table track;             /* shared; per-row locks */
 };
 
 static void stats_add(lc_stats *d, const lc_stats *s);
@@ -106,7 +122,12 @@ lc_status lc_engine_create(const lc_config *cfg, const lc_vm_ops *ops,
         return LC_ERR_NOMEM;
     e->cfg = *cfg;
     e->ops = ops;
+    if (lct_init(&e->track, cfg) != LC_OK) {
+        free(e);
+        return LC_ERR_NOMEM;
+    }
     if (pthread_mutex_init(&e->lock, NULL) != 0) {
+        lct_fini(&e->track);
         free(e);
         return LC_ERR_NOMEM;
     }
@@ -125,6 +146,7 @@ lc_status lc_engine_destroy(lc_engine *e)
     }
     pthread_mutex_unlock(&e->lock);
     pthread_mutex_destroy(&e->lock);
+    lct_fini(&e->track);
     free(e);
     return LC_OK;
 }
@@ -141,7 +163,11 @@ lc_status lc_engine_flush(lc_engine *e)
 {
     if (!e)
         return LC_ERR_INVAL;
-    /* Nothing is cached yet: no translations, no tracking entries. */
+    pthread_mutex_lock(&e->lock);
+    lct_clear(&e->track);
+    for (lc_vcpu *v = e->vcpus; v; v = v->next)
+        tc_flush(&v->tc);
+    pthread_mutex_unlock(&e->lock);
     return LC_OK;
 }
 
@@ -158,6 +184,10 @@ lc_status lc_vcpu_create(lc_engine *e, uint32_t id, void *opaque,
     v = calloc(1, sizeof(*v));
     if (!v)
         return LC_ERR_NOMEM;
+    if (tc_init(&v->tc, e->cfg.tcache_max_bytes) != LC_OK) {
+        free(v);
+        return LC_ERR_NOMEM;
+    }
     v->engine = e;
     v->id = id;
     v->opaque = opaque;
@@ -187,6 +217,7 @@ void lc_vcpu_destroy(lc_vcpu *v)
     e->nr_vcpus--;
     stats_add(&e->retired, &v->stats);
     pthread_mutex_unlock(&e->lock);
+    tc_fini(&v->tc);
     free(v);
 }
 
@@ -211,22 +242,256 @@ static int exit_valid(const lc_exit *x)
     return 1;
 }
 
-lc_status lc_vcpu_handle_exit(lc_vcpu *v, lc_cpu_state *state,
+/* Is `d` the instruction the hypervisor says exited? A mismatch means
+ * the code changed under us (another vCPU, DMA) or the VMM's description
+ * is wrong: either way the engine must not act on it. */
+static int matches_exit(const lcd_insn *d, const lc_exit *x)
+{
+    switch (x->kind) {
+    case LC_EXIT_IO:
+        if (x->u.io.is_string)
+            return d->info.op == (x->u.io.is_out ? LC_OP_OUTS : LC_OP_INS);
+        return d->info.op == (x->u.io.is_out ? LC_OP_OUT : LC_OP_IN);
+    case LC_EXIT_MMIO:
+    case LC_EXIT_TRACED:
+        return d->info.exit_class == LC_CLASS_WEAK;
+    case LC_EXIT_CPUID:     return d->info.op == LC_OP_CPUID;
+    case LC_EXIT_HLT:       return d->info.op == LC_OP_HLT;
+    case LC_EXIT_DR_ACCESS: return d->info.op == LC_OP_MOV_DR;
+    case LC_EXIT_RDMSR:     return d->info.op == LC_OP_RDMSR;
+    case LC_EXIT_WRMSR:     return d->info.op == LC_OP_WRMSR;
+    case LC_EXIT_VMREAD:    return d->info.op == LC_OP_VMREAD;
+    case LC_EXIT_VMWRITE:   return d->info.op == LC_OP_VMWRITE;
+    case LC_EXIT_VMCALL:    return d->info.op == LC_OP_VMCALL;
+    default:                return 0;
+    }
+}
+
+/* Why it exited, for the tracking table's property bits (section 5). */
+static uint8_t exit_props(const lc_exit *x)
+{
+    switch (x->kind) {
+    case LC_EXIT_IO:
+        return LCT_PROP_PIO;
+    case LC_EXIT_MMIO:
+        return (x->u.mmio.gpa >> 12) == 0xfee00 ? LCT_PROP_APIC
+                                                : LCT_PROP_MMIO;
+    case LC_EXIT_TRACED:
+        return LCT_PROP_TRACED;
+    default:
+        return LCT_PROP_INSN;
+    }
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct predict_ctx {
+    lc_engine *e;
+} predict_ctx;
+
+/* Dynamic clusters (section 5): a weakly exiting instruction downstream
+ * is included when the tracking table has seen it exit. */
+static uint8_t predict(void *ctx, uint64_t rip, const lcd_insn *d)
+{
+    predict_ctx *p = ctx;
+    return lct_lookup(&p->e->track,
+                      lct_hash(rip, d->info.bytes, d->info.length));
+}
+
+static unsigned log2_bucket(uint64_t n, unsigned buckets)
+{
+    unsigned b = 0;
+    while (n && b + 1 < buckets) {
+        n >>= 1;
+        b++;
+    }
+    return b;
+}
+
+static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
+                   int first_done, lc_result *res)
+{
+    lc_stats *s = &vc->stats;
+
+    res->stop = stop;
+    s->stops[stop < LC_STOP_REASON_COUNT_ ? stop : LC_STOP_NONE]++;
+    if (v->insns == 0) {
+        /* Nothing ran: the state is as it was; the VMM handles the exit
+         * (or, with RIP past it, just resumes). */
+        res->disposition = LC_DECLINED;
+        s->exits_declined++;
+        return;
+    }
+    res->disposition = LC_HANDLED;
+    res->dirty = v->dirty;
+    res->insns = v->insns;
+    res->exits_done = v->exits_done;
+    res->exits_saved = v->exits_done > (first_done ? 0u : 1u)
+                       ? v->exits_done - (first_done ? 0u : 1u) : 0;
+    res->halted = stop == LC_STOP_HALT;
+    s->insns += v->insns;
+    s->exits_saved += res->exits_saved;
+    s->cluster_len[v->exits_done < LC_STATS_CLUSTER_BUCKETS
+                   ? v->exits_done : LC_STATS_CLUSTER_BUCKETS - 1]++;
+    if (v->exits_done > 1)
+        s->exit_distance[log2_bucket((v->insns - 1) / (v->exits_done - 1),
+                                     LC_STATS_DISTANCE_BUCKETS)]++;
+    if (v->error == LC_ERR_CALLBACK)
+        res->stop = LC_STOP_CALLBACK;
+}
+
+static int was_invalidated(lc_vcpu *vc, uint64_t rip)
+{
+    for (unsigned i = 0; i < vc->ninval && i < 8; i++)
+        if (vc->invalidated[i] == rip)
+            return 1;
+    return 0;
+}
+
+lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
                               const lc_exit *exit, lc_result *res)
 {
+    lc_engine *e;
+    const lc_config *cfg;
+    lcr_vcpu v;
+    tc_key key;
+    tc_entry *te;
+    uint8_t code[LCX_MAX_INSNS * LC_INSN_MAX_LEN];
+    uint64_t gfn[2];
+    unsigned ngfn = 0;
+    size_t got, want;
+    int first_done, incoherent = 0;
+    lc_stop_reason stop;
+
     if (res)
         memset(res, 0, sizeof(*res));
-    if (!v || !state || !exit || !res || !exit_valid(exit))
+    if (!vc || !state || !exit || !res || !exit_valid(exit))
         return LC_ERR_INVAL;
+    e = vc->engine;
+    cfg = &e->cfg;
+    vc->stats.exits_seen++;
+    first_done = exit->rip == LC_EXIT_RIP_PAST;
 
-    v->stats.exits_seen++;
-    /* No runtime in this build: decline, so the VMM handles the exit as
-     * it always did. See the README, "What is not done yet". */
-    res->disposition = LC_DECLINED;
-    res->stop = LC_STOP_UNSUPPORTED;
-    v->stats.exits_declined++;
-    v->stats.stops[LC_STOP_UNSUPPORTED]++;
-    return LC_OK;
+    memset(&v, 0, sizeof(v));
+    v.insn_budget = cfg->insn_budget;
+    v.rep_budget = cfg->rep_budget;
+    lcr_begin(&v, state, e->ops, vc->opaque);
+
+    key.rip = state->rip;
+    key.cs_base = state->seg[LC_CS].base;
+    key.cr3 = (state->cr0 & LC_CR0_PG) ? state->cr3 : 0;
+    key.mode = (uint8_t)v.mode;
+    key.first_done = (uint8_t)first_done;
+
+    /* Section 2 and 7: a cached translation, if its bytes still match. */
+    te = (cfg->techniques & LC_TECH_SINGLE) ? tc_lookup(&vc->tc, &key) : NULL;
+    if (te) {
+        const lcx_cluster *cl = te->cl;
+        got = lcr_fetch_at(&v, state->rip, code, cl->nbytes, gfn, &ngfn);
+        if (got == cl->nbytes && !memcmp(code, te->code, cl->nbytes)) {
+            if (cfg->techniques & LC_TECH_SMC) {
+                v.nwatch = (uint8_t)ngfn;
+                v.watch_gfn[0] = gfn[0];
+                v.watch_gfn[1] = gfn[1];
+            }
+            stop = lcx_run(cl, &v, cfg->weak_backedge_cap);
+            if (stop == LC_STOP_SMC)
+                vc->stats.smc_stops++;
+            res->translated = 1;
+            if (v.insns)
+                vc->stats.exits_translated++;
+            finish(vc, &v, stop, first_done, res);
+            return v.error;
+        }
+        /* The code changed: drop the translation; this exit runs only its
+         * own instruction; a later exit retranslates (section 7). */
+        vc->stats.coherency_failures++;
+        vc->invalidated[vc->ninval++ % 8] = state->rip;
+        tc_remove(&vc->tc, te);
+        te = NULL;
+        incoherent = 1;
+    }
+
+    /* Miss: decode what is there now. */
+    want = (size_t)cfg->max_cluster_insns * LC_INSN_MAX_LEN;
+    if (want > sizeof code)
+        want = sizeof code;
+    got = lcr_fetch_at(&v, state->rip, code, want, gfn, &ngfn);
+    {
+        lcd_insn *first = &vc->scratch.insn[0].d;
+        lc_status st = lcd_decode(v.mode, code, got, first);
+        uint8_t props = 0;
+        lct_verdict verdict;
+
+        if (st != LC_OK || (!first_done && !matches_exit(first, exit))) {
+            finish(vc, &v, LC_STOP_UNSUPPORTED, first_done, res);
+            return LC_OK;
+        }
+        verdict = lct_record(&e->track,
+                             lct_hash(state->rip, first->info.bytes,
+                                      first->info.length),
+                             exit_props(exit), now_ns(), &props);
+        if (verdict == LCT_INTERPRET || incoherent ||
+            !(cfg->techniques & LC_TECH_SINGLE)) {
+            /* First exits are interpreted (section 5). With RIP already
+             * past the exiting instruction there is nothing to do. */
+            if (first_done) {
+                finish(vc, &v, LC_STOP_NONE, first_done, res);
+                return LC_OK;
+            }
+            if (lcr_exec(&v, first) == LCR_DONE) {
+                vc->stats.exits_interpreted++;
+                stop = v.stop != LC_STOP_NONE ? v.stop : LC_STOP_END;
+            } else {
+                stop = v.stop;
+            }
+            finish(vc, &v, stop, first_done, res);
+            return v.error;
+        }
+        if (verdict == LCT_TRANSLATE_FORCED)
+            vc->stats.forced_translations++;
+    }
+
+    /* Translate: form the cluster, cache it, run it. */
+    {
+        predict_ctx pc = { e };
+        lcx_form_in in = {
+            .cfg = cfg, .mode = v.mode, .rip = state->rip, .code = code,
+            .code_len = got, .first_done = first_done,
+            .predict = predict, .predict_ctx = &pc,
+        };
+        lcx_cluster *cl = &vc->scratch;
+
+        if (lcx_form(&in, cl) != LC_OK) {
+            finish(vc, &v, LC_STOP_TERMINATOR, first_done, res);
+            return LC_OK;
+        }
+        vc->stats.translations++;
+        if (was_invalidated(vc, state->rip))
+            vc->stats.retranslations++;
+        te = tc_insert(&vc->tc, &key, cl, code);
+        if (!te)
+            return LC_ERR_NOMEM;   /* nothing ran; state untouched */
+        vc->stats.evictions = vc->tc.evictions;
+        if (cfg->techniques & LC_TECH_SMC) {
+            v.nwatch = (uint8_t)ngfn;
+            v.watch_gfn[0] = gfn[0];
+            v.watch_gfn[1] = gfn[1];
+        }
+        stop = lcx_run(te->cl, &v, cfg->weak_backedge_cap);
+        if (stop == LC_STOP_SMC)
+            vc->stats.smc_stops++;
+        if (v.insns)
+            vc->stats.exits_translated++;
+        res->translated = 1;
+        finish(vc, &v, stop, first_done, res);
+        return v.error;
+    }
 }
 
 lc_status lc_vcpu_get_stats(const lc_vcpu *v, lc_stats *out)
@@ -234,6 +499,8 @@ lc_status lc_vcpu_get_stats(const lc_vcpu *v, lc_stats *out)
     if (!v || !out)
         return LC_ERR_INVAL;
     *out = v->stats;
+    out->tcache_bytes = v->tc.bytes;
+    out->evictions = v->tc.evictions;
     return LC_OK;
 }
 
@@ -261,8 +528,11 @@ lc_status lc_engine_get_stats(const lc_engine *e, lc_stats *out)
         return LC_ERR_INVAL;
     pthread_mutex_lock((pthread_mutex_t *)&e->lock);
     *out = e->retired;
-    for (const lc_vcpu *v = e->vcpus; v; v = v->next)
-        stats_add(out, &v->stats);
+    for (const lc_vcpu *v = e->vcpus; v; v = v->next) {
+        lc_stats one;
+        lc_vcpu_get_stats(v, &one);
+        stats_add(out, &one);
+    }
     pthread_mutex_unlock((pthread_mutex_t *)&e->lock);
     return LC_OK;
 }

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcluster/tcache.c: the per-vCPU translation cache. See tcache.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "tcache.h"
+
+#define TC_BUCKETS 1024u
+
+static uint32_t bucket_of(const tc_cache *c, const tc_key *k)
+{
+    uint64_t h = XXH3_64bits_withSeed(&k->rip, sizeof k->rip,
+                                      k->cs_base ^ (k->cr3 << 1) ^
+                                      ((uint64_t)k->mode << 56) ^
+                                      ((uint64_t)k->first_done << 60));
+    return (uint32_t)h & (c->nbuckets - 1);
+}
+
+static int key_eq(const tc_key *a, const tc_key *b)
+{
+    return a->rip == b->rip && a->cs_base == b->cs_base &&
+           a->cr3 == b->cr3 && a->mode == b->mode &&
+           a->first_done == b->first_done;
+}
+
+lc_status tc_init(tc_cache *c, uint64_t max_bytes)
+{
+    memset(c, 0, sizeof(*c));
+    c->nbuckets = TC_BUCKETS;
+    c->max_bytes = max_bytes;
+    c->bucket = calloc(c->nbuckets, sizeof(*c->bucket));
+    return c->bucket ? LC_OK : LC_ERR_NOMEM;
+}
+
+static void entry_free(tc_entry *e)
+{
+    free(e->code);
+    free(e->cl);
+    free(e);
+}
+
+void tc_remove(tc_cache *c, tc_entry *e)
+{
+    tc_entry **pp = &c->bucket[bucket_of(c, &e->key)];
+
+    while (*pp && *pp != e)
+        pp = &(*pp)->chain;
+    if (*pp)
+        *pp = e->chain;
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        c->oldest = e->newer;
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        c->newest = e->older;
+    c->bytes -= e->size;
+    c->count--;
+    entry_free(e);
+}
+
+void tc_flush(tc_cache *c)
+{
+    while (c->oldest)
+        tc_remove(c, c->oldest);
+}
+
+void tc_fini(tc_cache *c)
+{
+    if (c->bucket)
+        tc_flush(c);
+    free(c->bucket);
+    c->bucket = NULL;
+}
+
+tc_entry *tc_lookup(const tc_cache *c, const tc_key *k)
+{
+    for (tc_entry *e = c->bucket[bucket_of(c, k)]; e; e = e->chain)
+        if (key_eq(&e->key, k))
+            return e;
+    return NULL;
+}
+
+tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
+                    const uint8_t *code)
+{
+    size_t clsize = offsetof(lcx_cluster, insn) +
+                    (size_t)cl->ninsn * sizeof(lcx_insn);
+    tc_entry *e = calloc(1, sizeof(*e)), *old;
+    uint32_t b;
+
+    if (!e)
+        return NULL;
+    e->cl = malloc(clsize);
+    e->code = malloc(cl->nbytes ? cl->nbytes : 1);
+    if (!e->cl || !e->code) {
+        entry_free(e);
+        return NULL;
+    }
+    memcpy(e->cl, cl, clsize);
+    memcpy(e->code, code, cl->nbytes);
+    e->key = *k;
+    e->size = sizeof(*e) + clsize + cl->nbytes;
+
+    old = tc_lookup(c, k);
+    if (old)
+        tc_remove(c, old);
+    while (c->oldest && c->bytes + e->size > c->max_bytes) {
+        tc_remove(c, c->oldest);
+        c->evictions++;
+    }
+    b = bucket_of(c, k);
+    e->chain = c->bucket[b];
+    c->bucket[b] = e;
+    e->older = c->newest;
+    if (c->newest)
+        c->newest->newer = e;
+    else
+        c->oldest = e;
+    c->newest = e;
+    c->bytes += e->size;
+    c->count++;
+    return e;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcluster/tcache.h: the translation cache (paper section 2).
+ *
+ * One cache per vCPU: the hit path takes no lock and shares no cache line
+ * with other vCPUs (a documented choice; translations are cheap to make
+ * and vCPUs of one VM mostly exit on the same few hundred instructions).
+ * A translation is found by (RIP, CS base, mode, CR3, whether the exiting
+ * instruction was already completed) and keeps a copy of the guest bytes
+ * it covers for the coherency check (section 7). Memory is capped: past
+ * the cap the oldest translations are evicted (FIFO), so a guest that
+ * keeps changing its code cannot grow the cache without bound.
+ */
+#ifndef LC_LIBCLUSTER_TCACHE_H
+#define LC_LIBCLUSTER_TCACHE_H
+
+#include <stdint.h>
+
+#include "../translator/cluster.h"
+
+typedef struct tc_key {
+    uint64_t rip;
+    uint64_t cs_base;
+    uint64_t cr3;
+    uint8_t  mode;
+    uint8_t  first_done;
+} tc_key;
+
+typedef struct tc_entry {
+    struct tc_entry *chain;     /* bucket list */
+    struct tc_entry *older, *newer;
+    tc_key   key;
+    size_t   size;              /* bytes accounted */
+    uint8_t *code;              /* guest bytes at translation time */
+    lcx_cluster *cl;            /* ninsn entries only */
+} tc_entry;
+
+typedef struct tc_cache {
+    tc_entry **bucket;
+    uint32_t   nbuckets;        /* power of two */
+    tc_entry  *oldest, *newest;
+    uint64_t   bytes, max_bytes;
+    uint64_t   evictions;
+    uint32_t   count;
+} tc_cache;
+
+lc_status tc_init(tc_cache *c, uint64_t max_bytes);
+void tc_fini(tc_cache *c);
+void tc_flush(tc_cache *c);
+tc_entry *tc_lookup(const tc_cache *c, const tc_key *k);
+/* Copies `cl` (its used part) and `code`; evicts to stay under the cap.
+ * NULL on allocation failure (nothing changed). */
+tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
+                    const uint8_t *code);
+void tc_remove(tc_cache *c, tc_entry *e);
+
+#endif /* LC_LIBCLUSTER_TCACHE_H */

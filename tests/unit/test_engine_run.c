@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_engine_run.c: the exit path through the public API only
+ * (lc_vcpu_handle_exit), against the fake VMM: the paper's examples save
+ * the exits the paper counts; first exits are interpreted; translations
+ * are reused, checked for coherency, retranslated; self-modifying clusters
+ * stop; the leak guard forces translation and memory stays bounded.
+ */
+#include <string.h>
+
+#include <cluster/cluster.h>
+
+#include "../../examples/paper/paper_examples.h"
+#include "fakevm.h"
+#include "harness.h"
+
+static const paper_example *example(const char *name)
+{
+    for (size_t i = 0; i < paper_examples_count; i++)
+        if (!strcmp(paper_examples[i].name, name))
+            return &paper_examples[i];
+    ck_abort_msg("no paper example %s", name);
+    return NULL;
+}
+
+static uint64_t load(fvm *f, const paper_example *ex, uint64_t gpa)
+{
+    uint64_t p = gpa;
+    for (size_t i = 0; i < ex->count; i++) {
+        memcpy(f->ram + p, ex->insns[i].bytes, ex->insns[i].len);
+        p += ex->insns[i].len;
+    }
+    return p;
+}
+
+typedef struct rig {
+    fvm f;
+    lc_engine *e;
+    lc_vcpu *v;
+} rig;
+
+static void rig_up(rig *r, const lc_config *cfg)
+{
+    fvm_init(&r->f);
+    ck_assert_int_eq(lc_engine_create(cfg, &fvm_ops, &r->e), LC_OK);
+    ck_assert_int_eq(lc_vcpu_create(r->e, 0, &r->f, &r->v), LC_OK);
+}
+
+static void rig_down(rig *r)
+{
+    lc_vcpu_destroy(r->v);
+    ck_assert_int_eq(lc_engine_destroy(r->e), LC_OK);
+    fvm_fini(&r->f);
+}
+
+static lc_exit io_exit(uint16_t port, uint8_t size, int out)
+{
+    lc_exit x;
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_IO;
+    x.rip = LC_EXIT_RIP_AT;
+    x.u.io.port = port;
+    x.u.io.size = size;
+    x.u.io.is_out = (uint8_t)out;
+    return x;
+}
+
+/* Section 4, the BIOS block: two interpreted exits, then one exit does
+ * three, every time (saves 2 of 3). */
+START_TEST(bios_saves_two_of_three)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0xcf8, 4, 1);
+
+    rig_up(&r, NULL);
+    fvm_state_real(&s0);
+    s0.rip = 0x7000;
+    s0.gpr[LC_RDX] = 0xcf8;
+    load(&r.f, example("bios-pci"), 0x7000);
+    for (int i = 0; i < 5; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, LC_HANDLED);
+        if (i < 2) {          /* interpreted: the OUT alone */
+            ck_assert_uint_eq(res.insns, 1);
+            ck_assert_uint_eq(res.exits_saved, 0);
+            ck_assert_uint_eq(s.rip, 0x7002);
+            ck_assert(!res.translated);
+        } else {              /* the cluster: OUT, OUT, 6 gap fillers, IN */
+            ck_assert_uint_eq(res.insns, 9);
+            ck_assert_uint_eq(res.exits_done, 3);
+            ck_assert_uint_eq(res.exits_saved, 2);
+            ck_assert_uint_eq(s.rip, 0x7012);
+            ck_assert(res.translated);
+            ck_assert_int_eq(res.stop, LC_STOP_END);
+        }
+        ck_assert(res.dirty & LC_DIRTY_RIP);
+    }
+    ck_assert_int_eq(lc_vcpu_get_stats(r.v, &st), LC_OK);
+    ck_assert_uint_eq(st.exits_seen, 5);
+    ck_assert_uint_eq(st.exits_interpreted, 2);
+    ck_assert_uint_eq(st.exits_translated, 3);
+    ck_assert_uint_eq(st.translations, 1);
+    ck_assert_uint_eq(st.exits_saved, 6);
+    ck_assert_uint_eq(st.cluster_len[3], 3);
+    ck_assert_uint_gt(st.tcache_bytes, 0);
+    rig_down(&r);
+}
+END_TEST
+
+/* Section 8: Hyper-V saves two of three; VMware at least seven. */
+START_TEST(vmread_blocks)
+{
+    rig r; lc_cpu_state s, s0; lc_result res;
+    lc_exit x;
+
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_VMREAD;
+    rig_up(&r, NULL);
+    fvm_state_long64(&r.f, &s0);
+    s0.rip = 0x300000;
+    load(&r.f, example("hyperv-vmread"), 0x300000);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.exits_done, 3);
+    ck_assert_uint_eq(res.exits_saved, 2);
+
+    fvm_state_long64(&r.f, &s0);
+    s0.rip = 0x310000;
+    s0.gpr[LC_RDI] = 0x55555555;     /* fake VMCS: EDI reads back as 0 */
+    load(&r.f, example("vmware-vmread"), 0x310000);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_ge(res.exits_saved, 7);
+    ck_assert_uint_eq(res.exits_done, 9);
+    rig_down(&r);
+}
+END_TEST
+
+/* Section 7: code replaced between executions fails the coherency check,
+ * runs only the exiting instruction, and is retranslated. */
+START_TEST(coherency_and_retranslation)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0xcf8, 4, 1);
+
+    rig_up(&r, NULL);
+    fvm_state_real(&s0);
+    s0.rip = 0x7000;
+    s0.gpr[LC_RDX] = 0xcf8;
+    load(&r.f, example("bios-pci"), 0x7000);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        lc_vcpu_handle_exit(r.v, &s, &x, &res);
+    }
+    ck_assert_uint_eq(res.insns, 9);
+    r.f.ram[0x7008] = 0x01;           /* AND al,3 -> AND al,1 */
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_uint_eq(res.insns, 1);  /* only the exiting OUT */
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_uint_eq(res.insns, 9);  /* retranslated at once */
+    ck_assert_uint_eq(s.gpr[LC_RDX], 0xcfc + (0 & 1));
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.coherency_failures, 1);
+    ck_assert_uint_eq(st.retranslations, 1);
+    ck_assert_uint_eq(st.translations, 2);
+    rig_down(&r);
+}
+END_TEST
+
+/* Section 7: a cluster that writes into its own code page stops right
+ * after the write; the next exit fails coherency and retranslates. */
+START_TEST(self_modifying_cluster)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* out 0x80,al; mov byte [0x7009],0x81; out 0x80,al; out 0x80,al */
+    const uint8_t code[] = { 0xe6, 0x80, 0xc6, 0x05, 0x09, 0x70, 0x00, 0x00,
+                             0x81, 0xe6, 0x80, 0xe6, 0x80 };
+
+    rig_up(&r, NULL);
+    fvm_state_prot32(&s0, 0);
+    s0.rip = 0x7000;
+    memcpy(r.f.ram + 0x7000, code, sizeof code);
+    for (int i = 0; i < 2; i++) {
+        s = s0;
+        lc_vcpu_handle_exit(r.v, &s, &x, &res);
+    }
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_SMC);
+    ck_assert_uint_eq(res.insns, 2);
+    ck_assert_uint_eq(s.rip, 0x7009);
+    ck_assert_uint_eq(r.f.ram[0x7009], 0x81);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.smc_stops, 1);
+    /* The guest's own code now differs from the translation. */
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.coherency_failures, 1);
+    rig_down(&r);
+}
+END_TEST
+
+/* The engine does not act on an instruction that is not the one the
+ * hypervisor reported. */
+START_TEST(mismatched_exit_declines)
+{
+    rig r; lc_cpu_state s; lc_result res;
+    lc_exit x;
+
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_CPUID;
+    rig_up(&r, NULL);
+    fvm_state_real(&s);
+    s.rip = 0x7000;
+    r.f.ram[0x7000] = 0xee;            /* out dx, al */
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_DECLINED);
+    ck_assert_uint_eq(s.rip, 0x7000);
+    x = io_exit(0, 1, 0);              /* IN, but the code is OUT */
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_DECLINED);
+    ck_assert_uint_eq(r.f.nlog, 0);
+    rig_down(&r);
+}
+END_TEST
+
+/* Section 5: a stream of ever-new exiting instructions (an address-space
+ * randomized reboot loop, a JIT) makes the FIFOs leak; the leak guard
+ * forces translation, and the cache's cap keeps memory bounded. */
+START_TEST(leak_guard_and_memory_cap)
+{
+    rig r; lc_cpu_state s; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+    lc_config c;
+    const unsigned n = 20000;
+
+    lc_config_init(&c);
+    c.tcache_max_bytes = 64 << 10;
+    rig_up(&r, &c);
+    memset(r.f.ram + 0x10000, 0xe6, 2 * n);    /* n x "out 0x80? ..." */
+    for (unsigned i = 0; i < n; i++) {
+        r.f.ram[0x10000 + 2 * i] = 0xe6;
+        r.f.ram[0x10000 + 2 * i + 1] = 0x80;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        fvm_state_prot32(&s, 0);
+        s.rip = 0x10000 + 2 * i;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, LC_HANDLED);
+    }
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_gt(st.forced_translations, n / 2);
+    ck_assert_uint_le(st.tcache_bytes, c.tcache_max_bytes);
+    ck_assert_uint_gt(st.evictions, 0);
+    rig_down(&r);
+}
+END_TEST
+
+/* Techniques switch off: without LC_TECH_SINGLE nothing is translated. */
+START_TEST(techniques_switch)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0xcf8, 4, 1);
+    lc_config c;
+
+    lc_config_init(&c);
+    c.techniques = 0;
+    rig_up(&r, &c);
+    fvm_state_real(&s0);
+    s0.rip = 0x7000;
+    load(&r.f, example("bios-pci"), 0x7000);
+    for (int i = 0; i < 5; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_uint_eq(res.insns, 1);
+    }
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.translations, 0);
+    ck_assert_uint_eq(st.exits_interpreted, 5);
+    rig_down(&r);
+
+    /* Single-exit translations only: cached, but one instruction each. */
+    c.techniques = LC_TECH_SINGLE;
+    rig_up(&r, &c);
+    load(&r.f, example("bios-pci"), 0x7000);
+    for (int i = 0; i < 5; i++) {
+        s = s0;
+        lc_vcpu_handle_exit(r.v, &s, &x, &res);
+        ck_assert_uint_eq(res.insns, 1);
+    }
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.translations, 1);
+    ck_assert_uint_eq(st.exits_translated, 3);
+    rig_down(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("engine_run");
+    TCase *t = tcase_create("paper");
+
+    tcase_add_test(t, bios_saves_two_of_three);
+    tcase_add_test(t, vmread_blocks);
+    tcase_add_test(t, coherency_and_retranslation);
+    tcase_add_test(t, self_modifying_cluster);
+    tcase_add_test(t, mismatched_exit_declines);
+    tcase_add_test(t, leak_guard_and_memory_cap);
+    tcase_add_test(t, techniques_switch);
+    tcase_set_timeout(t, 60);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return lc_test_run(suite());
+}
