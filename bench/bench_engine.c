@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/bench_engine.c: the engine's cost per exit, through the public API
+ * against the fake VMM of tests/unit/fakevm.h (its callbacks only append
+ * to a log, a few ns). Medians over repeated runs, all in one process:
+ *
+ *   hit          a cached single-exit translation (lookup, coherency check,
+ *                dispatch, return) for `out 0x80,al` in 64-bit mode
+ *   gap filler   (cluster OUT + 12 register gap fillers + OUT) minus
+ *                (cluster OUT + OUT), divided by 12
+ *   mem filler   the same with 4 memory gap fillers, divided by 4
+ *   interpreted  an exit with all techniques off (fetch, decode, execute)
+ *   translation  an exit that forms and caches a translation (threshold 1,
+ *                cache flushed before each), minus a hit
+ *
+ * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
+ * interpreted <= 1 us.   bench_engine [--runs N] [--json]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cluster/cluster.h>
+
+#include "../tests/unit/fakevm.h"
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct rig {
+    fvm f;
+    lc_engine *e;
+    lc_vcpu *v;
+    lc_cpu_state s0;
+    lc_exit x;
+} rig;
+
+static void up(rig *r, uint32_t techniques, uint32_t threshold,
+               const uint8_t *code, size_t n)
+{
+    lc_config c;
+    lc_config_init(&c);
+    c.techniques = techniques;
+    c.translate_threshold = threshold;
+    fvm_init(&r->f);
+    memcpy(r->f.ram + 0x100000, code, n);
+    fvm_state_long64(&r->f, &r->s0);
+    r->s0.rip = 0x100000;
+    r->s0.gpr[LC_RBX] = 0x200000;
+    if (lc_engine_create(&c, &fvm_ops, &r->e) != LC_OK ||
+        lc_vcpu_create(r->e, 0, &r->f, &r->v) != LC_OK) {
+        fprintf(stderr, "bench_engine: engine setup failed\n");
+        exit(1);
+    }
+    memset(&r->x, 0, sizeof r->x);
+    r->x.kind = LC_EXIT_IO;
+    r->x.u.io.port = 0x80;
+    r->x.u.io.size = 1;
+    r->x.u.io.is_out = 1;
+}
+
+static void down(rig *r)
+{
+    lc_vcpu_destroy(r->v);
+    lc_engine_destroy(r->e);
+    fvm_fini(&r->f);
+}
+
+/* ns per handle_exit call, `flush` before each call if set. */
+static double per_exit(rig *r, int iters, int flush)
+{
+    lc_result res;
+    double t0 = now_ns(), flush_ns = 0;
+
+    for (int i = 0; i < iters; i++) {
+        lc_cpu_state s = r->s0;
+        if (flush) {
+            double f0 = now_ns();
+            lc_engine_flush(r->e);
+            flush_ns += now_ns() - f0;
+        }
+        r->f.nlog = 0;
+        lc_vcpu_handle_exit(r->v, &s, &r->x, &res);
+    }
+    return (now_ns() - t0 - flush_ns) / iters;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp);
+    return v[n / 2];
+}
+
+int main(int argc, char **argv)
+{
+    int runs = 11, json = 0, iters = 100000;
+    static const uint8_t out1[] = { 0xe6, 0x80 };
+    uint8_t outs2[64], outs12[64], outsm[64];
+    size_t n2 = 0, n12 = 0, nm = 0;
+    double hit[100], c2[100], c12[100], cm[100], interp[100], trans[100];
+    rig r;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json"))
+            json = 1;
+    }
+    if (runs < 1 || runs > 100)
+        runs = 11;
+
+    /* out; [12 x add rax,rcx]; out   and   out; [4 x mov rax,[rbx]]; out */
+    outs2[n2++] = 0xe6; outs2[n2++] = 0x80; outs2[n2++] = 0xe6; outs2[n2++] = 0x80;
+    outs12[n12++] = 0xe6; outs12[n12++] = 0x80;
+    for (int i = 0; i < 12; i++) {
+        outs12[n12++] = 0x48; outs12[n12++] = 0x01; outs12[n12++] = 0xc8;
+    }
+    outs12[n12++] = 0xe6; outs12[n12++] = 0x80;
+    outsm[nm++] = 0xe6; outsm[nm++] = 0x80;
+    for (int i = 0; i < 4; i++) {
+        outsm[nm++] = 0x48; outsm[nm++] = 0x8b; outsm[nm++] = 0x03;
+    }
+    outsm[nm++] = 0xe6; outsm[nm++] = 0x80;
+
+    for (int k = 0; k < runs; k++) {
+        /* Interleave the variants inside each run (noisy machines). */
+        up(&r, LC_TECH_ALL, 3, out1, sizeof out1);
+        per_exit(&r, 3, 0);                      /* warm: translate */
+        hit[k] = per_exit(&r, iters, 0);
+        down(&r);
+        up(&r, LC_TECH_ALL, 3, outs2, n2);
+        per_exit(&r, 3, 0);
+        c2[k] = per_exit(&r, iters, 0);
+        down(&r);
+        up(&r, LC_TECH_ALL, 3, outs12, n12);
+        per_exit(&r, 3, 0);
+        c12[k] = per_exit(&r, iters, 0);
+        down(&r);
+        up(&r, LC_TECH_ALL, 3, outsm, nm);
+        per_exit(&r, 3, 0);
+        cm[k] = per_exit(&r, iters, 0);
+        down(&r);
+        up(&r, 0, 3, out1, sizeof out1);
+        interp[k] = per_exit(&r, iters, 0);
+        down(&r);
+        up(&r, LC_TECH_ALL, 1, out1, sizeof out1);
+        trans[k] = per_exit(&r, iters / 10, 1) - hit[k];
+        down(&r);
+    }
+    {
+        double h = median(hit, runs), g2 = median(c2, runs);
+        double g12 = median(c12, runs), gm = median(cm, runs);
+        double in = median(interp, runs), tr = median(trans, runs);
+        double gap = (g12 - g2) / 12, mem = (gm - g2) / 4;
+        if (json) {
+            printf("{\"unit\": \"ns\", \"hit\": %.1f, \"gap_filler\": %.2f, "
+                   "\"mem_gap_filler\": %.2f, \"interpreted\": %.1f, "
+                   "\"translation\": %.1f, \"runs\": %d, \"iters\": %d}\n",
+                   h, gap, mem, in, tr, runs, iters);
+        } else {
+            printf("engine cost per exit (medians of %d runs x %d exits)\n",
+                   runs, iters);
+            printf("  hit (single-exit translation)  %8.1f ns   goal <= 100 ns%s\n",
+                   h, h <= 100 ? "" : "  MISSED");
+            printf("  per register gap filler        %8.2f ns   goal <= 10 ns%s\n",
+                   gap, gap <= 10 ? "" : "  MISSED");
+            printf("  per memory gap filler          %8.2f ns\n", mem);
+            printf("  interpreted exit               %8.1f ns   goal <= 1000 ns%s\n",
+                   in, in <= 1000 ? "" : "  MISSED");
+            printf("  translation made               %8.1f ns\n", tr);
+        }
+    }
+    return 0;
+}
