@@ -61,15 +61,17 @@ static void gpr_set(lcr_vcpu *v, unsigned num, unsigned bytes, uint64_t val)
     reg_set(v, r, bytes, val);
 }
 
-/* Stack and string counters use the address size; writes to them keep the
- * bits above it (SDM: "the upper bits of RSP/RCX are unchanged"). */
+/* Stack pointers, counters and string indexes are updated at the address
+ * (or stack) size: a 16-bit update keeps the bits above it, a 32-bit one
+ * is an ordinary 32-bit register write and zero-extends (SDM vol. 1
+ * 3.4.1.1; e.g. LOOP or REP with a 67h prefix in 64-bit mode). */
 static void gpr_set_addr(lcr_vcpu *v, unsigned num, unsigned bytes,
                          uint64_t val)
 {
     uint64_t *p = &v->st->gpr[num];
 
-    if (bytes == 8)
-        *p = val;
+    if (bytes >= 4)
+        *p = val & lcr_mask(bytes);
     else
         *p = (*p & ~lcr_mask(bytes)) | (val & lcr_mask(bytes));
     v->dirty |= LC_DIRTY_GPRS;
@@ -270,8 +272,9 @@ static int exec_shift(lcr_vcpu *v, ectx *c, enum lcr_shop op)
     if (c->in->nopnds > 1 && opnd_read(v, c, 1, &cnt))
         return -1;
     r = lcr_alu_shift(op, n, a, (unsigned)(cnt & 0xff), &fl);
-    if ((cnt & (n == 8 ? 0x3f : 0x1f)) == 0)
-        return 0;   /* masked count 0: no write, no flags (memory read done) */
+    /* A masked count of 0 leaves the flags alone but the destination is
+     * still written: a 32-bit register zero-extends, and memory (a device
+     * register) sees the store, as with QEMU and KVM's emulator. */
     if (opnd_write(v, c, 0, r))
         return -1;
     set_flags(v, fl);
