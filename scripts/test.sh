@@ -11,6 +11,8 @@ lc_ensure_deps || exit 1
 status=0
 run() {   # run NAME BUILD_DIR [meson test args...]
     name=$1; dir=$2; shift 2
+    # A failed build must not leave an earlier run's results to be counted.
+    rm -f "$dir/meson-logs/testlog.json"
     echo "== $name: building $dir"
     if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
         cat "$dir.build.log"; echo "== $name: BUILD FAILED"; status=1; return

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/diff/common.c: mode names, the flag tables, the device model that
+ * both sides share (answer stream, access log, CPUID and MSR answers).
+ */
+#include <string.h>
+
+#include "diff.h"
+
+const char *dmode_name(int m)
+{
+    static const char *const n[DM_COUNT] = { "real", "prot32", "pae",
+                                             "long64" };
+    return m >= 0 && m < DM_COUNT ? n[m] : "?";
+}
+
+lc_cpu_mode dmode_cpu_mode(int m)
+{
+    switch (m) {
+    case DM_REAL: return LC_MODE_REAL;
+    case DM_LONG64: return LC_MODE_LONG64;
+    default: return LC_MODE_PROT32;
+    }
+}
+
+unsigned width_index(unsigned bits)
+{
+    switch (bits) {
+    case 16: return 1;
+    case 32: return 2;
+    case 64: return 3;
+    default: return 0;
+    }
+}
+
+/*
+ * Flags per the SDM (vol. 2, each instruction's "Flags Affected"):
+ *  ADD ADC SUB SBB CMP NEG: OF SF ZF AF CF PF set according to the result.
+ *  AND OR XOR TEST: "The OF and CF flags are cleared; the SF, ZF, and PF
+ *    flags are set according to the result. The state of the AF flag is
+ *    undefined."
+ *  INC DEC: "The CF flag is not affected. The OF, SF, ZF, AF, and PF flags
+ *    are set according to the result."
+ *  SAL/SAR/SHL/SHR: "If the count is 0, the flags are not affected." "The
+ *    CF flag contains the value of the last bit shifted out of the
+ *    destination operand; it is undefined for SHL and SHR instructions
+ *    where the count is greater than or equal to the size (in bits) of the
+ *    destination operand. The OF flag is affected only for 1-bit shifts;
+ *    otherwise, it is undefined. The SF, ZF, and PF flags are set
+ *    according to the result. If the count is 0, the flags are not
+ *    affected. For a non-zero count, the AF flag is undefined."
+ *  RCL/RCR/ROL/ROR: "If the masked count is 0, the flags are not affected.
+ *    If the masked count is 1, then the OF flag is affected, otherwise (the
+ *    masked count is greater than 1) the OF flag is undefined. The CF flag
+ *    is affected when the masked count is non-zero. The SF, ZF, AF, and PF
+ *    flags are always unaffected."
+ *  MUL/IMUL: "The OF and CF flags are set to 0 if the upper half of the
+ *    result is 0 [resp. the sign extension of the lower half]; otherwise
+ *    they are set to 1. The SF, ZF, AF, and PF flags are undefined."
+ *  CLC/STC/CMC: CF. Everything else generated here: no status flag.
+ * `count` is the count after masking to 5 (6 with REX.W) bits.
+ */
+void flag_effect(unsigned op, unsigned bits, int count, uint32_t *def,
+                 uint32_t *und)
+{
+    *def = *und = 0;
+    switch (op) {
+    case LC_OP_ADD: case LC_OP_ADC: case LC_OP_SUB: case LC_OP_SBB:
+    case LC_OP_CMP: case LC_OP_NEG:
+        *def = FL_STATUS;
+        break;
+    case LC_OP_AND: case LC_OP_OR: case LC_OP_XOR: case LC_OP_TEST:
+        *def = FL_STATUS & ~FL_AF;
+        *und = FL_AF;
+        break;
+    case LC_OP_INC: case LC_OP_DEC:
+        *def = FL_STATUS & ~FL_CF;
+        break;
+    case LC_OP_SHL: case LC_OP_SHR: case LC_OP_SAR:
+        if (count < 0) {
+            *und = FL_OF | FL_AF;
+            if (op != LC_OP_SAR && bits <= 16)
+                *und |= FL_CF;
+        } else if (count > 0) {
+            *def = FL_CF | FL_SF | FL_ZF | FL_PF | FL_OF;
+            *und = FL_AF;
+            if (count != 1) {
+                *def &= ~FL_OF;
+                *und |= FL_OF;
+            }
+            if (op != LC_OP_SAR && (unsigned)count >= bits) {
+                *def &= ~FL_CF;
+                *und |= FL_CF;
+            }
+        }
+        break;
+    case LC_OP_ROL: case LC_OP_ROR: case LC_OP_RCL: case LC_OP_RCR:
+        if (count < 0) {
+            *und = FL_OF;
+        } else if (count > 0) {
+            *def = FL_CF | FL_OF;
+            if (count != 1) {
+                *def = FL_CF;
+                *und = FL_OF;
+            }
+        }
+        break;
+    case LC_OP_MUL: case LC_OP_IMUL:
+        *def = FL_CF | FL_OF;
+        *und = FL_SF | FL_ZF | FL_AF | FL_PF;
+        break;
+    case LC_OP_CLC: case LC_OP_STC: case LC_OP_CMC:
+        *def = FL_CF;
+        break;
+    default:
+        break;
+    }
+}
+
+uint32_t flag_uses(unsigned op, unsigned cond)
+{
+    static const uint32_t cc[8] = {
+        FL_OF, FL_CF, FL_ZF, FL_CF | FL_ZF, FL_SF, FL_PF, FL_SF | FL_OF,
+        FL_ZF | FL_SF | FL_OF,
+    };
+    switch (op) {
+    case LC_OP_JCC: case LC_OP_CMOVCC: case LC_OP_SETCC:
+        return cc[(cond >> 1) & 7];
+    case LC_OP_ADC: case LC_OP_SBB: case LC_OP_RCL: case LC_OP_RCR:
+    case LC_OP_CMC:
+        return FL_CF;
+    case LC_OP_LOOPE: case LC_OP_LOOPNE:
+        return FL_ZF;
+    default:
+        return 0;
+    }
+}
+
+/* MSRs QEMU 5 (Unicorn 2.0.1) keeps as plain 64-bit values, so the
+ * harness's "store what is written" model is exactly QEMU's. */
+const uint32_t diff_msr_ids[N_MSRS] = {
+    0x175,        /* IA32_SYSENTER_ESP */
+    0x176,        /* IA32_SYSENTER_EIP */
+    0xC0000081,   /* STAR */
+    0xC0000082,   /* LSTAR */
+    0xC0000083,   /* CSTAR */
+    0xC0000084,   /* FMASK */
+    0xC0000102,   /* KERNEL_GS_BASE */
+};
+
+int msr_index(uint32_t msr)
+{
+    for (int i = 0; i < N_MSRS; i++)
+        if (diff_msr_ids[i] == msr)
+            return i;
+    return -1;
+}
+
+void dev_init(dev_side *d, const dcase *c)
+{
+    memset(d, 0, sizeof *d);
+    xo_seed(d->rng, c->dev_seed);
+    memcpy(d->msr, c->msr, sizeof d->msr);
+}
+
+uint64_t dev_answer(dev_side *d, unsigned size)
+{
+    uint64_t v = xo_next(d->rng);
+    return size >= 8 ? v : v & ((1ull << (size * 8)) - 1);
+}
+
+void dev_log(dev_side *d, int kind, int is_write, unsigned size,
+             uint64_t addr, uint64_t value)
+{
+    if (d->nlog >= DEV_LOG_MAX) {
+        d->overflow = 1;
+        return;
+    }
+    dev_access *a = &d->log[d->nlog++];
+    a->kind = (uint8_t)kind;
+    a->is_write = (uint8_t)is_write;
+    a->size = (uint8_t)size;
+    a->addr = addr;
+    a->value = value;
+}
+
+void cpuid_answer(uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+    uint64_t x = ((uint64_t)leaf << 32 | sub) ^ 0x5DEECE66Dull;
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint32_t)splitmix64(&x);
+}

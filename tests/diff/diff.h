@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/diff: differential testing of runtime/ against Unicorn.
+ *
+ * One guest-physical memory layout serves all four modes (real, prot32,
+ * PAE, long64); page tables and the GDT are in it, and only the layout of
+ * linear space differs per mode. A case is: the initial lc_cpu_state, the
+ * initial RAM image (code, data, page tables, GDT), the initial values of
+ * the harness's MSRs and a seed for the device answer stream. gen.c makes
+ * cases, uc_side.c runs them in Unicorn, rt_side.c in the runtime, and
+ * diff.c compares.
+ */
+#ifndef LC_TESTS_DIFF_H
+#define LC_TESTS_DIFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cluster/cluster.h>
+
+/* ---- modes ------------------------------------------------------------- */
+
+enum dmode { DM_REAL = 0, DM_PROT32, DM_PAE, DM_LONG64, DM_COUNT };
+const char *dmode_name(int m);
+lc_cpu_mode dmode_cpu_mode(int m);
+
+/* ---- guest-physical layout (identical in every mode) -------------------- */
+
+#define RAM_SIZE      0x20000u   /* 128 KiB; the MMIO page is a hole in it */
+#define GDT_PA        0x00800u
+#define CODE_PA       0x01000u   /* one page of code */
+#define STACK_PA      0x02000u   /* one page of stack */
+#define PT_PML4_PA    0x03000u
+#define PT_PDPT_PA    0x04000u   /* PAE: CR3 points here (32-byte PDPT) */
+#define PT_PDLO_PA    0x05000u   /* PD for linear 0..1 GiB */
+#define PT_PDHI_PA    0x06000u   /* PD for linear 1..2 GiB */
+#define PT_PT0_PA     0x07000u   /* PT: identity map of 0..2 MiB (128 KiB used) */
+#define PT_PT1_PA     0x08000u   /* PT: the shuffled window at WIN_LA */
+#define DATA0_PA      0x09000u   /* data pages 0x9000..0xEFFF */
+#define DATA0_END     0x0F000u
+#define MMIO_PA       0x0F000u   /* one page of MMIO */
+#define MMIO_SIZE     0x01000u
+#define DATA1_PA      0x10000u   /* data pages 0x10000..0x1FFFF */
+#define DATA1_END     0x20000u
+
+/* Linear layout with paging (PAE and long64). */
+#define WIN_LA        0x40000000ull  /* 16 shuffled frames of DATA1, then MMIO,
+                                      * then DATA0; code and stack (long64) */
+#define WIN_MMIO_LA   (WIN_LA + 0x10000)
+#define WIN_DATA0_LA  (WIN_LA + 0x11000)
+#define WIN_CODE_LA   (WIN_LA + 0x20000)
+#define WIN_STACK_LA  (WIN_LA + 0x21000)
+#define BIG_LA        0x40200000ull  /* one 2 MiB page onto physical 0 */
+#define HIGH_ALIAS    0xFFFF800000000000ull /* long64: PML4[256] = PML4[0] */
+
+#define CODE_MAX      0x0E00u    /* code bytes per case: stays inside the
+                                  * page with room for a 15-byte fetch */
+
+/* ---- MSRs the harness answers (QEMU stores all of them unmasked) -------- */
+
+#define N_MSRS 7
+extern const uint32_t diff_msr_ids[N_MSRS];
+
+/* ---- generated cases ---------------------------------------------------- */
+
+enum { CNT_NONE = 0, CNT_IMM, CNT_CL };
+
+/* What the harness needs to know about each generated instruction. */
+typedef struct gen_insn {
+    uint16_t off;         /* offset in the code */
+    uint8_t  len;
+    uint8_t  op;          /* lc_op */
+    uint8_t  bits;        /* operand bits */
+    uint8_t  cnt_kind;    /* shift/rotate count source */
+    uint8_t  cnt_imm;
+    uint8_t  setup;       /* a helper MOV that sets an address register */
+} gen_insn;
+
+#define GEN_MAX_INSNS 96
+
+typedef struct dcase {
+    int          mode;
+    uint64_t     seed;        /* the per-case seed (reproducible) */
+    lc_cpu_state st;          /* initial state */
+    uint8_t      ram[RAM_SIZE];
+    uint8_t      code[CODE_MAX];
+    uint32_t     code_len;
+    uint64_t     code_la;     /* linear address of the first byte */
+    uint64_t     end_la;      /* linear address where the run ends */
+    uint64_t     msr[N_MSRS];
+    uint64_t     dev_seed;
+    uint32_t     ninsns;
+    gen_insn     insn[GEN_MAX_INSNS];
+    uint8_t      native_ok;   /* long64: only user-level, window-only
+                               * accesses (can run on the host CPU) */
+} dcase;
+
+/* Options of the generator. */
+typedef struct gen_opts {
+    unsigned max_groups;      /* instruction groups per case (>= 1) */
+    int      native;          /* long64: generate host-runnable cases only */
+    uint8_t  perm[16];        /* window page i maps DATA1 frame perm[i] */
+} gen_opts;
+
+/* The window's frame permutation of a run (fixed per seed: Unicorn 2.0.1
+ * needs it at engine setup, see uc_side.c). */
+void diff_perm(uint64_t seed, uint8_t perm[16]);
+
+/* Make case number `index` of (seed, mode). Deterministic. */
+void gen_case(dcase *c, int mode, uint64_t seed, uint64_t index,
+              const gen_opts *o);
+
+/* Coverage: (op, width) pairs generated, per mode. width index 0..3 for
+ * 8/16/32/64 bits (0 for ops without a width). */
+extern uint64_t gen_cov[DM_COUNT][LC_OP_COUNT_][4];
+extern uint64_t gen_skipped[DM_COUNT][LC_OP_COUNT_];
+unsigned width_index(unsigned bits);
+
+/* ---- flags -------------------------------------------------------------- */
+
+#define FL_CF 0x001u
+#define FL_PF 0x004u
+#define FL_AF 0x010u
+#define FL_ZF 0x040u
+#define FL_SF 0x080u
+#define FL_OF 0x800u
+#define FL_STATUS (FL_CF | FL_PF | FL_AF | FL_ZF | FL_SF | FL_OF)
+
+/* Flags an instruction writes with a defined value (*def) and leaves
+ * undefined (*und), per the SDM. `count` is the masked shift count, or -1
+ * if unknown (then *def holds only flags written for every count). */
+void flag_effect(unsigned op, unsigned bits, int count, uint32_t *def,
+                 uint32_t *und);
+/* Flags an instruction reads. */
+uint32_t flag_uses(unsigned op, unsigned cond);
+
+/* ---- devices: answer stream and access log ------------------------------ */
+
+enum { AK_PIO = 1, AK_MMIO, AK_CPUID, AK_RDMSR, AK_WRMSR };
+
+typedef struct dev_access {
+    uint8_t  kind;
+    uint8_t  is_write;
+    uint8_t  size;
+    uint64_t addr;        /* port, gpa, leaf | subleaf << 32, msr */
+    uint64_t value;
+} dev_access;
+
+#define DEV_LOG_MAX 512
+
+typedef struct dev_side {
+    uint64_t   rng[4];    /* answer stream */
+    unsigned   nlog;
+    int        overflow;
+    dev_access log[DEV_LOG_MAX];
+    uint64_t   msr[N_MSRS];
+} dev_side;
+
+void dev_init(dev_side *d, const dcase *c);
+uint64_t dev_answer(dev_side *d, unsigned size);
+void dev_log(dev_side *d, int kind, int is_write, unsigned size,
+             uint64_t addr, uint64_t value);
+void cpuid_answer(uint32_t leaf, uint32_t sub, uint32_t out[4]);
+int msr_index(uint32_t msr);
+
+/* ---- results ------------------------------------------------------------ */
+
+#define TRACE_MAX 512
+
+typedef struct run_result {
+    int       ok;             /* reached end_la */
+    char      why[256];       /* if not ok */
+    uint64_t  gpr[16];
+    uint64_t  rip;            /* linear address */
+    uint64_t  rflags;
+    uint8_t   ram[RAM_SIZE];
+    uint64_t  msr[N_MSRS];
+    dev_side  dev;
+    unsigned  ntrace;         /* executed instructions (linear RIPs) */
+    uint64_t  trace[TRACE_MAX];
+    uint64_t  trace_cl[TRACE_MAX]; /* RCX before each one (shift counts) */
+} run_result;
+
+/* ---- Unicorn side (uc_side.c) ------------------------------------------- */
+
+typedef struct uc_side uc_side;
+uc_side *ucs_open(int mode, const uint8_t perm[16]);
+void ucs_close(uc_side *u);
+/* Run case `c`; fill `r`. Returns 0, or -1 on a harness (setup) error. */
+int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns);
+
+/* ---- runtime side (rt_side.c) ------------------------------------------- */
+
+int rts_run(const dcase *c, run_result *r, unsigned max_insns);
+
+/* ---- native side (native.c) --------------------------------------------- */
+
+int native_run(const dcase *c, run_result *r);
+
+/* ---- PRNG --------------------------------------------------------------- */
+
+static inline uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rotl64(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** */
+static inline uint64_t xo_next(uint64_t s[4])
+{
+    uint64_t r = rotl64(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t; s[3] = rotl64(s[3], 45);
+    return r;
+}
+
+static inline void xo_seed(uint64_t s[4], uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        s[i] = splitmix64(&seed);
+}
+
+#endif /* LC_TESTS_DIFF_H */

@@ -1,0 +1,1679 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/diff/gen.c: random instruction sequences, encoded with the Zydis
+ * encoder, for the operations the runtime claims (optable.c EXEC rows).
+ *
+ * A sequence is a list of *groups*. A group is one tested instruction,
+ * preceded by the helper instructions it needs: MOVs that load the base
+ * and index registers of a memory operand so that its effective address
+ * lands where the generator wants it (RAM, the MMIO page, across a page
+ * boundary), a flag-defining CMP/TEST before an instruction that reads a
+ * flag the generator cannot prove defined, a CLD/STD before a string
+ * instruction. Branches are forward only and always target the start of
+ * a group, so that every memory operand's helpers run before it. The
+ * helpers are tested instructions too (MOV, CMP, TEST, CLD, STD).
+ *
+ * The generator tracks statically, over all paths, which status flags may
+ * be undefined (SDM "Flags Affected") and whether DF is known; see
+ * flag_effect() in common.c.
+ *
+ * Every instruction is decoded with lc_decode() before it is kept; one
+ * that the decoder classes as a terminator (or as another operation) is
+ * dropped and counted in gen_skipped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <Zydis/Zydis.h>
+
+#include "../../decoder/insn.h"
+#include "diff.h"
+
+uint64_t gen_cov[DM_COUNT][LC_OP_COUNT_][4];
+uint64_t gen_skipped[DM_COUNT][LC_OP_COUNT_];
+
+/* ---- registers ----------------------------------------------------------- */
+
+static const ZydisRegister R8L[16] = {
+    ZYDIS_REGISTER_AL, ZYDIS_REGISTER_CL, ZYDIS_REGISTER_DL, ZYDIS_REGISTER_BL,
+    ZYDIS_REGISTER_SPL, ZYDIS_REGISTER_BPL, ZYDIS_REGISTER_SIL, ZYDIS_REGISTER_DIL,
+    ZYDIS_REGISTER_R8B, ZYDIS_REGISTER_R9B, ZYDIS_REGISTER_R10B, ZYDIS_REGISTER_R11B,
+    ZYDIS_REGISTER_R12B, ZYDIS_REGISTER_R13B, ZYDIS_REGISTER_R14B, ZYDIS_REGISTER_R15B,
+};
+static const ZydisRegister R8H[4] = {
+    ZYDIS_REGISTER_AH, ZYDIS_REGISTER_CH, ZYDIS_REGISTER_DH, ZYDIS_REGISTER_BH,
+};
+static const ZydisRegister R16[16] = {
+    ZYDIS_REGISTER_AX, ZYDIS_REGISTER_CX, ZYDIS_REGISTER_DX, ZYDIS_REGISTER_BX,
+    ZYDIS_REGISTER_SP, ZYDIS_REGISTER_BP, ZYDIS_REGISTER_SI, ZYDIS_REGISTER_DI,
+    ZYDIS_REGISTER_R8W, ZYDIS_REGISTER_R9W, ZYDIS_REGISTER_R10W, ZYDIS_REGISTER_R11W,
+    ZYDIS_REGISTER_R12W, ZYDIS_REGISTER_R13W, ZYDIS_REGISTER_R14W, ZYDIS_REGISTER_R15W,
+};
+static const ZydisRegister R32[16] = {
+    ZYDIS_REGISTER_EAX, ZYDIS_REGISTER_ECX, ZYDIS_REGISTER_EDX, ZYDIS_REGISTER_EBX,
+    ZYDIS_REGISTER_ESP, ZYDIS_REGISTER_EBP, ZYDIS_REGISTER_ESI, ZYDIS_REGISTER_EDI,
+    ZYDIS_REGISTER_R8D, ZYDIS_REGISTER_R9D, ZYDIS_REGISTER_R10D, ZYDIS_REGISTER_R11D,
+    ZYDIS_REGISTER_R12D, ZYDIS_REGISTER_R13D, ZYDIS_REGISTER_R14D, ZYDIS_REGISTER_R15D,
+};
+static const ZydisRegister R64[16] = {
+    ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
+    ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
+    ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+    ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
+};
+
+static ZydisRegister gpr(unsigned bits, unsigned num)
+{
+    switch (bits) {
+    case 8: return R8L[num & 15];
+    case 16: return R16[num & 15];
+    case 32: return R32[num & 15];
+    default: return R64[num & 15];
+    }
+}
+
+/* ---- generator context --------------------------------------------------- */
+
+typedef struct region {
+    uint64_t la, len;
+    int mmio;
+} region;
+
+typedef struct pend {
+    int      target;       /* group index */
+    uint32_t undef;
+    int      df;
+    uint16_t ins;          /* index of the branch in c->insn */
+    uint8_t  short_only;
+    ZydisEncoderRequest rq;
+} pend;
+
+#define MAX_PEND 32
+#define MAX_GROUP_BYTES 56
+
+typedef struct gctx {
+    dcase   *c;
+    int      mode;
+    const gen_opts *o;
+    uint64_t r[4];
+    unsigned abits;        /* default address size */
+    unsigned nregs;        /* 8 or 16 */
+    uint32_t undef;        /* status flags possibly undefined here */
+    int      df;           /* 0, 1, or -1 unknown */
+    pend     pend[MAX_PEND];
+    int      npend;
+    int      group;
+    region   reg[32];
+    int      nreg;
+    /* metadata for the next emit */
+    int      cnt_kind;
+    uint8_t  cnt_imm;
+    int      setup;
+} gctx;
+
+static uint64_t rnd(gctx *g) { return xo_next(g->r); }
+
+/* Triage knob (not for the smoke test): LCDIFF_AVOID=shift0,a32cnt keeps
+ * the generator away from known runtime bugs so that others show. */
+static int avoid(const char *what)
+{
+    const char *e = getenv("LCDIFF_AVOID");
+    return e && strstr(e, what) != NULL;
+}
+static unsigned rn(gctx *g, unsigned n) { return (unsigned)(rnd(g) % n); }
+static int chance(gctx *g, unsigned pct) { return rn(g, 100) < pct; }
+
+static ZydisMachineMode zmode(int mode)
+{
+    switch (mode) {
+    case DM_REAL: return ZYDIS_MACHINE_MODE_REAL_16;
+    case DM_LONG64: return ZYDIS_MACHINE_MODE_LONG_64;
+    default: return ZYDIS_MACHINE_MODE_LEGACY_32;
+    }
+}
+
+static int is64(const gctx *g) { return g->mode == DM_LONG64; }
+
+static uint64_t mask_bits(unsigned bits)
+{
+    return bits >= 64 ? ~0ull : (1ull << bits) - 1;
+}
+
+/* ---- emitting --------------------------------------------------------------- */
+
+static void req_init(ZydisEncoderRequest *rq, ZydisMnemonic m)
+{
+    memset(rq, 0, sizeof *rq);
+    rq->mnemonic = m;
+}
+
+static void op_reg(ZydisEncoderRequest *rq, ZydisRegister r)
+{
+    ZydisEncoderOperand *o = &rq->operands[rq->operand_count++];
+    o->type = ZYDIS_OPERAND_TYPE_REGISTER;
+    o->reg.value = r;
+}
+
+static void op_imm(ZydisEncoderRequest *rq, uint64_t v)
+{
+    ZydisEncoderOperand *o = &rq->operands[rq->operand_count++];
+    o->type = ZYDIS_OPERAND_TYPE_IMMEDIATE;
+    o->imm.u = v;
+}
+
+/* A memory operand as mk_mem() built it. */
+typedef struct memspec {
+    ZydisEncoderOperand op;
+    ZydisInstructionAttributes pfx;
+    ZydisAddressSizeHint ah;
+    int      riprel;
+    uint64_t ea;
+    unsigned abits;
+} memspec;
+
+static void op_mem(ZydisEncoderRequest *rq, const memspec *m)
+{
+    rq->operands[rq->operand_count++] = m->op;
+    rq->prefixes |= m->pfx;
+    if (m->ah)
+        rq->address_size_hint = m->ah;
+}
+
+static const memspec *g_riprel;   /* set while emitting a RIP-relative op */
+
+static int encode(gctx *g, ZydisEncoderRequest *rq, uint8_t *buf, size_t *len)
+{
+    ZyanUSize n = ZYDIS_MAX_INSTRUCTION_LENGTH;
+
+    rq->machine_mode = zmode(g->mode);
+    if (ZYAN_FAILED(ZydisEncoderEncodeInstruction(rq, buf, &n)))
+        return -1;
+    *len = n;
+    return 0;
+}
+
+static void apply_effects(gctx *g, unsigned op, unsigned bits)
+{
+    uint32_t def, und;
+    int count = -1;
+
+    if (g->cnt_kind == CNT_IMM)
+        count = g->cnt_imm & (bits == 64 ? 0x3f : 0x1f);
+    else if (g->cnt_kind == CNT_NONE)
+        count = 1;
+    flag_effect(op, bits, count, &def, &und);
+    if (g->cnt_kind == CNT_CL)
+        g->undef |= und;
+    else
+        g->undef = (g->undef & ~def) | und;
+    if (op == LC_OP_CLD)
+        g->df = 0;
+    else if (op == LC_OP_STD)
+        g->df = 1;
+}
+
+static int is_legacy_prefix(uint8_t b)
+{
+    switch (b) {
+    case 0x66: case 0x67: case 0xf2: case 0xf3: case 0xf0:
+    case 0x2e: case 0x36: case 0x3e: case 0x26: case 0x64: case 0x65:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int has_high8(const ZydisEncoderRequest *rq)
+{
+    for (unsigned i = 0; i < rq->operand_count; i++)
+        if (rq->operands[i].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+            ZydisRegister r = rq->operands[i].reg.value;
+            if (r == ZYDIS_REGISTER_AH || r == ZYDIS_REGISTER_CH ||
+                r == ZYDIS_REGISTER_DH || r == ZYDIS_REGISTER_BH)
+                return 1;
+        }
+    return 0;
+}
+
+/* Prefixes Zydis never emits on its own, that must not change what the
+ * instruction does: in 64-bit mode an empty REX (40) where there is none,
+ * or a 66 in front of a REX.W instruction (REX.W wins, SDM vol. 2 2.2.1.2).
+ * Kept only if the decoder agrees it is the same operation and size. */
+static void mutate_prefix(gctx *g, const ZydisEncoderRequest *rq,
+                          uint8_t *buf, size_t *len, lcd_insn *li)
+{
+    uint8_t nb[ZYDIS_MAX_INSTRUCTION_LENGTH + 1];
+    size_t p = 0, n = *len;
+    lcd_insn ni;
+
+    if (!is64(g) || n + 1 > ZYDIS_MAX_INSTRUCTION_LENGTH || has_high8(rq))
+        return;
+    while (p < n && is_legacy_prefix(buf[p]))
+        p++;
+    if (p >= n)
+        return;
+    if ((buf[p] & 0xf0) == 0x40) {
+        if (!(buf[p] & 0x08) || memchr(buf, 0x66, p))
+            return;
+        nb[0] = 0x66;               /* 66 REX.W ... */
+        memcpy(nb + 1, buf, n);
+    } else {
+        memcpy(nb, buf, p);         /* legacy prefixes, 40, opcode */
+        nb[p] = 0x40;
+        memcpy(nb + p + 1, buf + p, n - p);
+    }
+    if (lcd_decode(dmode_cpu_mode(g->mode), nb, n + 1, &ni) != LC_OK ||
+        ni.info.length != n + 1 || ni.info.op != li->info.op ||
+        ni.info.operand_bits != li->info.operand_bits ||
+        ni.info.exit_class != li->info.exit_class ||
+        ni.mem.present != li->mem.present ||
+        (ni.mem.present && ni.mem.disp != li->mem.disp))
+        return;
+    memcpy(buf, nb, n + 1);
+    *len = n + 1;
+    *li = ni;
+}
+
+/* Encode `rq`, check it with the project's decoder, append it. Returns the
+ * index of the instruction, or -1. */
+static int emit(gctx *g, ZydisEncoderRequest *rq, unsigned want_op)
+{
+    dcase *c = g->c;
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    size_t len;
+    lc_insn_info info;
+    int cnt_kind = g->cnt_kind;
+
+    g->cnt_kind = CNT_NONE;
+    if (encode(g, rq, buf, &len) < 0)
+        return -1;
+    if (g_riprel) {
+        const memspec *m = g_riprel;
+        uint64_t next = c->code_la + c->code_len + len;
+        uint64_t d = m->ea - next;
+        int64_t sd = (int64_t)d;
+        if (m->abits == 32)
+            sd = (int32_t)(uint32_t)d;
+        else if (sd != (int32_t)sd)
+            return -1;
+        for (unsigned i = 0; i < rq->operand_count; i++)
+            if (rq->operands[i].type == ZYDIS_OPERAND_TYPE_MEMORY)
+                rq->operands[i].mem.displacement = sd;
+        size_t len2;
+        if (encode(g, rq, buf, &len2) < 0 || len2 != len)
+            return -1;
+    }
+    if (c->code_len + len > CODE_MAX - 16 || c->ninsns >= GEN_MAX_INSNS - 2)
+        return -1;
+    lcd_insn li;
+    if (lcd_decode(dmode_cpu_mode(g->mode), buf, len, &li) != LC_OK ||
+        li.info.length != len)
+        return -1;
+    info = li.info;
+    /* the encoder must have kept the displacement we asked for (Zydis 4.0
+     * shortens a disp32 to disp8 by its low byte in 16-bit code with a 67
+     * prefix) */
+    for (unsigned i = 0; i < rq->operand_count; i++) {
+        const ZydisEncoderOperand *o = &rq->operands[i];
+        if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || !li.mem.present)
+            continue;
+        uint64_t am = mask_bits(li.mem.addr_bytes * 8u);
+        if (((uint64_t)o->mem.displacement & am) != ((uint64_t)li.mem.disp & am))
+            return -1;
+    }
+    /* NOP with an operand: only the 0F 1F /0 form (Zydis may pick the
+     * 0F 18..0F 1E hint space, which QEMU partly treats as #UD) */
+    if (want_op == LC_OP_NOP && len > 1 && !memmem(buf, len, "\x0f\x1f", 2))
+        return -1;
+    if (info.exit_class == LC_CLASS_TERMINATOR ||
+        (want_op && info.op != want_op)) {
+        gen_skipped[g->mode][want_op ? want_op : info.op]++;
+        return -1;
+    }
+    if (!g_riprel && !(lcd_op_table[info.op].flags & LCD_F_CFLOW) &&
+        chance(g, 10))
+        mutate_prefix(g, rq, buf, &len, &li);
+    info = li.info;
+    gen_insn *gi = &c->insn[c->ninsns];
+    memset(gi, 0, sizeof *gi);
+    gi->off = (uint16_t)c->code_len;
+    gi->len = (uint8_t)len;
+    gi->op = (uint8_t)info.op;
+    gi->bits = info.operand_bits;
+    gi->cnt_kind = (uint8_t)cnt_kind;
+    gi->cnt_imm = g->cnt_imm;
+    gi->setup = (uint8_t)g->setup;
+    memcpy(c->code + c->code_len, buf, len);
+    c->code_len += (uint32_t)len;
+    g->cnt_kind = cnt_kind;
+    apply_effects(g, info.op, info.operand_bits);
+    g->cnt_kind = CNT_NONE;
+    return (int)c->ninsns++;
+}
+
+/* MOV reg, imm as a helper. */
+static int emit_setup(gctx *g, ZydisRegister r, uint64_t v)
+{
+    ZydisEncoderRequest rq;
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    op_reg(&rq, r);
+    op_imm(&rq, v);
+    g->setup = 1;
+    int k = emit(g, &rq, LC_OP_MOV);
+    g->setup = 0;
+    return k;
+}
+
+/* ---- register choice ------------------------------------------------------ */
+
+/* A register of `bits` to write: never rSP (the stack must stay valid). */
+static ZydisRegister dst_reg(gctx *g, unsigned bits)
+{
+    for (;;) {
+        if (bits == 8 && (!is64(g) || chance(g, 20)) && chance(g, 35))
+            return R8H[rn(g, 4)];
+        unsigned n = rn(g, g->nregs);
+        if (n == LC_RSP)
+            continue;
+        if (bits == 8 && !is64(g) && n >= 4)
+            return R8H[n - 4];      /* no REX: 4..7 are AH..BH */
+        return gpr(bits, n);
+    }
+}
+
+/* A register to read: rSP allowed now and then. */
+static ZydisRegister src_reg(gctx *g, unsigned bits)
+{
+    if (bits != 8 && chance(g, 4))
+        return gpr(bits, LC_RSP);
+    return dst_reg(g, bits);
+}
+
+static unsigned pick_width(gctx *g, int allow8)
+{
+    unsigned w[4] = { 8, 16, 32, 64 };
+    unsigned lo = allow8 ? 0 : 1, hi = is64(g) ? 4 : 3;
+    return w[lo + rn(g, hi - lo)];
+}
+
+static uint64_t rand_imm(gctx *g, unsigned bits)
+{
+    uint64_t v = rnd(g);
+    switch (rn(g, 4)) {
+    case 0: v = (uint64_t)(int64_t)(int8_t)v; break;
+    case 1: v &= 0xff; break;
+    default: break;
+    }
+    if (bits == 64)   /* imm32 sign-extended, except MOV r64, imm64 */
+        v = (uint64_t)(int64_t)(int32_t)v;
+    return v & mask_bits(bits);
+}
+
+/* ---- memory operands ------------------------------------------------------ */
+
+static void add_region(gctx *g, uint64_t la, uint64_t len, int mmio)
+{
+    region *r = &g->reg[g->nreg++];
+    r->la = la;
+    r->len = len;
+    r->mmio = mmio;
+}
+
+static void build_regions(gctx *g)
+{
+    int paging = g->mode == DM_PAE || g->mode == DM_LONG64;
+    int native = g->o->native && g->mode == DM_LONG64;
+
+    g->nreg = 0;
+    if (!native) {
+        add_region(g, DATA0_PA, DATA0_END - DATA0_PA, 0);
+        add_region(g, MMIO_PA, MMIO_SIZE, 1);
+        add_region(g, DATA1_PA, DATA1_END - DATA1_PA, 0);
+    }
+    if (paging) {
+        add_region(g, WIN_LA, 0x10000, 0);
+        if (!native)
+            add_region(g, WIN_MMIO_LA, MMIO_SIZE, 1);
+        add_region(g, WIN_DATA0_LA, DATA0_END - DATA0_PA, 0);
+        add_region(g, BIG_LA + DATA0_PA, DATA0_END - DATA0_PA, 0);
+        if (!native)
+            add_region(g, BIG_LA + MMIO_PA, MMIO_SIZE, 1);
+        add_region(g, BIG_LA + DATA1_PA, DATA1_END - DATA1_PA, 0);
+    }
+    if (g->mode == DM_LONG64 && !native) {
+        int n = g->nreg;
+        for (int i = 0; i < n; i++)
+            add_region(g, HIGH_ALIAS + g->reg[i].la, g->reg[i].len,
+                       g->reg[i].mmio);
+    }
+}
+
+enum { MK_READ = 1, MK_WRITE = 2, MK_AGEN = 4, MK_NOMMIO = 8 };
+
+/* A target linear address for an access of `bytes` (`span` bytes around
+ * it stay in the same region, for string instructions). */
+static uint64_t pick_target(gctx *g, unsigned bytes, unsigned span, int flags)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        region *r = &g->reg[rn(g, (unsigned)g->nreg)];
+        unsigned kind = rn(g, 100);
+        if (r->mmio) {
+            if ((flags & MK_NOMMIO) || kind >= 40)
+                continue;
+            /* naturally aligned: see UNICORN_BUGS.md (unaligned MMIO) */
+            uint64_t off = (uint64_t)rn(g, MMIO_SIZE) & ~(uint64_t)(bytes - 1);
+            if (off < span || off + bytes + span > r->len)
+                continue;
+            return r->la + off;
+        }
+        if (bytes > 1 && kind < 35 && r->len >= 0x2000 && span == 0) {
+            /* across a page boundary inside the region */
+            uint64_t pages = r->len / 0x1000;
+            uint64_t b = r->la + (1 + rn(g, (unsigned)(pages - 1))) * 0x1000;
+            return b - 1 - rn(g, bytes - 1);
+        }
+        uint64_t lo = span, hi = r->len - bytes - span;
+        uint64_t off = lo + rnd(g) % (hi - lo + 1);
+        if (chance(g, 30))
+            off &= ~(uint64_t)(bytes - 1);
+        return r->la + off;
+    }
+    /* fall back: middle of the first RAM region */
+    for (int i = 0; i < g->nreg; i++)
+        if (!g->reg[i].mmio)
+            return g->reg[i].la + 0x800;
+    return g->reg[0].la + 0x800;
+}
+
+static const ZydisInstructionAttributes seg_attr[6] = {
+    ZYDIS_ATTRIB_HAS_SEGMENT_ES, ZYDIS_ATTRIB_HAS_SEGMENT_CS,
+    ZYDIS_ATTRIB_HAS_SEGMENT_SS, ZYDIS_ATTRIB_HAS_SEGMENT_DS,
+    ZYDIS_ATTRIB_HAS_SEGMENT_FS, ZYDIS_ATTRIB_HAS_SEGMENT_GS,
+};
+
+/* Effective address for linear `t` in segment `s` with `abits`
+ * addressing, if the access is architecturally fine (no limit fault, no
+ * wrap we do not want). */
+static int ea_for(gctx *g, unsigned s, unsigned abits, uint64_t t,
+                  unsigned bytes, uint64_t *ea)
+{
+    const lc_segment *sg = &g->c->st.seg[s];
+    uint64_t sb = sg->base;
+
+    if (g->mode == DM_LONG64) {
+        if (s != LC_FS && s != LC_GS)
+            sb = 0;
+        uint64_t e = t - sb;
+        if (abits == 32 && e > 0x100000000ull - bytes)
+            return -1;
+        *ea = e;
+        return 0;
+    }
+    if (g->mode == DM_REAL) {
+        if (t < sb)
+            return -1;
+        uint64_t e = t - sb;
+        if (e + bytes - 1 > sg->limit)
+            return -1;
+        *ea = e;
+        return 0;
+    }
+    uint64_t e = (t - sb) & 0xffffffffull;
+    if (e + bytes - 1 > sg->limit)
+        return -1;
+    if (abits == 16 && e + bytes - 1 > 0xffff)
+        return -1;
+    *ea = e;
+    return 0;
+}
+
+static unsigned pick_abits(gctx *g)
+{
+    if (!chance(g, 20))
+        return g->abits;
+    switch (g->mode) {
+    case DM_REAL: return 32;
+    case DM_LONG64: return 32;
+    default: return 16;
+    }
+}
+
+/* Address size of an instruction whose counter/pointers follow it
+ * (LOOP, JCXZ, string instructions). */
+static unsigned pick_abits_cnt(gctx *g)
+{
+    unsigned ab = pick_abits(g);
+    return is64(g) && avoid("a32cnt") ? 64 : ab;
+}
+
+/* Build a memory operand of `bytes` at a random target; emits the helper
+ * MOVs that load its registers. */
+static int mk_mem(gctx *g, unsigned bytes, int flags, memspec *m)
+{
+    memset(m, 0, sizeof m[0]);
+    unsigned ab = pick_abits(g);
+    int native = g->o->native && is64(g);
+    int base = -1, index = -1;       /* register numbers; -2 = RIP */
+    unsigned scale = 1;
+
+    m->abits = ab;
+    if (ab != g->abits)
+        m->ah = ab == 16 ? ZYDIS_ADDRESS_SIZE_HINT_16
+              : ab == 32 ? ZYDIS_ADDRESS_SIZE_HINT_32
+                         : ZYDIS_ADDRESS_SIZE_HINT_64;
+    /* the register form */
+    if (ab == 16) {
+        static const int b16[3] = { -1, LC_RBX, LC_RBP };
+        static const int i16[3] = { -1, LC_RSI, LC_RDI };
+        base = b16[rn(g, 3)];
+        index = i16[rn(g, 3)];
+    } else {
+        unsigned nr = ab == 64 || is64(g) ? g->nregs : 8;
+        if (is64(g) && chance(g, 12)) {
+            base = -2;
+        } else {
+            if (chance(g, 85))
+                do base = (int)rn(g, nr); while (base == LC_RSP && !(flags & MK_AGEN));
+            if (chance(g, 55))
+                do index = (int)rn(g, nr); while (index == LC_RSP || index == base);
+            scale = 1u << rn(g, 4);
+        }
+    }
+    if (flags & MK_AGEN) {
+        /* address generation only: any registers, any displacement */
+        m->op.type = ZYDIS_OPERAND_TYPE_MEMORY;
+        m->op.mem.size = (ZyanU16)bytes;
+        m->op.mem.base = base == -2 ? (ab == 64 ? ZYDIS_REGISTER_RIP : ZYDIS_REGISTER_EIP)
+                       : base >= 0 ? gpr(ab, (unsigned)base) : ZYDIS_REGISTER_NONE;
+        m->op.mem.index = index >= 0 ? gpr(ab, (unsigned)index) : ZYDIS_REGISTER_NONE;
+        m->op.mem.scale = index >= 0 ? (ZyanU8)(ab == 16 ? 1 : scale) : 0;
+        int64_t d = (int64_t)rnd(g);
+        d = chance(g, 50) ? (int8_t)d : (ab == 16 ? (int16_t)d : (int32_t)d);
+        if (base < 0 && index < 0 && ab == 16)
+            d = (uint16_t)d;
+        m->op.mem.displacement = chance(g, 15) ? 0 : d;
+        return 0;
+    }
+    /* the segment */
+    unsigned s = LC_DS;
+    if (base == LC_RBP || base == LC_RSP)
+        s = LC_SS;
+    int pfx = -1;
+    if (chance(g, 30)) {
+        unsigned o = rn(g, 6);
+        if (native && (o == LC_FS || o == LC_GS))
+            o = LC_DS;
+        if (o == LC_CS && (flags & MK_WRITE) && g->mode != DM_REAL)
+            o = LC_DS;
+        pfx = (int)o;
+        s = o;
+    }
+    /* the target */
+    uint64_t t = 0, ea = 0;
+    int ok = 0;
+    for (int tries = 0; tries < 32 && !ok; tries++) {
+        t = pick_target(g, bytes, 0, flags);
+        ok = ea_for(g, s, ab, t, bytes, &ea) == 0;
+    }
+    if (!ok)
+        return -1;
+    m->ea = ea;
+    if (pfx >= 0)
+        m->pfx = seg_attr[pfx];
+
+    /* displacement and register values */
+    uint64_t am = mask_bits(ab);
+    int64_t disp = 0;
+    switch (rn(g, 3)) {
+    case 0: disp = 0; break;
+    case 1: disp = (int8_t)rnd(g); break;
+    default: disp = ab == 16 ? (int16_t)rnd(g) : (int32_t)rnd(g); break;
+    }
+    m->op.type = ZYDIS_OPERAND_TYPE_MEMORY;
+    m->op.mem.size = (ZyanU16)bytes;
+    if (base == -2) {
+        m->riprel = 1;
+        m->op.mem.base = ab == 64 ? ZYDIS_REGISTER_RIP : ZYDIS_REGISTER_EIP;
+        return 0;
+    }
+    if (base < 0 && index < 0) {
+        if (ab == 64 && (int64_t)ea != (int32_t)ea)
+            return -1;
+        disp = ab == 16 ? (int64_t)(uint16_t)ea
+             : ab == 32 ? (int64_t)(int32_t)(uint32_t)ea : (int64_t)ea;
+        if (ab == 16 && disp >= 0x8000)
+            disp -= 0x10000;
+        m->op.mem.displacement = disp;
+        return 0;
+    }
+    uint64_t vb = 0, vi = 0;
+    if (index >= 0) {
+        if (base < 0) {
+            /* [index*scale + disp32]: make ea - disp divisible by scale */
+            disp = ab == 16 ? disp : (int32_t)rnd(g);
+            disp += (int64_t)((ea - (uint64_t)disp) & (scale - 1));
+            if (ab == 64 && disp != (int32_t)disp)
+                disp -= scale;
+            vi = ((ea - (uint64_t)disp) & am) / scale;
+        } else {
+            vi = chance(g, 70) ? rn(g, 0x1000) : rnd(g);
+            vi &= am;
+        }
+    }
+    if (base >= 0)
+        vb = (ea - vi * (ab == 16 ? 1 : scale) - (uint64_t)disp) & am;
+    if (ab == 16) {
+        scale = 1;
+        if (base == LC_RBP && index < 0 && disp == 0)
+            disp = 0;   /* Zydis uses disp8 0 */
+    }
+    m->op.mem.base = base >= 0 ? gpr(ab, (unsigned)base) : ZYDIS_REGISTER_NONE;
+    m->op.mem.index = index >= 0 ? gpr(ab, (unsigned)index) : ZYDIS_REGISTER_NONE;
+    m->op.mem.scale = index >= 0 ? (ZyanU8)scale : 0;
+    m->op.mem.displacement = disp;
+    /* helpers: the register width used is the address width (in 64-bit
+     * mode a 32-bit MOV zero-extends, which is what 32-bit addressing
+     * reads) */
+    int first_index = chance(g, 50);
+    for (int k = 0; k < 2; k++) {
+        int which = (k == 0) == first_index;   /* 1: index */
+        if (which && index >= 0 &&
+            emit_setup(g, gpr(ab, (unsigned)index), vi) < 0)
+            return -1;
+        if (!which && base >= 0 &&
+            emit_setup(g, gpr(ab, (unsigned)base), vb) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* emit with the RIP-relative fixup when `m` needs it */
+static int emit_m(gctx *g, ZydisEncoderRequest *rq, unsigned op,
+                  const memspec *m)
+{
+    g_riprel = m && m->riprel ? m : NULL;
+    int k = emit(g, rq, op);
+    g_riprel = NULL;
+    return k;
+}
+
+/* ---- flag and DF preconditions ------------------------------------------- */
+
+static int ensure_flags(gctx *g, uint32_t need)
+{
+    if (!(g->undef & need))
+        return 0;
+    ZydisEncoderRequest rq;
+    unsigned w = pick_width(g, 1);
+    if (chance(g, 50)) {
+        req_init(&rq, ZYDIS_MNEMONIC_CMP);
+        op_reg(&rq, src_reg(g, w));
+        if (chance(g, 50))
+            op_reg(&rq, src_reg(g, w));
+        else
+            op_imm(&rq, rand_imm(g, w));
+        return emit(g, &rq, LC_OP_CMP) < 0 ? -1 : 0;
+    }
+    req_init(&rq, ZYDIS_MNEMONIC_TEST);
+    op_reg(&rq, src_reg(g, w));
+    op_reg(&rq, src_reg(g, w));
+    return emit(g, &rq, LC_OP_TEST) < 0 ? -1 : 0;
+}
+
+static int ensure_df(gctx *g)
+{
+    if (g->df >= 0 && !chance(g, 30))
+        return 0;
+    ZydisEncoderRequest rq;
+    int std = chance(g, 40);
+    req_init(&rq, std ? ZYDIS_MNEMONIC_STD : ZYDIS_MNEMONIC_CLD);
+    return emit(g, &rq, std ? LC_OP_STD : LC_OP_CLD) < 0 ? -1 : 0;
+}
+
+/* ---- templates ------------------------------------------------------------ */
+
+static const ZydisMnemonic cc_jcc[16] = {
+    ZYDIS_MNEMONIC_JO, ZYDIS_MNEMONIC_JNO, ZYDIS_MNEMONIC_JB, ZYDIS_MNEMONIC_JNB,
+    ZYDIS_MNEMONIC_JZ, ZYDIS_MNEMONIC_JNZ, ZYDIS_MNEMONIC_JBE, ZYDIS_MNEMONIC_JNBE,
+    ZYDIS_MNEMONIC_JS, ZYDIS_MNEMONIC_JNS, ZYDIS_MNEMONIC_JP, ZYDIS_MNEMONIC_JNP,
+    ZYDIS_MNEMONIC_JL, ZYDIS_MNEMONIC_JNL, ZYDIS_MNEMONIC_JLE, ZYDIS_MNEMONIC_JNLE,
+};
+static const ZydisMnemonic cc_cmov[16] = {
+    ZYDIS_MNEMONIC_CMOVO, ZYDIS_MNEMONIC_CMOVNO, ZYDIS_MNEMONIC_CMOVB, ZYDIS_MNEMONIC_CMOVNB,
+    ZYDIS_MNEMONIC_CMOVZ, ZYDIS_MNEMONIC_CMOVNZ, ZYDIS_MNEMONIC_CMOVBE, ZYDIS_MNEMONIC_CMOVNBE,
+    ZYDIS_MNEMONIC_CMOVS, ZYDIS_MNEMONIC_CMOVNS, ZYDIS_MNEMONIC_CMOVP, ZYDIS_MNEMONIC_CMOVNP,
+    ZYDIS_MNEMONIC_CMOVL, ZYDIS_MNEMONIC_CMOVNL, ZYDIS_MNEMONIC_CMOVLE, ZYDIS_MNEMONIC_CMOVNLE,
+};
+static const ZydisMnemonic cc_set[16] = {
+    ZYDIS_MNEMONIC_SETO, ZYDIS_MNEMONIC_SETNO, ZYDIS_MNEMONIC_SETB, ZYDIS_MNEMONIC_SETNB,
+    ZYDIS_MNEMONIC_SETZ, ZYDIS_MNEMONIC_SETNZ, ZYDIS_MNEMONIC_SETBE, ZYDIS_MNEMONIC_SETNBE,
+    ZYDIS_MNEMONIC_SETS, ZYDIS_MNEMONIC_SETNS, ZYDIS_MNEMONIC_SETP, ZYDIS_MNEMONIC_SETNP,
+    ZYDIS_MNEMONIC_SETL, ZYDIS_MNEMONIC_SETNL, ZYDIS_MNEMONIC_SETLE, ZYDIS_MNEMONIC_SETNLE,
+};
+
+/* r/m operand: register or memory. */
+static int rm_operand(gctx *g, ZydisEncoderRequest *rq, unsigned bits,
+                      int flags, int is_dst, memspec *m, int *used_mem)
+{
+    *used_mem = 0;
+    if (chance(g, 50)) {
+        op_reg(rq, is_dst ? dst_reg(g, bits) : src_reg(g, bits));
+        return 0;
+    }
+    if (mk_mem(g, bits / 8, flags, m) < 0)
+        return -1;
+    op_mem(rq, m);
+    *used_mem = 1;
+    return 0;
+}
+
+static int t_alu(gctx *g)
+{
+    static const struct { ZydisMnemonic m; unsigned op; } ops[8] = {
+        { ZYDIS_MNEMONIC_ADD, LC_OP_ADD }, { ZYDIS_MNEMONIC_OR, LC_OP_OR },
+        { ZYDIS_MNEMONIC_ADC, LC_OP_ADC }, { ZYDIS_MNEMONIC_SBB, LC_OP_SBB },
+        { ZYDIS_MNEMONIC_AND, LC_OP_AND }, { ZYDIS_MNEMONIC_SUB, LC_OP_SUB },
+        { ZYDIS_MNEMONIC_XOR, LC_OP_XOR }, { ZYDIS_MNEMONIC_CMP, LC_OP_CMP },
+    };
+    unsigned k = rn(g, 8), w = pick_width(g, 1);
+    int rmw = ops[k].op != LC_OP_CMP;
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    if (ensure_flags(g, flag_uses(ops[k].op, 0)) < 0)
+        return -1;
+    req_init(&rq, ops[k].m);
+    switch (rn(g, 5)) {
+    case 0: /* r/m, r */
+        if (rm_operand(g, &rq, w, MK_READ | (rmw ? MK_WRITE : 0), 1, &m, &um) < 0)
+            return -1;
+        op_reg(&rq, src_reg(g, w));
+        break;
+    case 1: /* r, r/m */
+        op_reg(&rq, rmw ? dst_reg(g, w) : src_reg(g, w));
+        if (rm_operand(g, &rq, w, MK_READ, 0, &m, &um) < 0)
+            return -1;
+        break;
+    case 2: /* acc, imm */
+        op_reg(&rq, gpr(w, 0));
+        op_imm(&rq, rand_imm(g, w));
+        break;
+    default: /* r/m, imm */
+        if (rm_operand(g, &rq, w, MK_READ | (rmw ? MK_WRITE : 0), 1, &m, &um) < 0)
+            return -1;
+        op_imm(&rq, rand_imm(g, w));
+        break;
+    }
+    return emit_m(g, &rq, ops[k].op, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_test(gctx *g)
+{
+    unsigned w = pick_width(g, 1);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    req_init(&rq, ZYDIS_MNEMONIC_TEST);
+    if (rm_operand(g, &rq, w, MK_READ, 0, &m, &um) < 0)
+        return -1;
+    if (chance(g, 50))
+        op_reg(&rq, src_reg(g, w));
+    else
+        op_imm(&rq, rand_imm(g, w));
+    return emit_m(g, &rq, LC_OP_TEST, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_unary(gctx *g)
+{
+    static const struct { ZydisMnemonic m; unsigned op; } ops[4] = {
+        { ZYDIS_MNEMONIC_INC, LC_OP_INC }, { ZYDIS_MNEMONIC_DEC, LC_OP_DEC },
+        { ZYDIS_MNEMONIC_NEG, LC_OP_NEG }, { ZYDIS_MNEMONIC_NOT, LC_OP_NOT },
+    };
+    unsigned k = rn(g, 4), w = pick_width(g, 1);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    req_init(&rq, ops[k].m);
+    if (rm_operand(g, &rq, w, MK_READ | MK_WRITE, 1, &m, &um) < 0)
+        return -1;
+    return emit_m(g, &rq, ops[k].op, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_shift(gctx *g)
+{
+    static const struct { ZydisMnemonic m; unsigned op; } ops[7] = {
+        { ZYDIS_MNEMONIC_ROL, LC_OP_ROL }, { ZYDIS_MNEMONIC_ROR, LC_OP_ROR },
+        { ZYDIS_MNEMONIC_RCL, LC_OP_RCL }, { ZYDIS_MNEMONIC_RCR, LC_OP_RCR },
+        { ZYDIS_MNEMONIC_SHL, LC_OP_SHL }, { ZYDIS_MNEMONIC_SHR, LC_OP_SHR },
+        { ZYDIS_MNEMONIC_SAR, LC_OP_SAR },
+    };
+    unsigned k = rn(g, 7), w = pick_width(g, 1);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    if (ensure_flags(g, flag_uses(ops[k].op, 0)) < 0)
+        return -1;
+    unsigned form = rn(g, 3);
+    if (form == 1 && chance(g, 50)) {
+        /* a count of interest in CL */
+        static const uint8_t cnts[] = { 0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 32,
+                                        33, 63, 64, 65 };
+        if (emit_setup(g, ZYDIS_REGISTER_CL, cnts[rn(g, sizeof cnts)]) < 0)
+            return -1;
+    }
+    req_init(&rq, ops[k].m);
+    if (rm_operand(g, &rq, w, MK_READ | MK_WRITE, 1, &m, &um) < 0)
+        return -1;
+    if (avoid("shift0") && form == 1)
+        form = 2;
+    switch (form) {
+    case 0:
+        op_imm(&rq, 1);
+        g->cnt_kind = CNT_IMM;
+        g->cnt_imm = 1;
+        break;
+    case 1:
+        op_reg(&rq, ZYDIS_REGISTER_CL);
+        g->cnt_kind = CNT_CL;
+        break;
+    default: {
+        static const uint8_t cnts[] = { 0, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32,
+                                        33, 63, 64, 200 };
+        uint8_t c = chance(g, 50) ? cnts[rn(g, sizeof cnts)] : (uint8_t)rnd(g);
+        if (avoid("shift0") && !(c & (w == 64 ? 0x3f : 0x1f)))
+            c |= 1;
+        op_imm(&rq, c);
+        g->cnt_kind = CNT_IMM;
+        g->cnt_imm = c;
+        break;
+    }
+    }
+    return emit_m(g, &rq, ops[k].op, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_mul(gctx *g)
+{
+    unsigned w, form = rn(g, 3);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    if (form == 0) {   /* MUL / IMUL r/m */
+        int s = chance(g, 50);
+        w = pick_width(g, 1);
+        req_init(&rq, s ? ZYDIS_MNEMONIC_IMUL : ZYDIS_MNEMONIC_MUL);
+        if (rm_operand(g, &rq, w, MK_READ, 0, &m, &um) < 0)
+            return -1;
+        return emit_m(g, &rq, s ? LC_OP_IMUL : LC_OP_MUL, um ? &m : NULL) < 0 ? -1 : 0;
+    }
+    w = pick_width(g, 0);
+    req_init(&rq, ZYDIS_MNEMONIC_IMUL);
+    op_reg(&rq, dst_reg(g, w));
+    if (rm_operand(g, &rq, w, MK_READ, 0, &m, &um) < 0)
+        return -1;
+    if (form == 2)
+        op_imm(&rq, rand_imm(g, w));
+    return emit_m(g, &rq, LC_OP_IMUL, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_mov(gctx *g)
+{
+    unsigned w = pick_width(g, 1);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    switch (rn(g, 5)) {
+    case 0:
+        op_reg(&rq, dst_reg(g, w));
+        op_reg(&rq, src_reg(g, w));
+        break;
+    case 1:
+        op_reg(&rq, dst_reg(g, w));
+        if (mk_mem(g, w / 8, MK_READ, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        um = 1;
+        break;
+    case 2:
+        if (mk_mem(g, w / 8, MK_WRITE, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        um = 1;
+        op_reg(&rq, src_reg(g, w));
+        break;
+    case 3:
+        op_reg(&rq, dst_reg(g, w));
+        op_imm(&rq, w == 64 && chance(g, 50) ? rnd(g) : rand_imm(g, w));
+        break;
+    default:
+        if (mk_mem(g, w / 8, MK_WRITE, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        um = 1;
+        op_imm(&rq, rand_imm(g, w));
+        break;
+    }
+    return emit_m(g, &rq, LC_OP_MOV, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_movx(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+    unsigned k = rn(g, is64(g) ? 3 : 2);
+    unsigned dw, sw;
+
+    if (k == 2) {   /* MOVSXD r64, r/m32 */
+        req_init(&rq, ZYDIS_MNEMONIC_MOVSXD);
+        dw = 64;
+        sw = 32;
+    } else {
+        req_init(&rq, k ? ZYDIS_MNEMONIC_MOVSX : ZYDIS_MNEMONIC_MOVZX);
+        sw = chance(g, 50) ? 8 : 16;
+        do dw = pick_width(g, 0); while (dw <= sw);
+    }
+    op_reg(&rq, dst_reg(g, dw));
+    if (rm_operand(g, &rq, sw, MK_READ, 0, &m, &um) < 0)
+        return -1;
+    unsigned op = k == 2 ? LC_OP_MOVSXD : k ? LC_OP_MOVSX : LC_OP_MOVZX;
+    return emit_m(g, &rq, op, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_lea(gctx *g)
+{
+    unsigned w = pick_width(g, 0);
+    ZydisEncoderRequest rq;
+    memspec m;
+
+    req_init(&rq, ZYDIS_MNEMONIC_LEA);
+    op_reg(&rq, dst_reg(g, w));
+    if (mk_mem(g, w / 8, MK_AGEN, &m) < 0)
+        return -1;
+    op_mem(&rq, &m);
+    return emit(g, &rq, LC_OP_LEA) < 0 ? -1 : 0;
+}
+
+static int t_xchg(gctx *g)
+{
+    unsigned w = pick_width(g, 1);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    req_init(&rq, ZYDIS_MNEMONIC_XCHG);
+    if (chance(g, 50)) {
+        op_reg(&rq, dst_reg(g, w));
+        op_reg(&rq, dst_reg(g, w));
+    } else {
+        if (mk_mem(g, w / 8, MK_READ | MK_WRITE, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        um = 1;
+        op_reg(&rq, dst_reg(g, w));
+    }
+    return emit_m(g, &rq, LC_OP_XCHG, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static unsigned stack_width(gctx *g)
+{
+    if (is64(g))
+        return chance(g, 80) ? 64 : 16;
+    return chance(g, 50) ? 16 : 32;
+}
+
+static ZydisOperandSizeHint osz_hint(unsigned w)
+{
+    return w == 16 ? ZYDIS_OPERAND_SIZE_HINT_16
+         : w == 32 ? ZYDIS_OPERAND_SIZE_HINT_32 : ZYDIS_OPERAND_SIZE_HINT_64;
+}
+
+static int t_push(gctx *g)
+{
+    unsigned w = stack_width(g);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    req_init(&rq, ZYDIS_MNEMONIC_PUSH);
+    rq.operand_size_hint = osz_hint(w);
+    switch (rn(g, 3)) {
+    case 0:
+        op_reg(&rq, src_reg(g, w));
+        break;
+    case 1:
+        op_imm(&rq, rand_imm(g, w));
+        break;
+    default:
+        if (mk_mem(g, w / 8, MK_READ, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        um = 1;
+        break;
+    }
+    return emit_m(g, &rq, LC_OP_PUSH, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_pop(gctx *g)
+{
+    unsigned w = stack_width(g);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    req_init(&rq, ZYDIS_MNEMONIC_POP);
+    if (chance(g, 60)) {
+        op_reg(&rq, dst_reg(g, w));
+    } else {
+        if (mk_mem(g, w / 8, MK_WRITE, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        um = 1;
+    }
+    return emit_m(g, &rq, LC_OP_POP, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_cmov(gctx *g)
+{
+    unsigned cc = rn(g, 16), w = pick_width(g, 0);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    if (ensure_flags(g, flag_uses(LC_OP_CMOVCC, cc)) < 0)
+        return -1;
+    req_init(&rq, cc_cmov[cc]);
+    op_reg(&rq, dst_reg(g, w));
+    if (rm_operand(g, &rq, w, MK_READ, 0, &m, &um) < 0)
+        return -1;
+    return emit_m(g, &rq, LC_OP_CMOVCC, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_setcc(gctx *g)
+{
+    unsigned cc = rn(g, 16);
+    ZydisEncoderRequest rq;
+    memspec m;
+    int um = 0;
+
+    if (ensure_flags(g, flag_uses(LC_OP_SETCC, cc)) < 0)
+        return -1;
+    req_init(&rq, cc_set[cc]);
+    if (rm_operand(g, &rq, 8, MK_WRITE, 1, &m, &um) < 0)
+        return -1;
+    return emit_m(g, &rq, LC_OP_SETCC, um ? &m : NULL) < 0 ? -1 : 0;
+}
+
+static int t_misc(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    unsigned k = rn(g, 4);
+    unsigned w = is64(g) ? 16u << rn(g, 3) : 16u << rn(g, 2);
+
+    if (k == 0) {
+        req_init(&rq, ZYDIS_MNEMONIC_BSWAP);
+        op_reg(&rq, dst_reg(g, is64(g) && chance(g, 50) ? 64 : 32));
+        return emit(g, &rq, LC_OP_BSWAP) < 0 ? -1 : 0;
+    }
+    if (k == 1) {
+        req_init(&rq, w == 16 ? ZYDIS_MNEMONIC_CBW : w == 32 ? ZYDIS_MNEMONIC_CWDE
+                                                           : ZYDIS_MNEMONIC_CDQE);
+        return emit(g, &rq, LC_OP_CBW) < 0 ? -1 : 0;
+    }
+    if (k == 2) {
+        req_init(&rq, w == 16 ? ZYDIS_MNEMONIC_CWD : w == 32 ? ZYDIS_MNEMONIC_CDQ
+                                                           : ZYDIS_MNEMONIC_CQO);
+        return emit(g, &rq, LC_OP_CWD) < 0 ? -1 : 0;
+    }
+    /* NOP forms */
+    req_init(&rq, ZYDIS_MNEMONIC_NOP);
+    if (chance(g, 50)) {
+        memspec m;
+        unsigned nw = chance(g, 50) ? 16 : 32;
+        if (chance(g, 50)) {
+            op_reg(&rq, src_reg(g, nw));
+        } else {
+            if (mk_mem(g, nw / 8, MK_AGEN, &m) < 0)
+                return -1;
+            op_mem(&rq, &m);
+        }
+    }
+    return emit(g, &rq, LC_OP_NOP) < 0 ? -1 : 0;
+}
+
+static int t_flagop(gctx *g)
+{
+    static const struct { ZydisMnemonic m; unsigned op; } ops[5] = {
+        { ZYDIS_MNEMONIC_CLC, LC_OP_CLC }, { ZYDIS_MNEMONIC_STC, LC_OP_STC },
+        { ZYDIS_MNEMONIC_CMC, LC_OP_CMC }, { ZYDIS_MNEMONIC_CLD, LC_OP_CLD },
+        { ZYDIS_MNEMONIC_STD, LC_OP_STD },
+    };
+    unsigned k = rn(g, 5);
+    ZydisEncoderRequest rq;
+
+    if (ensure_flags(g, flag_uses(ops[k].op, 0)) < 0)
+        return -1;
+    req_init(&rq, ops[k].m);
+    return emit(g, &rq, ops[k].op) < 0 ? -1 : 0;
+}
+
+/* Forward branches: JMP, Jcc, LOOP/LOOPE/LOOPNE, JCXZ. */
+static int t_branch(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    unsigned kind = rn(g, 10), op;
+    int short_only = 1;
+
+    if (g->npend >= MAX_PEND)
+        return -1;
+    if (kind < 2) {
+        req_init(&rq, ZYDIS_MNEMONIC_JMP);
+        op = LC_OP_JMP;
+    } else if (kind < 7) {
+        unsigned cc = rn(g, 16);
+        if (ensure_flags(g, flag_uses(LC_OP_JCC, cc)) < 0)
+            return -1;
+        req_init(&rq, cc_jcc[cc]);
+        op = LC_OP_JCC;
+        if (chance(g, 15))   /* 2E / 3E branch hints */
+            rq.prefixes |= chance(g, 50) ? ZYDIS_ATTRIB_HAS_BRANCH_TAKEN
+                                         : ZYDIS_ATTRIB_HAS_BRANCH_NOT_TAKEN;
+    } else if (kind < 9) {
+        static const ZydisMnemonic lm[3] = { ZYDIS_MNEMONIC_LOOP,
+            ZYDIS_MNEMONIC_LOOPE, ZYDIS_MNEMONIC_LOOPNE };
+        static const unsigned lo[3] = { LC_OP_LOOP, LC_OP_LOOPE, LC_OP_LOOPNE };
+        unsigned k = rn(g, 3);
+        if (ensure_flags(g, flag_uses(lo[k], 0)) < 0)
+            return -1;
+        req_init(&rq, lm[k]);
+        op = lo[k];
+        unsigned ab = pick_abits_cnt(g);
+        rq.address_size_hint = ab == 16 ? ZYDIS_ADDRESS_SIZE_HINT_16
+                             : ab == 32 ? ZYDIS_ADDRESS_SIZE_HINT_32
+                                        : ZYDIS_ADDRESS_SIZE_HINT_64;
+    } else {
+        unsigned ab = pick_abits_cnt(g);
+        req_init(&rq, ab == 16 ? ZYDIS_MNEMONIC_JCXZ : ab == 32 ? ZYDIS_MNEMONIC_JECXZ
+                                                               : ZYDIS_MNEMONIC_JRCXZ);
+        op = LC_OP_JCXZ;
+    }
+    op_imm(&rq, 0);
+    if ((op == LC_OP_JMP || op == LC_OP_JCC) && chance(g, 40)) {
+        rq.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
+        rq.branch_width = g->mode == DM_REAL && chance(g, 60) ? ZYDIS_BRANCH_WIDTH_16
+                                                              : ZYDIS_BRANCH_WIDTH_32;
+        short_only = 0;
+    } else {
+        rq.branch_type = ZYDIS_BRANCH_TYPE_SHORT;
+        rq.branch_width = ZYDIS_BRANCH_WIDTH_8;
+    }
+    int k = emit(g, &rq, op);
+    if (k < 0)
+        return -1;
+    pend *p = &g->pend[g->npend++];
+    p->target = g->group + 1 + (int)rn(g, 4);
+    p->undef = g->undef;
+    p->df = g->df;
+    p->ins = (uint16_t)k;
+    p->short_only = (uint8_t)short_only;
+    p->rq = rq;
+    return 0;
+}
+
+static int t_io(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    unsigned w = 8u << rn(g, 3);
+    int out = chance(g, 50);
+    uint16_t port = (uint16_t)rnd(g);
+
+    req_init(&rq, out ? ZYDIS_MNEMONIC_OUT : ZYDIS_MNEMONIC_IN);
+    if (chance(g, 50)) {
+        if (emit_setup(g, ZYDIS_REGISTER_DX, port) < 0)
+            return -1;
+        if (out) {
+            op_reg(&rq, ZYDIS_REGISTER_DX);
+            op_reg(&rq, gpr(w, 0));
+        } else {
+            op_reg(&rq, gpr(w, 0));
+            op_reg(&rq, ZYDIS_REGISTER_DX);
+        }
+    } else if (out) {
+        op_imm(&rq, port & 0xff);
+        op_reg(&rq, gpr(w, 0));
+    } else {
+        op_reg(&rq, gpr(w, 0));
+        op_imm(&rq, port & 0xff);
+    }
+    return emit(g, &rq, out ? LC_OP_OUT : LC_OP_IN) < 0 ? -1 : 0;
+}
+
+static int t_strio(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    unsigned w = 8u << rn(g, 3), bytes = w / 8;
+    int out = chance(g, 50), rep = chance(g, 60);
+    unsigned ab = pick_abits_cnt(g);
+    unsigned n = rep ? rn(g, 5) : 1;
+    static const ZydisMnemonic ins[3] = { ZYDIS_MNEMONIC_INSB,
+        ZYDIS_MNEMONIC_INSW, ZYDIS_MNEMONIC_INSD };
+    static const ZydisMnemonic outs[3] = { ZYDIS_MNEMONIC_OUTSB,
+        ZYDIS_MNEMONIC_OUTSW, ZYDIS_MNEMONIC_OUTSD };
+    unsigned s = out ? LC_DS : LC_ES;
+    int pfx = -1;
+    uint64_t t = 0, ea = 0;
+    int ok = 0;
+
+    /* 64-bit mode, 32-bit addressing, REP with ECX = 0: this CPU (tested
+     * natively with 67 F3 AA) still zero-extends RCX and RDI, QEMU leaves
+     * them; not architectural either way (UNICORN_BUGS.md) */
+    if (rep && n == 0 && is64(g) && ab == 32)
+        n = 1 + rn(g, 4);
+    if (ensure_df(g) < 0)
+        return -1;
+    if (out && chance(g, 30)) {
+        pfx = (int)rn(g, 6);
+        s = (unsigned)pfx;
+    }
+    for (int tries = 0; tries < 32 && !ok; tries++) {
+        /* INS: no MMIO destination (QEMU's dummy store, UNICORN_BUGS.md) */
+        t = pick_target(g, bytes, 16, out ? 0 : MK_NOMMIO);
+        uint64_t lo = g->df == 1 ? t - (n ? n - 1 : 0) * bytes : t;
+        ok = ea_for(g, s, ab, lo, bytes * (n ? n : 1), &ea) == 0 &&
+             ea_for(g, s, ab, t, bytes, &ea) == 0;
+    }
+    if (!ok)
+        return -1;
+    if (emit_setup(g, ZYDIS_REGISTER_DX, (uint16_t)rnd(g)) < 0)
+        return -1;
+    if (emit_setup(g, gpr(ab, out ? LC_RSI : LC_RDI), ea) < 0)
+        return -1;
+    if (rep && emit_setup(g, gpr(ab, LC_RCX), n) < 0)
+        return -1;
+    req_init(&rq, out ? outs[w == 8 ? 0 : w == 16 ? 1 : 2]
+                      : ins[w == 8 ? 0 : w == 16 ? 1 : 2]);
+    if (rep)
+        rq.prefixes |= ZYDIS_ATTRIB_HAS_REP;
+    if (pfx >= 0)
+        rq.prefixes |= seg_attr[pfx];
+    rq.address_size_hint = ab == 16 ? ZYDIS_ADDRESS_SIZE_HINT_16
+                         : ab == 32 ? ZYDIS_ADDRESS_SIZE_HINT_32
+                                    : ZYDIS_ADDRESS_SIZE_HINT_64;
+    return emit(g, &rq, out ? LC_OP_OUTS : LC_OP_INS) < 0 ? -1 : 0;
+}
+
+static int t_sys(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    unsigned k = rn(g, 3);
+
+    if (k == 0) {
+        uint32_t leaf = chance(g, 70) ? rn(g, 0x20) : 0x80000000u + rn(g, 9);
+        if (emit_setup(g, ZYDIS_REGISTER_EAX, leaf) < 0)
+            return -1;
+        if (chance(g, 50) && emit_setup(g, ZYDIS_REGISTER_ECX, rn(g, 4)) < 0)
+            return -1;
+        req_init(&rq, ZYDIS_MNEMONIC_CPUID);
+        return emit(g, &rq, LC_OP_CPUID) < 0 ? -1 : 0;
+    }
+    if (emit_setup(g, ZYDIS_REGISTER_ECX, diff_msr_ids[rn(g, N_MSRS)]) < 0)
+        return -1;
+    req_init(&rq, k == 1 ? ZYDIS_MNEMONIC_RDMSR : ZYDIS_MNEMONIC_WRMSR);
+    return emit(g, &rq, k == 1 ? LC_OP_RDMSR : LC_OP_WRMSR) < 0 ? -1 : 0;
+}
+
+typedef int (*tmpl_fn)(gctx *g);
+static const struct { tmpl_fn fn; unsigned weight; int sys; } tmpls[] = {
+    { t_alu, 16, 0 }, { t_test, 4, 0 }, { t_unary, 6, 0 }, { t_shift, 10, 0 },
+    { t_mul, 6, 0 }, { t_mov, 14, 0 }, { t_movx, 5, 0 }, { t_lea, 4, 0 },
+    { t_xchg, 4, 0 }, { t_push, 5, 0 }, { t_pop, 5, 0 }, { t_cmov, 5, 0 },
+    { t_setcc, 4, 0 }, { t_misc, 6, 0 }, { t_flagop, 4, 0 },
+    { t_branch, 8, 0 }, { t_io, 5, 1 }, { t_strio, 5, 1 }, { t_sys, 4, 1 },
+};
+#define NTMPL (sizeof tmpls / sizeof tmpls[0])
+
+/* ---- branch resolution ----------------------------------------------------- */
+
+static int resolve(gctx *g, int i)
+{
+    dcase *c = g->c;
+    pend *p = &g->pend[i];
+    gen_insn *gi = &c->insn[p->ins];
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    size_t len = 0;
+    int64_t d = (int64_t)c->code_len - (gi->off + gi->len);
+
+    p->rq.operands[0].imm.s = d;
+    if (encode(g, &p->rq, buf, &len) < 0 || len != gi->len)
+        return -1;
+    memcpy(c->code + gi->off, buf, len);
+    g->undef |= p->undef;
+    if (g->df != p->df)
+        g->df = -1;
+    g->pend[i] = g->pend[--g->npend];
+    return 0;
+}
+
+static int resolve_due(gctx *g, int all)
+{
+    for (int i = 0; i < g->npend;) {
+        pend *p = &g->pend[i];
+        gen_insn *gi = &g->c->insn[p->ins];
+        int64_t d = (int64_t)g->c->code_len - (gi->off + gi->len);
+        if (all || p->target <= g->group ||
+            (p->short_only && d + MAX_GROUP_BYTES > 127)) {
+            if (resolve(g, i) < 0)
+                return -1;
+            continue;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* ---- initial state ----------------------------------------------------------- */
+
+static void put_desc(uint8_t *ram, unsigned idx, uint32_t base, uint32_t limit,
+                     unsigned type, unsigned db, unsigned l, unsigned gran)
+{
+    uint32_t lo = (limit & 0xffff) | (base & 0xffff) << 16;
+    uint32_t hi = ((base >> 16) & 0xff) | type << 8 | 1u << 12 | 0u << 13 |
+                  1u << 15 | ((limit >> 16) & 0xf) << 16 | l << 21 |
+                  db << 22 | gran << 23 | (base >> 24) << 24;
+    memcpy(ram + GDT_PA + idx * 8, &lo, 4);
+    memcpy(ram + GDT_PA + idx * 8 + 4, &hi, 4);
+}
+
+/* The GDT shared by the protected modes. */
+static const struct {
+    uint32_t base, limit;
+    uint8_t type, db, l, g;
+} gdt[8] = {
+    { 0, 0, 0, 0, 0, 0 },
+    { 0, 0xfffff, 0xb, 1, 0, 1 },          /* 0x08 code32 */
+    { 0, 0xfffff, 0x3, 1, 0, 1 },          /* 0x10 data, flat */
+    { 0x1000, 0xfffff, 0x3, 1, 0, 1 },     /* 0x18 data, base 0x1000 */
+    { 0x10000, 0xfffff, 0x3, 1, 0, 1 },    /* 0x20 data, base 0x10000 */
+    { 0x1234, 0xfffff, 0x3, 1, 0, 1 },     /* 0x28 data, base 0x1234 */
+    { 0, 0xfffff, 0xb, 0, 1, 1 },          /* 0x30 code64 */
+    { 0, 0xffff, 0x3, 0, 0, 0 },           /* 0x38 data16: a 16-bit stack */
+};
+
+static void seg_from_gdt(lc_segment *s, unsigned sel)
+{
+    unsigned i = sel >> 3;
+    memset(s, 0, sizeof *s);
+    s->selector = (uint16_t)sel;
+    s->base = gdt[i].base;
+    s->limit = gdt[i].g ? (gdt[i].limit << 12) | 0xfff : gdt[i].limit;
+    s->type = gdt[i].type;
+    s->present = 1;
+    s->s = 1;
+    s->db = gdt[i].db;
+    s->l = gdt[i].l;
+    s->g = gdt[i].g;
+}
+
+static void seg_real(lc_segment *s, unsigned sel, int code)
+{
+    memset(s, 0, sizeof *s);
+    s->selector = (uint16_t)sel;
+    s->base = (uint64_t)sel << 4;
+    s->limit = 0xffff;
+    s->type = code ? 0xb : 0x3;
+    s->present = 1;
+    s->s = 1;
+}
+
+static uint64_t pte_bits(gctx *g, int leaf)
+{
+    uint64_t e = 0x3;                   /* P, RW */
+    if (chance(g, 50)) e |= 0x4;        /* U/S */
+    if (chance(g, 15)) e |= 0x20;       /* A already set */
+    if (leaf && chance(g, 10)) e |= 0x40; /* D already set */
+    if (chance(g, 10)) e |= 0x8;        /* PWT */
+    return e;
+}
+
+static void put64(uint8_t *ram, uint64_t pa, uint64_t v)
+{
+    memcpy(ram + pa, &v, 8);
+}
+
+void diff_perm(uint64_t seed, uint8_t perm[16])
+{
+    uint64_t x = seed ^ 0x7065726d;
+    for (unsigned i = 0; i < 16; i++)
+        perm[i] = (uint8_t)i;
+    for (unsigned i = 15; i > 0; i--) {
+        unsigned j = (unsigned)(splitmix64(&x) % (i + 1));
+        uint8_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+static void build_paging(gctx *g)
+{
+    uint8_t *ram = g->c->ram;
+    int lm = g->mode == DM_LONG64;
+    const uint8_t *perm = g->o->perm;
+    /* PT0: identity of 0..128 KiB */
+    for (unsigned i = 0; i < RAM_SIZE / 0x1000; i++)
+        put64(ram, PT_PT0_PA + i * 8, (uint64_t)i * 0x1000 | pte_bits(g, 1));
+    /* PT1: the window */
+    for (unsigned i = 0; i < 16; i++)
+        put64(ram, PT_PT1_PA + i * 8,
+              (DATA1_PA + (uint64_t)perm[i] * 0x1000) | pte_bits(g, 1));
+    put64(ram, PT_PT1_PA + 16 * 8, MMIO_PA | pte_bits(g, 1));
+    for (unsigned i = 0; i < (DATA0_END - DATA0_PA) / 0x1000; i++)
+        put64(ram, PT_PT1_PA + (17 + i) * 8,
+              (DATA0_PA + (uint64_t)i * 0x1000) | pte_bits(g, 1));
+    put64(ram, PT_PT1_PA + 32 * 8, CODE_PA | pte_bits(g, 1));
+    put64(ram, PT_PT1_PA + 33 * 8, STACK_PA | pte_bits(g, 1));
+    /* PDs */
+    put64(ram, PT_PDLO_PA, PT_PT0_PA | pte_bits(g, 0));
+    put64(ram, PT_PDHI_PA, PT_PT1_PA | pte_bits(g, 0));
+    put64(ram, PT_PDHI_PA + 8, 0x0 | 0x80 | pte_bits(g, 1));   /* 2 MiB */
+    /* PDPT (PAE PDPTEs have only P, PWT, PCD) */
+    if (lm) {
+        put64(ram, PT_PDPT_PA, PT_PDLO_PA | pte_bits(g, 0));
+        put64(ram, PT_PDPT_PA + 8, PT_PDHI_PA | pte_bits(g, 0));
+        put64(ram, PT_PML4_PA, PT_PDPT_PA | pte_bits(g, 0));
+        put64(ram, PT_PML4_PA + 256 * 8, PT_PDPT_PA | pte_bits(g, 0));
+    } else {
+        put64(ram, PT_PDPT_PA, PT_PDLO_PA | 1);
+        put64(ram, PT_PDPT_PA + 8, PT_PDHI_PA | 1);
+    }
+}
+
+static void init_state(gctx *g)
+{
+    dcase *c = g->c;
+    lc_cpu_state *st = &c->st;
+    int m = g->mode;
+
+    memset(st, 0, sizeof *st);
+    memset(c->ram, 0, sizeof c->ram);
+    for (unsigned pa = DATA0_PA; pa < DATA1_END; pa += 8) {
+        if (pa >= MMIO_PA && pa < MMIO_PA + MMIO_SIZE)
+            continue;
+        uint64_t v = rnd(g);
+        if ((v & 0x3f) == 0)          /* some zero and all-ones qwords */
+            v = (v & 0x40) ? 0 : ~0ull;
+        put64(c->ram, pa, v);
+    }
+    for (unsigned pa = STACK_PA; pa < STACK_PA + 0x1000; pa += 8)
+        put64(c->ram, pa, rnd(g));
+    for (unsigned i = 1; i < 8; i++)
+        put_desc(c->ram, i, gdt[i].base, gdt[i].limit, gdt[i].type,
+                 gdt[i].db, gdt[i].l, gdt[i].g);
+
+    for (unsigned i = 0; i < 16; i++) {
+        uint64_t v = rnd(g);
+        switch (rn(g, 8)) {
+        case 0: v = 0; break;
+        case 1: v = ~0ull; break;
+        case 2: v &= 0xff; break;
+        case 3: v = (uint64_t)(int64_t)(int8_t)v; break;
+        default: break;
+        }
+        st->gpr[i] = m == DM_LONG64 ? v : (i < 8 ? (uint32_t)v : 0);
+    }
+    uint64_t fl = 0x2 | (rnd(g) & (FL_STATUS | LC_RFLAGS_DF | LC_RFLAGS_IF));
+    st->rflags = fl;
+    g->df = (fl & LC_RFLAGS_DF) ? 1 : 0;
+    g->undef = 0;
+    g->nregs = m == DM_LONG64 ? 16 : 8;
+
+    switch (m) {
+    case DM_REAL: {
+        static const uint16_t sels[] = { 0x0000, 0x0100, 0x0800, 0x0f00,
+                                         0x1000, 0x0123 };
+        seg_real(&st->seg[LC_CS], 0, 1);
+        for (unsigned s = 0; s < 6; s++)
+            if (s != LC_CS && s != LC_SS)
+                seg_real(&st->seg[s], sels[rn(g, 6)], 0);
+        unsigned ss = 0x100 * rn(g, 3);
+        seg_real(&st->seg[LC_SS], ss, 0);
+        st->gpr[LC_RSP] = (STACK_PA + 0x800) - ss * 16;
+        st->rip = CODE_PA;
+        c->code_la = CODE_PA;
+        g->abits = 16;
+        break;
+    }
+    case DM_PROT32:
+    case DM_PAE: {
+        static const uint16_t dsels[] = { 0x10, 0x18, 0x20, 0x28 };
+        seg_from_gdt(&st->seg[LC_CS], 0x08);
+        for (unsigned s = 0; s < 6; s++)
+            if (s != LC_CS && s != LC_SS)
+                seg_from_gdt(&st->seg[s], dsels[rn(g, 4)]);
+        seg_from_gdt(&st->seg[LC_SS], chance(g, 25) ? 0x38 : 0x10);
+        st->gpr[LC_RSP] = STACK_PA + 0x800;
+        st->rip = CODE_PA;
+        c->code_la = CODE_PA;
+        st->cr0 = 0x11;
+        if (m == DM_PAE) {
+            st->cr0 |= LC_CR0_PG;
+            st->cr4 = LC_CR4_PAE;
+            st->cr3 = PT_PDPT_PA;
+        }
+        g->abits = 32;
+        break;
+    }
+    case DM_LONG64: {
+        seg_from_gdt(&st->seg[LC_CS], 0x30);
+        seg_from_gdt(&st->seg[LC_SS], 0x10);
+        for (unsigned s = 0; s < 6; s++) {
+            if (s == LC_CS || s == LC_SS)
+                continue;
+            if (chance(g, 40)) {
+                seg_from_gdt(&st->seg[s], 0x10);
+            } else {
+                /* null selector: KVM reports it unusable */
+                memset(&st->seg[s], 0, sizeof st->seg[s]);
+                st->seg[s].unusable = 1;
+            }
+        }
+        static const uint64_t bases[] = { 0, 0x10000, WIN_LA, HIGH_ALIAS,
+                                          0x123456789ull, 0x1000 };
+        st->seg[LC_FS].base = g->o->native ? 0 : bases[rn(g, 6)];
+        st->seg[LC_GS].base = g->o->native ? 0 : bases[rn(g, 6)];
+        st->gpr[LC_RSP] = WIN_STACK_LA + 0x800;
+        st->rip = WIN_CODE_LA;
+        c->code_la = WIN_CODE_LA;
+        st->cr0 = 0x80000011;
+        st->cr4 = LC_CR4_PAE;
+        st->cr3 = PT_PML4_PA;
+        st->efer = LC_EFER_LME | LC_EFER_LMA;
+        g->abits = 64;
+        break;
+    }
+    }
+    if (m != DM_REAL) {
+        st->gdtr.base = GDT_PA;
+        st->gdtr.limit = 8 * 8 - 1;
+    }
+    if (m == DM_PAE || m == DM_LONG64)
+        build_paging(g);
+    for (unsigned i = 0; i < N_MSRS; i++)
+        c->msr[i] = (uint64_t)(int64_t)((int64_t)rnd(g) >> 17);  /* canonical */
+    c->dev_seed = rnd(g);
+}
+
+/* ---- the case ------------------------------------------------------------- */
+
+void gen_case(dcase *c, int mode, uint64_t seed, uint64_t index,
+              const gen_opts *o)
+{
+    gctx g;
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)mode << 56 ^ index;
+
+    memset(&g, 0, sizeof g);
+    g.c = c;
+    g.mode = mode;
+    g.o = o;
+    xo_seed(g.r, s);
+    c->mode = mode;
+    c->seed = s;
+    c->code_len = 0;
+    c->ninsns = 0;
+    c->native_ok = (uint8_t)(o->native && mode == DM_LONG64);
+    init_state(&g);
+    build_regions(&g);
+
+    unsigned ngroups = 1 + rn(&g, o->max_groups ? o->max_groups : 12);
+    unsigned total = 0;
+    for (unsigned i = 0; i < NTMPL; i++)
+        if (!(tmpls[i].sys && c->native_ok))
+            total += tmpls[i].weight;
+
+    for (g.group = 0; g.group < (int)ngroups; g.group++) {
+        if (resolve_due(&g, 0) < 0)
+            break;
+        for (int attempt = 0; attempt < 8; attempt++) {
+            uint32_t len0 = c->code_len, n0 = c->ninsns;
+            uint32_t undef0 = g.undef;
+            int df0 = g.df, np0 = g.npend;
+            unsigned pick = rn(&g, total), i = 0;
+            for (;; i++) {
+                if (tmpls[i].sys && c->native_ok)
+                    continue;
+                if (pick < tmpls[i].weight)
+                    break;
+                pick -= tmpls[i].weight;
+            }
+            int r = tmpls[i].fn(&g);
+            if (r == 0 && c->code_len - len0 <= MAX_GROUP_BYTES)
+                break;
+            c->code_len = len0;
+            c->ninsns = n0;
+            g.undef = undef0;
+            g.df = df0;
+            g.npend = np0;
+        }
+        if (c->code_len > CODE_MAX - 80)
+            break;
+    }
+    if (c->ninsns == 0) {     /* every attempt failed: keep the case valid */
+        ZydisEncoderRequest rq;
+        req_init(&rq, ZYDIS_MNEMONIC_NOP);
+        emit(&g, &rq, LC_OP_NOP);
+    }
+    if (resolve_due(&g, 1) < 0) {
+        /* cannot happen with the bounds above; keep the case valid */
+        c->code_len = 0;
+        c->ninsns = 0;
+    }
+    for (uint32_t i = 0; i < c->ninsns; i++)
+        gen_cov[mode][c->insn[i].op][width_index(c->insn[i].bits)]++;
+    memcpy(c->ram + (CODE_PA), c->code, c->code_len);
+    c->end_la = c->code_la + c->code_len;
+}

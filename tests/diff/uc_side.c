@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/diff/uc_side.c: running a case in Unicorn 2 (2.0.1 is what this
+ * was written against; see UNICORN_BUGS.md for its quirks).
+ *
+ * One engine per mode, reused for every case: the RAM is ours
+ * (uc_mem_map_ptr) and is overwritten before each case; translated blocks
+ * of the code page are invalidated (written through uc_mem_write) because
+ * the code changes; the soft TLB is
+ * flushed by mapping and unmapping a scratch page, because Unicorn 2.0.1
+ * writes CR0/CR3/CR4 straight into env->cr[] without tlb_flush (a stale
+ * TLB would skip the page walks that set accessed/dirty bits).
+ *
+ * Mode setup (Unicorn 2.0.1 semantics, qemu/target/i386/unicorn.c):
+ *  real    UC_MODE_16; selectors written in real mode load base = sel << 4.
+ *  prot32  UC_MODE_32 (reset leaves CR0.PE=1 and CS32/SS32 hflags); GDTR,
+ *          then the selectors, which load descriptors from the GDT in our
+ *          RAM through helper_load_seg (so the hidden parts are real).
+ *  pae     as prot32, then CR3/CR4.PAE/CR0.PG (paging turned on only after
+ *          the segment loads, which read the GDT by linear address).
+ *  long64  UC_MODE_64 (reset leaves EFER.LME|LMA and the CS64 hflag set);
+ *          CS/SS/DS/ES writes only set selectors (bases are 0 anyway),
+ *          FS/GS are loaded and then their bases written; CR3 = PML4,
+ *          CR4.PAE, CR0.PG.
+ * Port I/O goes through UC_HOOK_INSN IN/OUT (INS/OUTS too: QEMU's string
+ * I/O calls the same helpers), CPUID through UC_HOOK_INSN CPUID (returning
+ * 1 skips QEMU's own CPUID), MMIO through uc_mmio_map. RDMSR/WRMSR cannot
+ * be hooked in 2.0.1: the harness MSRs are real QEMU MSRs, preloaded with
+ * the case's values and read back after the run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unicorn/unicorn.h>
+
+#include "diff.h"
+
+struct uc_side {
+    uc_engine *uc;
+    int        mode;
+    uint8_t   *ram;
+    const dcase *c;
+    run_result *r;
+    unsigned   max_insns;
+};
+
+#define SCRATCH_PA 0x100000ull
+
+static uint32_t hk_in(uc_engine *uc, uint32_t port, int size, void *user)
+{
+    uc_side *u = user;
+    (void)uc;
+    uint32_t v = (uint32_t)dev_answer(&u->r->dev, (unsigned)size);
+    dev_log(&u->r->dev, AK_PIO, 0, (unsigned)size, port & 0xffff, v);
+    return v;
+}
+
+static void hk_out(uc_engine *uc, uint32_t port, int size, uint32_t value,
+                   void *user)
+{
+    uc_side *u = user;
+    (void)uc;
+    uint64_t m = size >= 4 ? 0xffffffffull : (1ull << (size * 8)) - 1;
+    dev_log(&u->r->dev, AK_PIO, 1, (unsigned)size, port & 0xffff, value & m);
+}
+
+static int hk_cpuid(uc_engine *uc, void *user)
+{
+    uc_side *u = user;
+    uint64_t rax = 0, rcx = 0;
+    uint32_t out[4];
+
+    if (u->mode == DM_LONG64) {
+        uc_reg_read(uc, UC_X86_REG_RAX, &rax);
+        uc_reg_read(uc, UC_X86_REG_RCX, &rcx);
+    } else {   /* 2.0.1 reads no 64-bit register outside UC_MODE_64 */
+        uint32_t a = 0, cx = 0;
+        uc_reg_read(uc, UC_X86_REG_EAX, &a);
+        uc_reg_read(uc, UC_X86_REG_ECX, &cx);
+        rax = a;
+        rcx = cx;
+    }
+    cpuid_answer((uint32_t)rax, (uint32_t)rcx, out);
+    dev_log(&u->r->dev, AK_CPUID, 0, 4, (uint32_t)rax | (uint64_t)(uint32_t)rcx << 32, 0);
+    if (u->mode == DM_LONG64) {
+        uint64_t v[4] = { out[0], out[1], out[2], out[3] };
+        uc_reg_write(uc, UC_X86_REG_RAX, &v[0]);
+        uc_reg_write(uc, UC_X86_REG_RBX, &v[1]);
+        uc_reg_write(uc, UC_X86_REG_RCX, &v[2]);
+        uc_reg_write(uc, UC_X86_REG_RDX, &v[3]);
+    } else {
+        uc_reg_write(uc, UC_X86_REG_EAX, &out[0]);
+        uc_reg_write(uc, UC_X86_REG_EBX, &out[1]);
+        uc_reg_write(uc, UC_X86_REG_ECX, &out[2]);
+        uc_reg_write(uc, UC_X86_REG_EDX, &out[3]);
+    }
+    return 1;   /* skip QEMU's CPUID */
+}
+
+static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
+                    void *user)
+{
+    uc_side *u = user;
+    run_result *r = u->r;
+    (void)size;
+    /* QEMU runs a REP string instruction as one block per iteration, and
+     * the hook fires for each; the generated code never branches to the
+     * same instruction otherwise */
+    if (r->ntrace && r->ntrace <= TRACE_MAX &&
+        r->trace[r->ntrace - 1] == address)
+        return;
+    if (r->ntrace < TRACE_MAX) {
+        uint64_t rcx = 0;
+        if (u->mode == DM_LONG64) {
+            uc_reg_read(uc, UC_X86_REG_RCX, &rcx);
+        } else {
+            uint32_t e = 0;
+            uc_reg_read(uc, UC_X86_REG_ECX, &e);
+            rcx = e;
+        }
+        r->trace[r->ntrace] = address;
+        r->trace_cl[r->ntrace] = rcx;
+    }
+    r->ntrace++;
+}
+
+static bool hk_unmapped(uc_engine *uc, uc_mem_type type, uint64_t address,
+                        int size, int64_t value, void *user)
+{
+    uc_side *u = user;
+    (void)uc;
+    (void)value;
+    snprintf(u->r->why, sizeof u->r->why,
+             "unicorn: unmapped %s of %d bytes at gpa/la 0x%llx",
+             type == UC_MEM_WRITE_UNMAPPED ? "write"
+             : type == UC_MEM_FETCH_UNMAPPED ? "fetch" : "read",
+             size, (unsigned long long)address);
+    return false;
+}
+
+static uint64_t mm_read(uc_engine *uc, uint64_t off, unsigned size,
+                        void *user)
+{
+    uc_side *u = user;
+    (void)uc;
+    uint64_t v = dev_answer(&u->r->dev, size);
+    dev_log(&u->r->dev, AK_MMIO, 0, size, MMIO_PA + off, v);
+    return v;
+}
+
+static void mm_write(uc_engine *uc, uint64_t off, unsigned size,
+                     uint64_t value, void *user)
+{
+    uc_side *u = user;
+    (void)uc;
+    uint64_t m = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+    dev_log(&u->r->dev, AK_MMIO, 1, size, MMIO_PA + off, value & m);
+}
+
+/*
+ * Paging in Unicorn 2.0.1. Its x86 page walk runs (accessed and dirty bits
+ * are set, faults are raised) but the result is then thrown away:
+ * qemu/target/i386/excp_helper.c has "Unicorn: indentity map guest
+ * virtual address to host virtual address: vaddr = addr & TARGET_PAGE_MASK;
+ * paddr = vaddr;" (unicorn issue #1953, fixed in 2.1.0). Every access goes
+ * to the guest-*physical* address equal to its linear address. So the
+ * linear ranges the cases use are also mapped in Unicorn's physical space
+ * as aliases of the frames the case page tables give them (the same host
+ * memory, uc_mem_map_ptr; MMIO through a second uc_mmio_map onto the same
+ * device). That is why the window's frame permutation is fixed per run
+ * (diff_perm) rather than per case. See UNICORN_BUGS.md.
+ */
+static int alias_ram(uc_side *u, uint64_t la, uint64_t pa, uint64_t len)
+{
+    return uc_mem_map_ptr(u->uc, la, len, UC_PROT_ALL, u->ram + pa) ? -1 : 0;
+}
+
+static int alias_mmio(uc_side *u, uint64_t la)
+{
+    return uc_mmio_map(u->uc, la, MMIO_SIZE, mm_read, u, mm_write, u) ? -1 : 0;
+}
+
+static int alias_layout(uc_side *u, uint64_t hi, const uint8_t perm[16])
+{
+    /* the window */
+    for (unsigned i = 0; i < 16; i++)
+        if (alias_ram(u, hi + WIN_LA + i * 0x1000ull,
+                      DATA1_PA + perm[i] * 0x1000ull, 0x1000) < 0)
+            return -1;
+    if (alias_mmio(u, hi + WIN_MMIO_LA) < 0 ||
+        alias_ram(u, hi + WIN_DATA0_LA, DATA0_PA, DATA0_END - DATA0_PA) < 0 ||
+        alias_ram(u, hi + WIN_CODE_LA, CODE_PA, 0x1000) < 0 ||
+        alias_ram(u, hi + WIN_STACK_LA, STACK_PA, 0x1000) < 0)
+        return -1;
+    /* the 2 MiB page onto physical 0 */
+    if (alias_ram(u, hi + BIG_LA, 0, MMIO_PA) < 0 ||
+        alias_mmio(u, hi + BIG_LA + MMIO_PA) < 0 ||
+        alias_ram(u, hi + BIG_LA + DATA1_PA, DATA1_PA, DATA1_END - DATA1_PA) < 0)
+        return -1;
+    return 0;
+}
+
+static int map_aliases(uc_side *u, const uint8_t perm[16])
+{
+    if (alias_layout(u, 0, perm) < 0)
+        return -1;
+    if (u->mode == DM_LONG64) {
+        /* PML4[256] = PML4[0]: the identity part and the rest again */
+        if (alias_ram(u, HIGH_ALIAS, 0, MMIO_PA) < 0 ||
+            alias_mmio(u, HIGH_ALIAS + MMIO_PA) < 0 ||
+            alias_ram(u, HIGH_ALIAS + DATA1_PA, DATA1_PA, DATA1_END - DATA1_PA) < 0 ||
+            alias_layout(u, HIGH_ALIAS, perm) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+uc_side *ucs_open(int mode, const uint8_t perm[16])
+{
+    uc_side *u = calloc(1, sizeof *u);
+    uc_mode um = mode == DM_REAL ? UC_MODE_16
+               : mode == DM_LONG64 ? UC_MODE_64 : UC_MODE_32;
+    uc_hook h;
+
+    if (!u)
+        return NULL;
+    u->mode = mode;
+    u->ram = aligned_alloc(4096, RAM_SIZE);
+    if (!u->ram || uc_open(UC_ARCH_X86, um, &u->uc) != UC_ERR_OK)
+        goto fail;
+    memset(u->ram, 0, RAM_SIZE);
+    if (uc_mem_map_ptr(u->uc, 0, MMIO_PA, UC_PROT_ALL, u->ram) ||
+        uc_mem_map_ptr(u->uc, DATA1_PA, DATA1_END - DATA1_PA, UC_PROT_ALL,
+                       u->ram + DATA1_PA) ||
+        uc_mmio_map(u->uc, MMIO_PA, MMIO_SIZE, mm_read, u, mm_write, u))
+        goto fail;
+    if ((mode == DM_PAE || mode == DM_LONG64) && map_aliases(u, perm) < 0)
+        goto fail;
+    if (uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_in, u, 1, 0,
+                    UC_X86_INS_IN) ||
+        uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_out, u, 1, 0,
+                    UC_X86_INS_OUT) ||
+        uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_cpuid, u, 1, 0,
+                    UC_X86_INS_CPUID) ||
+        uc_hook_add(u->uc, &h, UC_HOOK_CODE, (void *)hk_code, u, 1, 0) ||
+        uc_hook_add(u->uc, &h, UC_HOOK_MEM_UNMAPPED, (void *)hk_unmapped, u,
+                    1, 0))
+        goto fail;
+    return u;
+fail:
+    if (u->uc)
+        uc_close(u->uc);
+    free(u->ram);
+    free(u);
+    return NULL;
+}
+
+void ucs_close(uc_side *u)
+{
+    if (!u)
+        return;
+    uc_close(u->uc);
+    free(u->ram);
+    free(u);
+}
+
+static const int uc_seg[6] = {
+    UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS, UC_X86_REG_DS,
+    UC_X86_REG_FS, UC_X86_REG_GS,
+};
+static const int uc_gpr64[16] = {
+    UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
+    UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
+    UC_X86_REG_R8, UC_X86_REG_R9, UC_X86_REG_R10, UC_X86_REG_R11,
+    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
+};
+static const int uc_gpr32[8] = {
+    UC_X86_REG_EAX, UC_X86_REG_ECX, UC_X86_REG_EDX, UC_X86_REG_EBX,
+    UC_X86_REG_ESP, UC_X86_REG_EBP, UC_X86_REG_ESI, UC_X86_REG_EDI,
+};
+
+#define CK(x) do { uc_err e_ = (x); if (e_ != UC_ERR_OK) { \
+    snprintf(r->why, sizeof r->why, "unicorn setup: %s: %s", #x, \
+             uc_strerror(e_)); return -1; } } while (0)
+
+static int setup(uc_side *u, const dcase *c, run_result *r)
+{
+    const lc_cpu_state *st = &c->st;
+    uc_engine *uc = u->uc;
+
+    memcpy(u->ram, c->ram, RAM_SIZE);
+    if (u->mode == DM_REAL) {
+        for (int s = 0; s < 6; s++) {
+            uint16_t sel = st->seg[s].selector;
+            CK(uc_reg_write(uc, uc_seg[s], &sel));
+        }
+    } else {
+        /* paging off while the selectors load descriptors from the GDT */
+        uint64_t cr0 = 0x11;
+        uc_x86_mmr gdtr = { 0, st->gdtr.base, st->gdtr.limit, 0 };
+        CK(uc_reg_write(uc, UC_X86_REG_CR0, &cr0));
+        CK(uc_reg_write(uc, UC_X86_REG_GDTR, &gdtr));
+        static const int order[6] = { LC_CS, LC_SS, LC_DS, LC_ES, LC_FS,
+                                      LC_GS };
+        for (int k = 0; k < 6; k++) {
+            uint16_t sel = st->seg[order[k]].selector;
+            CK(uc_reg_write(uc, uc_seg[order[k]], &sel));
+        }
+        if (u->mode == DM_LONG64) {
+            CK(uc_reg_write(uc, UC_X86_REG_FS_BASE, &st->seg[LC_FS].base));
+            CK(uc_reg_write(uc, UC_X86_REG_GS_BASE, &st->seg[LC_GS].base));
+        }
+        CK(uc_reg_write(uc, UC_X86_REG_CR3, &st->cr3));
+        CK(uc_reg_write(uc, UC_X86_REG_CR4, &st->cr4));
+        CK(uc_reg_write(uc, UC_X86_REG_CR0, &st->cr0));
+    }
+    /* the segment loads may have touched RAM (descriptor A bits are preset,
+     * so they should not have): lay the image down again */
+    memcpy(u->ram, c->ram, RAM_SIZE);
+    /* drop the translated blocks of the code page (UC_CTL_TB_FLUSH would
+     * do too, but it clears the whole code buffer: ~90 ms a call; and a
+     * write through uc_mem_write does not invalidate them in 2.0.1). The
+     * lookup may walk the page tables, so the RAM image is laid down
+     * again afterwards. */
+    CK(uc_ctl(uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2), c->code_la,
+              c->code_la + 0x1000));
+    memcpy(u->ram, c->ram, RAM_SIZE);
+    CK(uc_mem_map(uc, SCRATCH_PA, 0x1000, UC_PROT_ALL));  /* tlb_flush */
+    CK(uc_mem_unmap(uc, SCRATCH_PA, 0x1000));
+    if (u->mode == DM_LONG64) {
+        for (int i = 0; i < 16; i++)
+            CK(uc_reg_write(uc, uc_gpr64[i], &st->gpr[i]));
+        CK(uc_reg_write(uc, UC_X86_REG_RFLAGS, &st->rflags));
+    } else {
+        for (int i = 0; i < 8; i++) {
+            uint32_t v = (uint32_t)st->gpr[i];
+            CK(uc_reg_write(uc, uc_gpr32[i], &v));
+        }
+        uint32_t fl = (uint32_t)st->rflags;
+        CK(uc_reg_write(uc, UC_X86_REG_EFLAGS, &fl));
+    }
+    for (int i = 0; i < N_MSRS; i++) {
+        uc_x86_msr m = { diff_msr_ids[i], c->msr[i] };
+        CK(uc_reg_write(uc, UC_X86_REG_MSR, &m));
+    }
+    return 0;
+}
+
+int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
+{
+    uc_engine *uc = u->uc;
+
+    r->ok = 0;
+    r->why[0] = 0;
+    r->ntrace = 0;
+    dev_init(&r->dev, c);
+    u->c = c;
+    u->r = r;
+    u->max_insns = max_insns;
+    if (setup(u, c, r) < 0)
+        return -1;
+    uc_err e = UC_ERR_OK;
+    if (c->code_len)
+        e = uc_emu_start(uc, c->code_la, c->end_la, 0, max_insns);
+    uint64_t rip = 0;
+    if (u->mode == DM_LONG64) {
+        uc_reg_read(uc, UC_X86_REG_RIP, &rip);
+        for (int i = 0; i < 16; i++)
+            uc_reg_read(uc, uc_gpr64[i], &r->gpr[i]);
+        uc_reg_read(uc, UC_X86_REG_RFLAGS, &r->rflags);
+    } else {
+        uint32_t v = 0;
+        uc_reg_read(uc, UC_X86_REG_EIP, &v);
+        rip = v;
+        for (int i = 0; i < 8; i++) {
+            v = 0;
+            uc_reg_read(uc, uc_gpr32[i], &v);
+            r->gpr[i] = v;
+        }
+        for (int i = 8; i < 16; i++)
+            r->gpr[i] = 0;
+        v = 0;
+        uc_reg_read(uc, UC_X86_REG_EFLAGS, &v);
+        r->rflags = v;
+        rip += c->st.seg[LC_CS].base;
+    }
+    r->rip = rip;
+    for (int i = 0; i < N_MSRS; i++) {
+        uc_x86_msr m = { diff_msr_ids[i], 0 };
+        uc_reg_read(uc, UC_X86_REG_MSR, &m);
+        r->msr[i] = m.value;
+    }
+    memcpy(r->ram, u->ram, RAM_SIZE);
+    memcpy(r->ram + MMIO_PA, c->ram + MMIO_PA, MMIO_SIZE);
+    if (e != UC_ERR_OK) {
+        if (!r->why[0])
+            snprintf(r->why, sizeof r->why, "unicorn: %s at 0x%llx",
+                     uc_strerror(e), (unsigned long long)rip);
+        return 0;
+    }
+    if (rip != c->end_la) {
+        snprintf(r->why, sizeof r->why,
+                 "unicorn: stopped at 0x%llx after %u instructions (end 0x%llx)",
+                 (unsigned long long)rip, r->ntrace,
+                 (unsigned long long)c->end_la);
+        return 0;
+    }
+    r->ok = 1;
+    return 0;
+}
