@@ -51,6 +51,13 @@ struct lc_engine {
 
 static void stats_add(lc_stats *d, const lc_stats *s);
 
+/* Counters have one writer (the vCPU's thread) and may be read from any
+ * thread (lc_engine_get_stats): single-writer relaxed atomic stores and
+ * atomic loads keep that race-free without a locked instruction. */
+#define STAT_ADD(field, n) \
+    __atomic_store_n(&(field), (field) + (uint64_t)(n), __ATOMIC_RELAXED)
+#define STAT_INC(field) STAT_ADD(field, 1)
+
 void lc_config_init(lc_config *cfg)
 {
     if (!cfg)
@@ -319,12 +326,12 @@ static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
     lc_stats *s = &vc->stats;
 
     res->stop = stop;
-    s->stops[stop < LC_STOP_REASON_COUNT_ ? stop : LC_STOP_NONE]++;
+    STAT_INC(s->stops[stop < LC_STOP_REASON_COUNT_ ? stop : LC_STOP_NONE]);
     if (v->insns == 0) {
         /* Nothing ran: the state is as it was; the VMM handles the exit
          * (or, with RIP past it, just resumes). */
         res->disposition = LC_DECLINED;
-        s->exits_declined++;
+        STAT_INC(s->exits_declined);
         return;
     }
     res->disposition = LC_HANDLED;
@@ -334,13 +341,14 @@ static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
     res->exits_saved = v->exits_done > (first_done ? 0u : 1u)
                        ? v->exits_done - (first_done ? 0u : 1u) : 0;
     res->halted = stop == LC_STOP_HALT;
-    s->insns += v->insns;
-    s->exits_saved += res->exits_saved;
-    s->cluster_len[v->exits_done < LC_STATS_CLUSTER_BUCKETS
-                   ? v->exits_done : LC_STATS_CLUSTER_BUCKETS - 1]++;
+    STAT_ADD(s->insns, v->insns);
+    STAT_ADD(s->exits_saved, res->exits_saved);
+    STAT_INC(s->cluster_len[v->exits_done < LC_STATS_CLUSTER_BUCKETS
+                            ? v->exits_done : LC_STATS_CLUSTER_BUCKETS - 1]);
     if (v->exits_done > 1)
-        s->exit_distance[log2_bucket((v->insns - 1) / (v->exits_done - 1),
-                                     LC_STATS_DISTANCE_BUCKETS)]++;
+        STAT_INC(s->exit_distance[log2_bucket((v->insns - 1) /
+                                              (v->exits_done - 1),
+                                              LC_STATS_DISTANCE_BUCKETS)]);
     if (v->error == LC_ERR_CALLBACK)
         res->stop = LC_STOP_CALLBACK;
 }
@@ -374,7 +382,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
         return LC_ERR_INVAL;
     e = vc->engine;
     cfg = &e->cfg;
-    vc->stats.exits_seen++;
+    STAT_INC(vc->stats.exits_seen);
     first_done = exit->rip == LC_EXIT_RIP_PAST;
 
     memset(&v, 0, sizeof(v));
@@ -401,16 +409,16 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
             }
             stop = lcx_run(cl, &v, cfg->weak_backedge_cap);
             if (stop == LC_STOP_SMC)
-                vc->stats.smc_stops++;
+                STAT_INC(vc->stats.smc_stops);
             res->translated = 1;
             if (v.insns)
-                vc->stats.exits_translated++;
+                STAT_INC(vc->stats.exits_translated);
             finish(vc, &v, stop, first_done, res);
             return v.error;
         }
         /* The code changed: drop the translation; this exit runs only its
          * own instruction; a later exit retranslates (section 7). */
-        vc->stats.coherency_failures++;
+        STAT_INC(vc->stats.coherency_failures);
         vc->invalidated[vc->ninval++ % 8] = state->rip;
         tc_remove(&vc->tc, te);
         te = NULL;
@@ -445,7 +453,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
                 return LC_OK;
             }
             if (lcr_exec(&v, first) == LCR_DONE) {
-                vc->stats.exits_interpreted++;
+                STAT_INC(vc->stats.exits_interpreted);
                 stop = v.stop != LC_STOP_NONE ? v.stop : LC_STOP_END;
             } else {
                 stop = v.stop;
@@ -454,7 +462,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
             return v.error;
         }
         if (verdict == LCT_TRANSLATE_FORCED)
-            vc->stats.forced_translations++;
+            STAT_INC(vc->stats.forced_translations);
     }
 
     /* Translate: form the cluster, cache it, run it. */
@@ -471,13 +479,13 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
             finish(vc, &v, LC_STOP_TERMINATOR, first_done, res);
             return LC_OK;
         }
-        vc->stats.translations++;
+        STAT_INC(vc->stats.translations);
         if (was_invalidated(vc, state->rip))
-            vc->stats.retranslations++;
+            STAT_INC(vc->stats.retranslations);
         te = tc_insert(&vc->tc, &key, cl, code);
         if (!te)
             return LC_ERR_NOMEM;   /* nothing ran; state untouched */
-        vc->stats.evictions = vc->tc.evictions;
+        __atomic_store_n(&vc->stats.evictions, vc->tc.evictions, __ATOMIC_RELAXED);
         if (cfg->techniques & LC_TECH_SMC) {
             v.nwatch = (uint8_t)ngfn;
             v.watch_gfn[0] = gfn[0];
@@ -485,9 +493,9 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
         }
         stop = lcx_run(te->cl, &v, cfg->weak_backedge_cap);
         if (stop == LC_STOP_SMC)
-            vc->stats.smc_stops++;
+            STAT_INC(vc->stats.smc_stops);
         if (v.insns)
-            vc->stats.exits_translated++;
+            STAT_INC(vc->stats.exits_translated);
         res->translated = 1;
         finish(vc, &v, stop, first_done, res);
         return v.error;
@@ -496,11 +504,16 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
 
 lc_status lc_vcpu_get_stats(const lc_vcpu *v, lc_stats *out)
 {
+    const uint64_t *src;
+    uint64_t *dst;
+
     if (!v || !out)
         return LC_ERR_INVAL;
-    *out = v->stats;
-    out->tcache_bytes = v->tc.bytes;
-    out->evictions = v->tc.evictions;
+    src = (const uint64_t *)(const void *)&v->stats;
+    dst = (uint64_t *)(void *)out;
+    for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    out->tcache_bytes = __atomic_load_n(&v->tc.bytes, __ATOMIC_RELAXED);
     return LC_OK;
 }
 

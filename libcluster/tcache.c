@@ -60,7 +60,8 @@ void tc_remove(tc_cache *c, tc_entry *e)
         e->newer->older = e->older;
     else
         c->newest = e->older;
-    c->bytes -= e->size;
+    /* Read by other threads for statistics: single-writer atomic. */
+    __atomic_store_n(&c->bytes, c->bytes - e->size, __ATOMIC_RELAXED);
     c->count--;
     entry_free(e);
 }
@@ -124,7 +125,7 @@ tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
     else
         c->oldest = e;
     c->newest = e;
-    c->bytes += e->size;
+    __atomic_store_n(&c->bytes, c->bytes + e->size, __ATOMIC_RELAXED);
     c->count++;
     return e;
 }

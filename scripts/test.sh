@@ -1,6 +1,7 @@
 #!/bin/sh
 # The whole test suite: a -Werror build and its tests, then the same
-# tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# tests again under AddressSanitizer and UndefinedBehaviorSanitizer, then
+# the multi-vCPU suite under ThreadSanitizer.
 # Ends with "N passed, N failed[, N skipped]" over both runs; exits
 # non-zero on any failure.
 set -u
@@ -29,5 +30,18 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run "ASan+UBSan build" build/asan --no-suite install
 
-python3 scripts/summarize.py build/ci build/asan || status=1
+# Concurrency under ThreadSanitizer: only the multi-vCPU suite.
+lc_setup build/tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
+    -Dbuildtype=debugoptimized || exit 1
+rm -f build/tsan/meson-logs/testlog.json
+echo "== ThreadSanitizer build: building build/tsan (threads suite)"
+if ninja -C build/tsan tests/test_threads >build/tsan.build.log 2>&1; then
+    TSAN_OPTIONS=halt_on_error=1 \
+        meson test -C build/tsan --no-rebuild --print-errorlogs --suite threads ||
+        status=1
+else
+    cat build/tsan.build.log; echo "== ThreadSanitizer build: BUILD FAILED"; status=1
+fi
+
+python3 scripts/summarize.py build/ci build/asan build/tsan || status=1
 exit $status
