@@ -105,6 +105,8 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
     int runs = 11, json = 0, iters = 100000;
+    if (getenv("LC_BENCH_ITERS"))
+        iters = atoi(getenv("LC_BENCH_ITERS"));
     static const uint8_t out1[] = { 0xe6, 0x80 };
     uint8_t outs2[64], outs12[64], outsm[64];
     size_t n2 = 0, n12 = 0, nm = 0;

@@ -385,9 +385,10 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     STAT_INC(vc->stats.exits_seen);
     first_done = exit->rip == LC_EXIT_RIP_PAST;
 
-    memset(&v, 0, sizeof(v));
-    v.insn_budget = cfg->insn_budget;
+    v.insn_budget = cfg->insn_budget;      /* lcr_begin clears the rest */
     v.rep_budget = cfg->rep_budget;
+    v.irq_check = 0;
+    v.nwatch = 0;
     lcr_begin(&v, state, e->ops, vc->opaque);
 
     key.rip = state->rip;

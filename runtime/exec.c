@@ -471,7 +471,11 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
     const lc_insn_info *ii = &in->info;
     uint64_t next = s->rip + ii->length, a, b;
     uint64_t fl = s->rflags;
-    ectx c = { .in = in };
+    ectx c;     /* mx is filled only when an operand needs it */
+
+    c.in = in;
+    c.has_mx = 0;
+    c.vmm = 0;
     int exiting = ii->exit_class == LC_CLASS_STRONG;
 
     /* PUSH, POP and string I/O translate their own operands. */
@@ -888,6 +892,58 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
             v->stop = LC_STOP_SMC;   /* completed; the run ends after it */
     }
     return r;
+}
+
+int lcr_exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
+{
+    lc_cpu_state *s = v->st;
+    unsigned w = a->mem.bytes;
+    uint64_t ea_a, ea_b, lo, va, vb;
+    uint8_t buf[16];
+    lcr_xlat x;
+    int went = 0;
+    ectx c;
+
+    if (w == 0 || w > 4 || b->mem.bytes != w || a->mem.seg != b->mem.seg ||
+        a->info.exit_class == LC_CLASS_TERMINATOR ||
+        b->info.exit_class == LC_CLASS_TERMINATOR)
+        return -1;
+    v->stop = LC_STOP_NONE;
+    v->smc_hit = 0;
+    if (v->insns + 2 > v->insn_budget || (s->rflags & LC_RFLAGS_TF))
+        return -1;
+    /* b's RIP-relative base is the end of b. */
+    ea_a = eff_addr(v, a, 0);
+    s->rip += a->info.length;
+    ea_b = eff_addr(v, b, 0);
+    s->rip -= a->info.length;
+    lo = ea_a < ea_b ? ea_a : ea_b;
+    /* One naturally aligned double-width store, or nothing merged. */
+    if ((ea_a > ea_b ? ea_a - ea_b : ea_b - ea_a) != w || (lo & (2 * w - 1)))
+        return -1;
+    if (mem_xlat(v, a->mem.seg, lo, 2 * w, LCR_ACC_WRITE, &x) < 0)
+        return LCR_STOP;
+    c.in = a;
+    c.has_mx = 0;
+    c.vmm = 0;
+    if (opnd_read(v, &c, 1, &va))
+        return LCR_STOP;
+    c.in = b;
+    if (opnd_read(v, &c, 1, &vb))
+        return LCR_STOP;
+    memcpy(buf + (ea_a - lo), &va, w);
+    memcpy(buf + (ea_b - lo), &vb, w);
+    if (lcr_write(v, &x, buf) < 0)
+        return LCR_STOP;
+    note_vmm_access(&x, &went);
+    v->exits_done += 2;            /* two exiting instructions ran */
+    s->rip += a->info.length + b->info.length;
+    v->dirty |= LC_DIRTY_RIP;
+    v->insns += 2;
+    if (v->smc_hit)
+        v->stop = LC_STOP_SMC;
+    (void)went;
+    return LCR_DONE;
 }
 
 int lcr_step(lcr_vcpu *v, lcd_insn *scratch)

@@ -895,12 +895,16 @@ static size_t fetch_linear(const lcr_vcpu *v, uint64_t ea, size_t max,
 
     switch (v->mode) {
     case LC_MODE_LONG64: {
-        /* No limit; each byte must be canonical (SDM vol. 1 3.3.7.1). */
+        /* No limit; each byte must be canonical (SDM vol. 1 3.3.7.1): the
+         * fetch stops at the end of the canonical half it starts in. */
         unsigned bits = la_bits(v);
+        uint64_t room;
 
-        for (n = 0; n < max; n++)
-            if (ea + n < ea || !canonical(ea + n, bits))
-                break;
+        if (!canonical(ea, bits))
+            return 0;
+        room = (ea >> (bits - 1)) ? 0 - ea              /* up to 2^64 */
+                                  : (1ull << (bits - 1)) - ea;
+        n = room && room < max ? (size_t)room : max;
         *la = ea;
         return n;
     }

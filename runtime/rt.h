@@ -106,6 +106,14 @@ int lcr_step(lcr_vcpu *v, lcd_insn *scratch);
  * fetch, no decode). `insn` must have been decoded for v->mode. */
 int lcr_exec(lcr_vcpu *v, const lcd_insn *insn);
 
+/* Exit pairs (paper section 3): execute two adjacent stores `a`, `b` (b
+ * right after a; lcx_is_pair() holds) as one store of twice the width,
+ * delivered to the VMM as one access. LCR_DONE with both completed and
+ * RIP after b; LCR_STOP as lcr_exec(); or -1 with nothing done when the
+ * two addresses turn out not to be adjacent and aligned at run time (the
+ * caller then runs them one by one). */
+int lcr_exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b);
+
 /* ---- MMU (mmu.c) -------------------------------------------------------- */
 
 /* Segmentation: effective address `ea` in segment `seg` to a linear

@@ -16,6 +16,23 @@ lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
     unsigned i = 0, weak = 0;
     int first = 1;
 
+    /* Section 3: deliver an exit pair as one double-width access when the
+     * VMM takes that width (else the two stores run one by one, still
+     * without a second exit). */
+    if (cl->pair && cl->ninsn >= 2 &&
+        (v->ops->accepts_wide & (1u << (cl->insn[0].d.mem.bytes == 4 ? 3 :
+                                        cl->insn[0].d.mem.bytes == 2 ? 2 : 1)))) {
+        int r = lcr_exec_pair(v, &cl->insn[0].d, &cl->insn[1].d);
+        if (r == LCR_STOP)
+            return v->stop;
+        if (r == LCR_DONE) {
+            if (v->stop != LC_STOP_NONE || cl->ninsn == 2)
+                return v->stop != LC_STOP_NONE ? v->stop : LC_STOP_END;
+            i = 2;
+            first = 0;
+        }
+    }
+
     for (;;) {
         const lcx_insn *x = &cl->insn[i];
         uint64_t rip;
