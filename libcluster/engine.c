@@ -327,9 +327,12 @@ static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
 
     res->stop = stop;
     STAT_INC(s->stops[stop < LC_STOP_REASON_COUNT_ ? stop : LC_STOP_NONE]);
-    if (v->insns == 0) {
+    if (v->insns == 0 && v->dirty == 0) {
         /* Nothing ran: the state is as it was; the VMM handles the exit
-         * (or, with RIP past it, just resumes). */
+         * (or, with RIP past it, just resumes). A REP string instruction
+         * that stopped between iterations did change state (its
+         * completed iterations stand, RIP still at it): that is handled,
+         * not declined. */
         res->disposition = LC_DECLINED;
         STAT_INC(s->exits_declined);
         return;

@@ -359,6 +359,36 @@ END_TEST
 START_TEST(pae_pair_one_wide_write) { pae_pair(1); }
 END_TEST
 
+/* Found by fuzz_engine: a REP OUTS that completes some iterations and
+ * then stops before the next (here a fault at the end of RAM) changed
+ * the state; the engine must say so (LC_HANDLED, registers dirty, RIP
+ * still at the instruction), never LC_DECLINED. */
+START_TEST(partial_rep_is_handled)
+{
+    rig r; lc_cpu_state s, before; lc_result res;
+    lc_exit x = io_exit(0x3f8, 1, 1);
+
+    x.u.io.is_string = 1;
+    x.u.io.is_rep = 1;
+    rig_up(&r, NULL);
+    fvm_state_prot32(&s, 0);
+    s.rip = 0x7000;
+    r.f.ram[0x7000] = 0xf3;
+    r.f.ram[0x7001] = 0x6e;                    /* rep outsb */
+    s.gpr[LC_RSI] = FVM_RAM_SIZE - 2;           /* two bytes, then nothing */
+    s.gpr[LC_RCX] = 5;
+    before = s;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert(res.dirty & LC_DIRTY_GPRS);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 3);
+    ck_assert_uint_eq(s.gpr[LC_RSI], FVM_RAM_SIZE);
+    ck_assert_uint_eq(s.rip, before.rip);
+    ck_assert_uint_eq(r.f.nlog, 2);
+    rig_down(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine_run");
@@ -373,6 +403,7 @@ static Suite *suite(void)
     tcase_add_test(t, techniques_switch);
     tcase_add_test(t, pae_pair_two_writes);
     tcase_add_test(t, pae_pair_one_wide_write);
+    tcase_add_test(t, partial_rep_is_handled);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
     return s;
