@@ -24,19 +24,8 @@
 #include <cluster/cluster.h>
 
 #include "../tests/unit/fakevm.h"
+#include "bench_util.h"
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef struct rig {
     fvm f;
@@ -81,26 +70,21 @@ static void down(rig *r)
 static double per_exit(rig *r, int iters, int flush)
 {
     lc_result res;
-    double t0 = now_ns(), flush_ns = 0;
+    double t0 = bench_now_ns(), flush_ns = 0;
 
     for (int i = 0; i < iters; i++) {
         lc_cpu_state s = r->s0;
         if (flush) {
-            double f0 = now_ns();
+            double f0 = bench_now_ns();
             lc_engine_flush(r->e);
-            flush_ns += now_ns() - f0;
+            flush_ns += bench_now_ns() - f0;
         }
         r->f.nlog = 0;
         lc_vcpu_handle_exit(r->v, &s, &r->x, &res);
     }
-    return (now_ns() - t0 - flush_ns) / iters;
+    return (bench_now_ns() - t0 - flush_ns) / iters;
 }
 
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp);
-    return v[n / 2];
-}
 
 int main(int argc, char **argv)
 {
@@ -161,9 +145,9 @@ int main(int argc, char **argv)
         down(&r);
     }
     {
-        double h = median(hit, runs), g2 = median(c2, runs);
-        double g12 = median(c12, runs), gm = median(cm, runs);
-        double in = median(interp, runs), tr = median(trans, runs);
+        double h = bench_median(hit, runs), g2 = bench_median(c2, runs);
+        double g12 = bench_median(c12, runs), gm = bench_median(cm, runs);
+        double in = bench_median(interp, runs), tr = bench_median(trans, runs);
         double gap = (g12 - g2) / 12, mem = (gm - g2) / 4;
         if (json) {
             printf("{\"unit\": \"ns\", \"hit\": %.1f, \"gap_filler\": %.2f, "

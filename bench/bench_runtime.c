@@ -19,19 +19,8 @@
 
 #include "../runtime/rt.h"
 #include "../tests/unit/fakevm.h"
+#include "bench_util.h"
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef struct bcase {
     const char *name;
@@ -108,30 +97,30 @@ int main(int argc, char **argv)
             v.insn_budget = 0xffffffffu;
             v.rep_budget = 1;
             lcr_begin(&v, &s, &fvm_ops, &f);
-            t0 = now_ns();
+            t0 = bench_now_ns();
             for (int i = 0; i < iters; i++) {
                 s.rip = 0x100000;
                 s.gpr[LC_RSP] = 0x300000;
                 f.nlog = 0;
                 lcr_exec(&v, &in);
             }
-            ex[r] = (now_ns() - t0) / iters;
-            t0 = now_ns();
+            ex[r] = (bench_now_ns() - t0) / iters;
+            t0 = bench_now_ns();
             for (int i = 0; i < iters; i++) {
                 s.rip = 0x100000;
                 s.gpr[LC_RSP] = 0x300000;
                 f.nlog = 0;
                 lcr_step(&v, &in);
             }
-            st[r] = (now_ns() - t0) / iters;
-            t0 = now_ns();
+            st[r] = (bench_now_ns() - t0) / iters;
+            t0 = bench_now_ns();
             for (int i = 0; i < iters; i++)
                 lcd_decode(LC_MODE_LONG64, b, n, &in);
-            de[r] = (now_ns() - t0) / iters;
+            de[r] = (bench_now_ns() - t0) / iters;
         }
-        qsort(ex, runs, sizeof ex[0], cmp);
-        qsort(st, runs, sizeof st[0], cmp);
-        qsort(de, runs, sizeof de[0], cmp);
+        bench_median(ex, runs);
+        bench_median(st, runs);
+        bench_median(de, runs);
         if (json)
             printf("  {\"insn\": \"%s\", \"exec\": %.1f, \"exec_p10\": %.1f, "
                    "\"exec_p90\": %.1f, \"step\": %.1f, \"decode\": %.1f}%s\n",

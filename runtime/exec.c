@@ -354,22 +354,8 @@ static int io_allowed(const lcr_vcpu *v)
     return v->cpl <= iopl;
 }
 
-static int pio(lcr_vcpu *v, uint16_t port, unsigned size, int is_write,
-               uint32_t *val)
-{
-    lc_cb_result r;
-
-    if (!is_write)
-        *val = 0;
-    r = v->ops->pio(v->opaque, port, (uint8_t)size, is_write, val);
-    if (r == LC_CB_OK)
-        return 0;
-    if (r == LC_CB_ERROR)
-        v->error = LC_ERR_CALLBACK;
-    v->stop = LC_STOP_CALLBACK;
-    return -1;
-}
-
+/* A callback's answer: LC_CB_STOP/ERROR stop the run before the
+ * instruction (ERROR also reports LC_ERR_CALLBACK to the engine). */
 static int cb_result(lcr_vcpu *v, lc_cb_result r)
 {
     if (r == LC_CB_OK)
@@ -378,6 +364,15 @@ static int cb_result(lcr_vcpu *v, lc_cb_result r)
         v->error = LC_ERR_CALLBACK;
     v->stop = LC_STOP_CALLBACK;
     return -1;
+}
+
+static int pio(lcr_vcpu *v, uint16_t port, unsigned size, int is_write,
+               uint32_t *val)
+{
+    if (!is_write)
+        *val = 0;      /* no stale data if the device answers less */
+    return cb_result(v, v->ops->pio(v->opaque, port, (uint8_t)size,
+                                    is_write, val));
 }
 
 /* INS / OUTS, one iteration or REP. Returns LCR_DONE when the instruction

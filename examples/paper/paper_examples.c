@@ -10,6 +10,8 @@
  * Figure 2 (Windows ME) is not reproduced in the paper's text, so it is
  * not here.
  */
+#include <string.h>
+
 #include "paper_examples.h"
 
 #define I(text, op, cls, star, ...) \
@@ -167,3 +169,24 @@ const paper_example paper_examples[] = {
 };
 
 const size_t paper_examples_count = N(paper_examples);
+
+const paper_example *paper_example_find(const char *name)
+{
+    for (size_t i = 0; i < paper_examples_count; i++)
+        if (!strcmp(paper_examples[i].name, name))
+            return &paper_examples[i];
+    return NULL;
+}
+
+size_t paper_example_bytes(const paper_example *ex, uint8_t *dst, size_t cap)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < ex->count; i++) {
+        if (n + ex->insns[i].len > cap)
+            return 0;
+        memcpy(dst + n, ex->insns[i].bytes, ex->insns[i].len);
+        n += ex->insns[i].len;
+    }
+    return n;
+}

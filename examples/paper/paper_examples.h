@@ -32,4 +32,12 @@ typedef struct paper_example {
 extern const paper_example paper_examples[];
 extern const size_t paper_examples_count;
 
+/* The example named `name`, or NULL. */
+const paper_example *paper_example_find(const char *name);
+
+/* Copy the example's bytes, back to back, to `dst` (room for `cap`
+ * bytes); returns the number of bytes, or 0 if they do not fit. */
+size_t paper_example_bytes(const paper_example *ex, uint8_t *dst,
+                           size_t cap);
+
 #endif /* LC_PAPER_EXAMPLES_H */

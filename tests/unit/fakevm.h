@@ -250,4 +250,20 @@ static inline void fvm_state_long64(fvm *f, lc_cpu_state *s)
     s->rflags = 0x2;
 }
 
+#ifdef LC_PAPER_EXAMPLES_H
+/* The paper example `name` copied to guest-physical `gpa`; returns the
+ * address after it. Aborts the test if there is no such example. */
+static inline uint64_t fvm_load_example(fvm *f, const char *name,
+                                        uint64_t gpa)
+{
+    const paper_example *ex = paper_example_find(name);
+    size_t n;
+
+    if (!ex)
+        abort();
+    n = paper_example_bytes(ex, f->ram + gpa, FVM_RAM_SIZE - gpa);
+    return gpa + n;
+}
+#endif
+
 #endif /* LC_TEST_FAKEVM_H */

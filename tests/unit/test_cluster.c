@@ -11,25 +11,6 @@
 #include "fakevm.h"
 #include "harness.h"
 
-static const paper_example *example(const char *name)
-{
-    for (size_t i = 0; i < paper_examples_count; i++)
-        if (!strcmp(paper_examples[i].name, name))
-            return &paper_examples[i];
-    ck_abort_msg("no paper example %s", name);
-    return NULL;
-}
-
-static size_t bytes_of(const paper_example *ex, uint8_t *buf)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < ex->count; i++) {
-        memcpy(buf + n, ex->insns[i].bytes, ex->insns[i].len);
-        n += ex->insns[i].len;
-    }
-    return n;
-}
-
 /* The exit-tracking stand-in: instructions at the listed RIPs exit. */
 typedef struct predictor {
     uint64_t rip[16];
@@ -51,9 +32,12 @@ static lcx_cluster cl;   /* large: keep it off the stack */
 static lc_status form(const char *name, uint64_t rip, const lc_config *cfg,
                       predictor *p)
 {
-    const paper_example *ex = example(name);
+    const paper_example *ex = paper_example_find(name);
     uint8_t buf[512];
-    size_t n = bytes_of(ex, buf);
+    size_t n;
+
+    ck_assert_msg(ex != NULL, "no paper example %s", name);
+    n = paper_example_bytes(ex, buf, sizeof buf);
     lcx_form_in in = {
         .cfg = cfg, .mode = ex->mode, .rip = rip, .code = buf, .code_len = n,
         .predict = p ? predict : NULL, .predict_ctx = p,
@@ -195,9 +179,12 @@ END_TEST
 static void prepare(fvm *f, lc_cpu_state *s, lcr_vcpu *v, const char *name,
                     uint64_t at)
 {
-    const paper_example *ex = example(name);
+    const paper_example *ex = paper_example_find(name);
     uint8_t buf[512];
-    size_t n = bytes_of(ex, buf);
+    size_t n;
+
+    ck_assert_msg(ex != NULL, "no paper example %s", name);
+    n = paper_example_bytes(ex, buf, sizeof buf);
     lc_config c;
     lcx_form_in in = { .cfg = &c, .mode = ex->mode, .rip = at, .code = buf,
                        .code_len = n };

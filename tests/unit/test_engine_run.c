@@ -14,25 +14,6 @@
 #include "fakevm.h"
 #include "harness.h"
 
-static const paper_example *example(const char *name)
-{
-    for (size_t i = 0; i < paper_examples_count; i++)
-        if (!strcmp(paper_examples[i].name, name))
-            return &paper_examples[i];
-    ck_abort_msg("no paper example %s", name);
-    return NULL;
-}
-
-static uint64_t load(fvm *f, const paper_example *ex, uint64_t gpa)
-{
-    uint64_t p = gpa;
-    for (size_t i = 0; i < ex->count; i++) {
-        memcpy(f->ram + p, ex->insns[i].bytes, ex->insns[i].len);
-        p += ex->insns[i].len;
-    }
-    return p;
-}
-
 typedef struct rig {
     fvm f;
     lc_engine *e;
@@ -65,6 +46,16 @@ static lc_exit io_exit(uint16_t port, uint8_t size, int out)
     return x;
 }
 
+/* The BIOS block of section 4 at 0x7000 in real mode, DX = 0xcf8. */
+static void bios_rig(rig *r, lc_cpu_state *s0)
+{
+    rig_up(r, NULL);
+    fvm_state_real(s0);
+    s0->rip = 0x7000;
+    s0->gpr[LC_RDX] = 0xcf8;
+    fvm_load_example(&r->f, "bios-pci", 0x7000);
+}
+
 /* Section 4, the BIOS block: two interpreted exits, then one exit does
  * three, every time (saves 2 of 3). */
 START_TEST(bios_saves_two_of_three)
@@ -72,11 +63,7 @@ START_TEST(bios_saves_two_of_three)
     rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
     lc_exit x = io_exit(0xcf8, 4, 1);
 
-    rig_up(&r, NULL);
-    fvm_state_real(&s0);
-    s0.rip = 0x7000;
-    s0.gpr[LC_RDX] = 0xcf8;
-    load(&r.f, example("bios-pci"), 0x7000);
+    bios_rig(&r, &s0);
     for (int i = 0; i < 5; i++) {
         s = s0;
         ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
@@ -119,7 +106,7 @@ START_TEST(vmread_blocks)
     rig_up(&r, NULL);
     fvm_state_long64(&r.f, &s0);
     s0.rip = 0x300000;
-    load(&r.f, example("hyperv-vmread"), 0x300000);
+    fvm_load_example(&r.f, "hyperv-vmread", 0x300000);
     for (int i = 0; i < 3; i++) {
         s = s0;
         ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
@@ -130,7 +117,7 @@ START_TEST(vmread_blocks)
     fvm_state_long64(&r.f, &s0);
     s0.rip = 0x310000;
     s0.gpr[LC_RDI] = 0x55555555;     /* fake VMCS: EDI reads back as 0 */
-    load(&r.f, example("vmware-vmread"), 0x310000);
+    fvm_load_example(&r.f, "vmware-vmread", 0x310000);
     for (int i = 0; i < 3; i++) {
         s = s0;
         ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
@@ -148,11 +135,7 @@ START_TEST(coherency_and_retranslation)
     rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
     lc_exit x = io_exit(0xcf8, 4, 1);
 
-    rig_up(&r, NULL);
-    fvm_state_real(&s0);
-    s0.rip = 0x7000;
-    s0.gpr[LC_RDX] = 0xcf8;
-    load(&r.f, example("bios-pci"), 0x7000);
+    bios_rig(&r, &s0);
     for (int i = 0; i < 3; i++) {
         s = s0;
         lc_vcpu_handle_exit(r.v, &s, &x, &res);
@@ -277,7 +260,7 @@ START_TEST(techniques_switch)
     rig_up(&r, &c);
     fvm_state_real(&s0);
     s0.rip = 0x7000;
-    load(&r.f, example("bios-pci"), 0x7000);
+    fvm_load_example(&r.f, "bios-pci", 0x7000);
     for (int i = 0; i < 5; i++) {
         s = s0;
         ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
@@ -291,7 +274,7 @@ START_TEST(techniques_switch)
     /* Single-exit translations only: cached, but one instruction each. */
     c.techniques = LC_TECH_SINGLE;
     rig_up(&r, &c);
-    load(&r.f, example("bios-pci"), 0x7000);
+    fvm_load_example(&r.f, "bios-pci", 0x7000);
     for (int i = 0; i < 5; i++) {
         s = s0;
         lc_vcpu_handle_exit(r.v, &s, &x, &res);
@@ -323,7 +306,7 @@ static void pae_pair(int wide)
     s0.gpr[LC_RSI] = 0x80000000;        /* top half: NX */
     s0.gpr[LC_RBX] = 0x12345067;        /* bottom half */
     r.f.traced_gfn = 0x50;
-    load(&r.f, example("pae-pte-pair"), 0x7000);
+    fvm_load_example(&r.f, "pae-pte-pair", 0x7000);
     memset(&x, 0, sizeof x);
     x.kind = LC_EXIT_TRACED;
     x.u.mmio.gpa = 0x5000c;

@@ -17,26 +17,6 @@
 #include "fakevm.h"
 #include "harness.h"
 
-static const paper_example *example(const char *name)
-{
-    for (size_t i = 0; i < paper_examples_count; i++)
-        if (!strcmp(paper_examples[i].name, name))
-            return &paper_examples[i];
-    ck_abort_msg("no paper example %s", name);
-    return NULL;
-}
-
-/* Copy an example to guest RAM at `at`; returns the end address. */
-static uint64_t load(fvm *f, const paper_example *ex, uint64_t at)
-{
-    uint64_t p = at;
-    for (size_t i = 0; i < ex->count; i++) {
-        memcpy(f->ram + p, ex->insns[i].bytes, ex->insns[i].len);
-        p += ex->insns[i].len;
-    }
-    return p;
-}
-
 static void begin(lcr_vcpu *v, fvm *f, lc_cpu_state *s)
 {
     memset(v, 0, sizeof *v);
@@ -69,7 +49,7 @@ START_TEST(bios_sequence)
     s.seg[LC_CS].selector = 0xf000;
     s.seg[LC_CS].base = 0xf0000;
     s.rip = 0x100;
-    end = load(&f, example("bios-pci"), 0xf0100) - 0xf0000;
+    end = fvm_load_example(&f, "bios-pci", 0xf0100) - 0xf0000;
     end -= 6;   /* stop after the IN, before XCHG, XOR, JMP (6 bytes) */
     s.gpr[LC_RAX] = 0x80000010;
     s.gpr[LC_RCX] = 0x12;
@@ -102,7 +82,7 @@ START_TEST(passmark_debug_registers)
     fvm_init(&f);
     fvm_state_prot32(&s, 0);
     s.rip = 0x10000;
-    end = load(&f, example("passmark-dr"), s.rip);
+    end = fvm_load_example(&f, "passmark-dr", s.rip);
     s.gpr[LC_RBX] = 0x1111; s.gpr[LC_RCX] = 0x2222; s.gpr[LC_RDI] = 0x20000;
     memcpy(f.ram + 0x20308, &(uint32_t){ 0xffff0ff0 }, 4);
     memcpy(f.ram + 0x2030c, &(uint32_t){ 0x00000401 }, 4);
@@ -139,7 +119,7 @@ START_TEST(sles_mmio_stores)
     fvm_init(&f);
     fvm_state_long64(&f, &s);
     s.rip = 0x100000;
-    load(&f, example("sles-weak"), s.rip);
+    fvm_load_example(&f, "sles-weak", s.rip);
     s.gpr[LC_RAX] = FVM_MMIO + 0x201300;   /* -0x201000 -> MMIO + 0x300 */
     s.gpr[LC_RSI] = 0x10000000;            /* 8*rsi - 0x7fc4215c: RAM */
     s.gpr[LC_RDX] = 0xaaaa;
@@ -168,7 +148,7 @@ START_TEST(vmware_vmreads)
     fvm_init(&f);
     fvm_state_long64(&f, &s);
     s.rip = base;
-    end = load(&f, example("vmware-vmread"), s.rip);
+    end = fvm_load_example(&f, "vmware-vmread", s.rip);
     for (int i = 0; i < 16; i++)
         s.gpr[i] = 0x100 + (uint64_t)i;
     /* The fake VMCS answers 3*field+1: for field 0x55555555 that is
@@ -205,7 +185,7 @@ START_TEST(win7_loop_traced)
     fvm_init(&f);
     fvm_state_long64(&f, &s);
     s.rip = 0x200000;
-    end = load(&f, example("win7-loop"), s.rip);
+    end = fvm_load_example(&f, "win7-loop", s.rip);
     f.traced_gfn = 0x250;
     s.gpr[LC_RCX] = 0x250000;
     s.gpr[LC_RDX] = 0x8000000000000063ull;

@@ -26,19 +26,6 @@ typedef struct worker {
 
 static volatile int stop_reader;
 
-static void load_example(fvm *f, const char *name, uint64_t at)
-{
-    for (size_t i = 0; i < paper_examples_count; i++) {
-        if (strcmp(paper_examples[i].name, name))
-            continue;
-        for (size_t k = 0; k < paper_examples[i].count; k++) {
-            memcpy(f->ram + at, paper_examples[i].insns[k].bytes,
-                   paper_examples[i].insns[k].len);
-            at += paper_examples[i].insns[k].len;
-        }
-    }
-}
-
 static void *run(void *arg)
 {
     worker *w = arg;
@@ -55,8 +42,8 @@ static void *run(void *arg)
     }
     /* Same guest code at the same address on every vCPU: they contend
      * on the same tracking entries. Half also run a private block. */
-    load_example(&f, "bios-pci", 0x7000);
-    load_example(&f, "out80", 0x9000);
+    fvm_load_example(&f, "bios-pci", 0x7000);
+    fvm_load_example(&f, "out80", 0x9000);
     fvm_state_real(&s0);
     s0.gpr[LC_RDX] = 0xcf8;
     memset(&x, 0, sizeof x);
