@@ -32,8 +32,29 @@ enum lcx_backedge {
     LCX_BE_STRONG,     /* the loop reaches a strongly exiting instruction */
 };
 
+/* Register-only gap fillers resolved at translation time and run inline
+ * by lcx_run() without the runtime's generic dispatch. */
+enum lcx_fast {
+    LCX_FAST_NONE = 0,
+    LCX_FAST_ALU,      /* ADD ADC SUB SBB AND OR XOR CMP TEST: reg, reg/imm */
+    LCX_FAST_MOV,      /* MOV reg, reg/imm */
+};
+
+typedef struct lcx_fastop {
+    uint8_t  kind;     /* enum lcx_fast */
+    uint8_t  binop;    /* enum lcr_binop (runtime/alu.h) */
+    uint8_t  store;    /* 0 for CMP and TEST */
+    uint8_t  bytes;    /* operand size */
+    uint8_t  dst;      /* GPR number */
+    uint8_t  src;      /* GPR number, or 0xff for the immediate */
+    uint8_t  len;      /* instruction length */
+    uint8_t  pad_;
+    uint64_t imm;      /* sign-extended and truncated to `bytes` */
+} lcx_fastop;
+
 typedef struct lcx_insn {
     lcd_insn d;
+    lcx_fastop fast;
     uint64_t rip;
     uint8_t  exiting;   /* strongly exiting, or weakly and predicted/paired */
     uint8_t  backedge;  /* enum lcx_backedge, for a backward branch */

@@ -17,7 +17,54 @@
  */
 #include <string.h>
 
+#include "../runtime/alu.h"
 #include "cluster.h"
+
+/* Translation-time specialization: a register-only ALU or MOV with full
+ * GPR operands (no AH..BH) gets a compact descriptor that lcx_run()
+ * executes inline (DESIGN.md: "each operation with its handler chosen and
+ * its operands ... resolved at translation time"). */
+static void specialize(lcx_insn *x)
+{
+    const lcd_insn *d = &x->d;
+    const lcd_opnd *o0 = &d->opnd[0], *o1 = &d->opnd[1];
+    lcx_fastop *f = &x->fast;
+    int binop = -1, store = 1;
+
+    memset(f, 0, sizeof(*f));
+    if (d->info.exit_class != LC_CLASS_GAP_FILLER || d->info.lock ||
+        d->nopnds != 2 || o0->kind != LCD_OPND_REG ||
+        o0->reg.cls != LCD_REG_GPR ||
+        !(o1->kind == LCD_OPND_IMM ||
+          (o1->kind == LCD_OPND_REG && o1->reg.cls == LCD_REG_GPR &&
+           o1->bytes == o0->bytes)))
+        return;
+    switch (d->info.op) {
+    case LC_OP_ADD: binop = LCR_ADD; break;
+    case LC_OP_ADC: binop = LCR_ADC; break;
+    case LC_OP_SUB: binop = LCR_SUB; break;
+    case LC_OP_SBB: binop = LCR_SBB; break;
+    case LC_OP_AND: binop = LCR_AND; break;
+    case LC_OP_OR:  binop = LCR_OR; break;
+    case LC_OP_XOR: binop = LCR_XOR; break;
+    case LC_OP_CMP: binop = LCR_SUB; store = 0; break;
+    case LC_OP_TEST: binop = LCR_AND; store = 0; break;
+    case LC_OP_MOV: break;
+    default: return;
+    }
+    f->kind = binop < 0 ? LCX_FAST_MOV : LCX_FAST_ALU;
+    f->binop = (uint8_t)(binop < 0 ? 0 : binop);
+    f->store = (uint8_t)store;
+    f->bytes = o0->bytes;
+    f->dst = o0->reg.num;
+    f->len = d->info.length;
+    if (o1->kind == LCD_OPND_IMM) {
+        f->src = 0xff;
+        f->imm = lcr_sext(o1->imm, o1->bytes) & lcr_mask(o0->bytes);
+    } else {
+        f->src = o1->reg.num;
+    }
+}
 
 static int is_branch(const lcd_insn *d)
 {
@@ -127,6 +174,7 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         }
         if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
             break;
+        specialize(x);
         x->rip = in->rip + off;
         x->target = LCX_NO_TARGET;
         off += x->d.info.length;

@@ -8,13 +8,41 @@
  * backedge, method 3), or anything else, which ends the run with the guest
  * resuming at that RIP (a taken branch leaving the cluster, method 1).
  */
+#include "../runtime/alu.h"
 #include "cluster.h"
+
+/* Inline execution of a specialized register-only gap filler: the same
+ * semantics as the runtime's ALU and MOV (runtime/exec.c), without its
+ * dispatch. 32-bit writes zero-extend; 8/16-bit writes merge. */
+static void run_fast(const lcx_fastop *f, lcr_vcpu *v)
+{
+    lc_cpu_state *s = v->st;
+    uint64_t m = lcr_mask(f->bytes);
+    uint64_t b = f->src == 0xff ? f->imm : s->gpr[f->src] & m;
+    uint64_t *d = &s->gpr[f->dst];
+    uint64_t r = b;
+
+    if (f->kind == LCX_FAST_ALU) {
+        uint64_t fl = s->rflags;
+        r = lcr_alu_bin((enum lcr_binop)f->binop, f->bytes, *d & m, b, &fl);
+        s->rflags = fl;
+        v->dirty |= LC_DIRTY_RFLAGS;
+    }
+    if (f->kind == LCX_FAST_MOV || f->store)
+        *d = f->bytes >= 4 ? (r & m) : ((*d & ~m) | (r & m));
+    s->rip += f->len;
+    v->insns++;
+    v->dirty |= LC_DIRTY_GPRS | LC_DIRTY_RIP;
+}
 
 lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
                        uint32_t weak_backedge_cap)
 {
     unsigned i = 0, weak = 0;
     int first = 1;
+    /* Single-stepping: every instruction goes through lcr_exec(), which
+     * leaves it to the CPU. Nothing in a cluster can change TF. */
+    int tf = (v->st->rflags & LC_RFLAGS_TF) != 0;
 
     /* Section 3: deliver an exit pair as one double-width access when the
      * VMM takes that width (else the two stores run one by one, still
@@ -41,10 +69,15 @@ lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
          * just exited there with interrupts as they are. */
         v->irq_check = (uint8_t)(x->irq_check && !first);
         first = 0;
-        if (lcr_exec(v, &x->d) != LCR_DONE)
-            return v->stop;
-        if (v->stop != LC_STOP_NONE)      /* SMC, HLT: completed, then end */
-            return v->stop;
+        if (x->fast.kind != LCX_FAST_NONE && !v->irq_check && !tf &&
+            v->insns < v->insn_budget) {
+            run_fast(&x->fast, v);
+        } else {
+            if (lcr_exec(v, &x->d) != LCR_DONE)
+                return v->stop;
+            if (v->stop != LC_STOP_NONE)  /* SMC, HLT: completed, then end */
+                return v->stop;
+        }
         rip = v->st->rip;
         if (i + 1 < cl->ninsn && rip == cl->insn[i + 1].rip) {
             i++;

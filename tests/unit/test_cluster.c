@@ -8,6 +8,7 @@
 
 #include "../../examples/paper/paper_examples.h"
 #include "../../translator/cluster.h"
+#include "../../runtime/alu.h"
 #include "fakevm.h"
 #include "harness.h"
 
@@ -270,6 +271,71 @@ START_TEST(run_weak_backedge_cap)
 }
 END_TEST
 
+/* The inline path for specialized gap fillers must agree with the
+ * runtime's generic path (which tests/diff proves against Unicorn): each
+ * encoding sits between two OUTs, runs once as a cluster (inline) and once
+ * stepped by the runtime, from the same random states. */
+static const char *const fast_cases[] = {
+    "48 01 c8", "01 c8", "66 01 c8", "00 c8", "4d 11 c8", "29 d3",
+    "48 19 f7", "21 c0", "09 d2", "31 f6", "48 39 c8", "85 c0", "48 85 db",
+    "83 c0 7f", "48 83 e8 80", "48 81 f1 ff ff ff 7f", "66 25 34 12",
+    "24 0f", "a8 01", "48 a9 00 00 00 80", "66 83 d0 ff", "80 db 01",
+    "89 c8", "48 89 c8", "66 89 c8", "88 c8", "40 88 f7", "b8 78 56 34 12",
+    "48 c7 c0 ff ff ff ff", "48 b8 88 77 66 55 44 33 22 11", "45 31 ff",
+    "66 b9 ff ff", "b1 80", "45 38 c1", "41 84 c0",
+};
+
+START_TEST(fast_path_matches_runtime)
+{
+    fvm f;
+    uint64_t seed = 0x1234567 + (uint64_t)_i;
+    uint8_t code[32] = { 0xe6, 0x80 };
+    size_t n = 2 + lc_test_hex(fast_cases[_i], code + 2, 20);
+    lc_config c;
+    lcx_form_in in = { .cfg = &c, .mode = LC_MODE_LONG64, .rip = 0x100000,
+                       .code = code };
+
+    code[n++] = 0xe6;
+    code[n++] = 0x80;
+    in.code_len = n;
+    lc_config_init(&c);
+    fvm_init(&f);
+    memcpy(f.ram + 0x100000, code, n);
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 3);
+    ck_assert_msg(cl.insn[1].fast.kind != LCX_FAST_NONE, "%s not specialized",
+                  fast_cases[_i]);
+    for (int k = 0; k < 400; k++) {
+        lc_cpu_state a, b;
+        lcr_vcpu va, vb;
+        lcd_insn d;
+
+        fvm_state_long64(&f, &a);
+        for (int g = 0; g < 16; g++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            a.gpr[g] = (k & 3) == 0 ? seed >> 60 : seed ^ (seed >> 29);
+        }
+        a.rflags = 0x2 | ((seed >> 7) & LCR_FL_STATUS);
+        a.rip = 0x100000;
+        b = a;
+        memset(&va, 0, sizeof va);
+        va.insn_budget = 10;
+        va.rep_budget = 1;
+        vb = va;
+        lcr_begin(&va, &a, &fvm_ops, &f);
+        lcr_begin(&vb, &b, &fvm_ops, &f);
+        ck_assert_int_eq(lcx_run(&cl, &va, 10), LC_STOP_END);
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(lcr_step(&vb, &d), LCR_DONE);
+        ck_assert_msg(!memcmp(&a, &b, sizeof a),
+                      "%s: inline and runtime disagree (state %d)",
+                      fast_cases[_i], k);
+        ck_assert_uint_eq(va.insns, vb.insns);
+    }
+    fvm_fini(&f);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
@@ -285,6 +351,8 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, run_bios);
     tcase_add_test(t, run_poll_loops);
     tcase_add_test(t, run_weak_backedge_cap);
+    tcase_add_loop_test(t, fast_path_matches_runtime, 0,
+                        (int)(sizeof fast_cases / sizeof fast_cases[0]));
     suite_add_tcase(s, t);
     return s;
 }
