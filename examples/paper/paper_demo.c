@@ -12,6 +12,7 @@
 #include <cluster/cluster.h>
 
 #include "paper_examples.h"
+#include "paper_run.h"
 
 static const char class_tag[LC_CLASS_COUNT_] = {
     [LC_CLASS_TERMINATOR] = 'T', [LC_CLASS_GAP_FILLER] = ' ',
@@ -88,6 +89,25 @@ int main(int argc, char **argv)
             continue;
         bad |= show(&paper_examples[e]);
         shown++;
+    }
+    if (!only) {
+        printf("\n== through the engine: each example exits on its first "
+               "instruction; the first two exits are interpreted, the third "
+               "runs the cached cluster\n");
+        printf("  %-14s %-7s %13s %12s %11s %8s %-10s\n", "example", "mode",
+               "exit 1 ran", "exit 3 ran", "exits done", "saved", "ended by");
+        for (size_t e = 0; e < paper_examples_count; e++) {
+            paper_run_result r;
+            if (paper_run(&paper_examples[e], &r) != 0) {
+                printf("  %-14s could not be run\n", paper_examples[e].name);
+                bad = 1;
+                continue;
+            }
+            printf("  %-14s %-7s %7u insns %6u insns %11u %8u %-10s\n",
+                   paper_examples[e].name,
+                   lc_cpu_mode_name(paper_examples[e].mode), r.insns_first,
+                   r.insns, r.exits_done, r.exits_saved, r.stop);
+        }
     }
     if (only && !shown) {
         fprintf(stderr, "paper_demo: no example named '%s' (see --list)\n",
