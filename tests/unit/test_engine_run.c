@@ -11,6 +11,7 @@
 #include <cluster/cluster.h>
 
 #include "../../examples/paper/paper_examples.h"
+#include "../../examples/paper/paper_run.h"
 #include "fakevm.h"
 #include "harness.h"
 
@@ -372,6 +373,45 @@ START_TEST(partial_rep_is_handled)
 }
 END_TEST
 
+/* Every example of the paper through the public API on the demo's
+ * simulated machine (examples/paper/paper_run.c): after two interpreted
+ * exits, one exit runs the cluster the paper describes. */
+static const struct {
+    const char *name;
+    unsigned insns, exits, saved;
+} paper_expect[] = {
+    { "pae-pte-pair",  2, 2, 1 },   /* s3: the pair */
+    { "bios-pci",      9, 3, 2 },   /* s4: "avoiding two out of three" */
+    { "out80",         8, 6, 5 },   /* s4 */
+    { "passmark-dr",   6, 4, 3 },   /* s4: two memory gap fillers */
+    { "sles-weak",    14, 4, 3 },   /* s5: excludes the last instruction */
+    { "fwd-branch",    7, 2, 1 },   /* s6.1/6.2 */
+    { "poll-loops",   14, 5, 4 },   /* s6.3: device ready at once */
+    { "win7-loop",    16, 4, 3 },   /* s6.3: four PTEs, one exit */
+    { "hyperv-vmread", 5, 3, 2 },   /* s8: "save two of three" */
+    { "vmware-vmread", 13, 9, 8 },  /* s8: "at least seven" */
+};
+
+START_TEST(paper_examples_through_engine)
+{
+    const paper_example *ex = paper_example_find(paper_expect[_i].name);
+    paper_run_result r;
+
+    ck_assert_ptr_nonnull(ex);
+    ck_assert_int_eq(paper_run(ex, &r), 0);
+    ck_assert_msg(r.insns_first == 1, "%s: first exit ran %u", ex->name,
+                  r.insns_first);
+    ck_assert_msg(r.insns == paper_expect[_i].insns &&
+                  r.exits_done == paper_expect[_i].exits &&
+                  r.exits_saved == paper_expect[_i].saved,
+                  "%s: %u insns, %u exits, %u saved; want %u, %u, %u",
+                  ex->name, r.insns, r.exits_done, r.exits_saved,
+                  paper_expect[_i].insns, paper_expect[_i].exits,
+                  paper_expect[_i].saved);
+    ck_assert_str_eq(r.stop, "end");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine_run");
@@ -387,6 +427,8 @@ static Suite *suite(void)
     tcase_add_test(t, pae_pair_two_writes);
     tcase_add_test(t, pae_pair_one_wide_write);
     tcase_add_test(t, partial_rep_is_handled);
+    tcase_add_loop_test(t, paper_examples_through_engine, 0,
+                        (int)(sizeof paper_expect / sizeof paper_expect[0]));
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
     return s;
