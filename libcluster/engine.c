@@ -303,11 +303,20 @@ typedef struct predict_ctx {
 
 /* Dynamic clusters (section 5): a weakly exiting instruction downstream
  * is included when the tracking table has seen it exit. */
+static uint8_t pred_bits(uint8_t props)
+{
+    if (!props)
+        return 0;
+    return LCX_PRED_EXITS |
+           ((props & (LCT_PROP_MMIO | LCT_PROP_APIC)) ? LCX_PRED_DEVICE : 0);
+}
+
 static uint8_t predict(void *ctx, uint64_t rip, const lcd_insn *d)
 {
     predict_ctx *p = ctx;
-    return lct_lookup(&p->e->track,
-                      lct_hash(rip, d->info.bytes, d->info.length));
+    return pred_bits(lct_lookup(&p->e->track,
+                                lct_hash(rip, d->info.bytes,
+                                         d->info.length)));
 }
 
 static unsigned log2_bucket(uint64_t n, unsigned buckets)
@@ -345,6 +354,7 @@ static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
                        ? v->exits_done - (first_done ? 0u : 1u) : 0;
     res->halted = stop == LC_STOP_HALT;
     STAT_ADD(s->insns, v->insns);
+    STAT_ADD(s->routed_accesses, v->routed);
     STAT_ADD(s->exits_saved, res->exits_saved);
     STAT_INC(s->cluster_len[v->exits_done < LC_STATS_CLUSTER_BUCKETS
                             ? v->exits_done : LC_STATS_CLUSTER_BUCKETS - 1]);
@@ -377,6 +387,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     unsigned ngfn = 0;
     size_t got, want;
     int first_done, incoherent = 0;
+    uint8_t first_props = 0;
     lc_stop_reason stop;
 
     if (res)
@@ -403,7 +414,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     /* Section 2 and 7: a cached translation, if its bytes still match. */
     te = (cfg->techniques & LC_TECH_SINGLE) ? tc_lookup(&vc->tc, &key) : NULL;
     if (te) {
-        const lcx_cluster *cl = te->cl;
+        lcx_cluster *cl = te->cl;
         got = lcr_fetch_at(&v, state->rip, code, cl->nbytes, gfn, &ngfn);
         if (got == cl->nbytes && !memcmp(code, te->code, cl->nbytes)) {
             if (cfg->techniques & LC_TECH_SMC) {
@@ -437,7 +448,6 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     {
         lcd_insn *first = &vc->scratch.insn[0].d;
         lc_status st = lcd_decode(v.mode, code, got, first);
-        uint8_t props = 0;
         lct_verdict verdict;
 
         if (st != LC_OK || (!first_done && !matches_exit(first, exit))) {
@@ -447,7 +457,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
         verdict = lct_record(&e->track,
                              lct_hash(state->rip, first->info.bytes,
                                       first->info.length),
-                             exit_props(exit), now_ns(), &props);
+                             exit_props(exit), now_ns(), &first_props);
         if (verdict == LCT_INTERPRET || incoherent ||
             !(cfg->techniques & LC_TECH_SINGLE)) {
             /* First exits are interpreted (section 5). With RIP already
@@ -476,6 +486,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
             .cfg = cfg, .mode = v.mode, .rip = state->rip, .code = code,
             .code_len = got, .first_done = first_done,
             .predict = predict, .predict_ctx = &pc,
+            .first_pred = pred_bits(first_props),
         };
         lcx_cluster *cl = &vc->scratch;
 

@@ -582,11 +582,25 @@ static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
 
     if (gpa > PHYS_MASK || gpa + len - 1 > PHYS_MASK)
         return M_TERM;
-    memset(&m, 0, sizeof(m));
-    v->ops->gpa_map(v->opaque, gpa, is_write, &m);
     memset(f, 0, sizeof(*f));
     f->gpa = gpa;
     f->len = len;
+    /* A learned route: this instruction's device frame, no lookup. Page
+     * tables and code never take this path (route is only set for the
+     * data accesses of a routed instruction, see lcr_translate). */
+    if (v->route && v->route->learned && v->route->gfn == gpa >> 12 &&
+        !(access & LCR_ACC_FETCH)) {
+        f->kind = LC_GPA_MMIO;
+        v->routed++;
+        return M_OK;
+    }
+    memset(&m, 0, sizeof(m));
+    v->ops->gpa_map(v->opaque, gpa, is_write, &m);
+    if (v->route && !v->route->learned && m.kind == LC_GPA_MMIO &&
+        !(access & LCR_ACC_FETCH)) {
+        v->route->gfn = gpa >> 12;
+        v->route->learned = 1;
+    }
     switch (m.kind) {
     case LC_GPA_RAM:
         if (m.hva == NULL || m.span < len || (is_write && m.readonly))

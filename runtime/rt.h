@@ -55,6 +55,17 @@ typedef struct lcr_xlat {
     lcr_frag frag[2];
 } lcr_xlat;
 
+/* A learned device route (paper section 5: "go straight to the device
+ * that instruction always hits"). While set, data accesses of the current
+ * instruction to guest-physical frame `gfn` are MMIO without asking the
+ * VMM's gpa_map; an MMIO access with gfn 0 sets it (learning). Valid
+ * until the VMM changes its guest-physical map and flushes the engine. */
+typedef struct lcr_route {
+    uint64_t gfn;
+    uint8_t  learned;
+    uint8_t  pad_[7];
+} lcr_route;
+
 /* Per-run execution context. The engine fills the inputs, calls
  * lcr_step()/lcr_exec() repeatedly, then reads the outputs. */
 typedef struct lcr_vcpu {
@@ -71,6 +82,10 @@ typedef struct lcr_vcpu {
     uint8_t          nwatch;
     uint64_t         watch_gfn[2];
 
+    /* the current instruction's device route, or NULL (set by the
+     * translator per instruction; lcr_begin() clears it) */
+    lcr_route       *route;
+
     /* derived at lcr_begin() from *st */
     lc_cpu_mode      mode;
     uint8_t          cpl;
@@ -82,6 +97,8 @@ typedef struct lcr_vcpu {
     uint32_t         exits_done; /* strongly/weakly exiting ones that went
                                   * to the VMM (callbacks, MMIO, traced) */
     uint32_t         dirty;      /* LC_DIRTY_* */
+    uint32_t         routed;     /* accesses sent straight to a learned
+                                  * device route (no gpa_map lookup) */
     uint8_t          smc_hit;    /* a watched frame was written */
     uint8_t          fault_vector; /* for LC_STOP_FAULT: 13 (#GP), 12 (#SS),
                                     * 14 (#PF), 6 (#UD), 0 (#DE) */

@@ -52,9 +52,17 @@ typedef struct lcx_fastop {
     uint64_t imm;      /* sign-extended and truncated to `bytes` */
 } lcx_fastop;
 
+/* What the predictor says about an instruction (lcx_predict_fn). */
+#define LCX_PRED_EXITS  (1u << 0)   /* it has exited */
+#define LCX_PRED_DEVICE (1u << 1)   /* ... to a device's MMIO range: its
+                                     * accesses get a learned route */
+
 typedef struct lcx_insn {
     lcd_insn d;
     lcx_fastop fast;
+    lcr_route  route;   /* learned device frame (mutable: translations
+                         * are per vCPU) */
+    uint8_t  routed;    /* use `route` for this instruction's accesses */
     uint64_t rip;
     uint8_t  exiting;   /* strongly exiting, or weakly and predicted/paired */
     uint8_t  backedge;  /* enum lcx_backedge, for a backward branch */
@@ -62,7 +70,7 @@ typedef struct lcx_insn {
                          * LCX_NO_TARGET */
     uint8_t  irq_check; /* check for deliverable interrupts before running
                          * this instruction (loop heads) */
-    uint8_t  props;     /* predicted exit reasons (libcluster/track.h) */
+    uint8_t  props;     /* LCX_PRED_* from the predictor */
 } lcx_insn;
 
 typedef struct lcx_cluster {
@@ -79,8 +87,8 @@ typedef struct lcx_cluster {
     lcx_insn    insn[LCX_MAX_INSNS];
 } lcx_cluster;
 
-/* Does the instruction at `rip` (decoded as `d`) exit? Returns its exit
- * reasons (non-zero) if the exit-tracking table has seen it exit. */
+/* Does the instruction at `rip` (decoded as `d`) exit? Returns LCX_PRED_*
+ * bits, 0 if the exit-tracking table has not seen it exit. */
 typedef uint8_t (*lcx_predict_fn)(void *ctx, uint64_t rip,
                                   const lcd_insn *d);
 
@@ -93,6 +101,7 @@ typedef struct lcx_form_in {
     int              first_done; /* RIP is already past the exiting one */
     lcx_predict_fn   predict;    /* NULL: no dynamic prediction */
     void            *predict_ctx;
+    uint8_t          first_pred; /* LCX_PRED_* of the exiting instruction */
 } lcx_form_in;
 
 /* Form the cluster starting at in->rip into *out. Returns LC_OK with
@@ -107,8 +116,8 @@ int lcx_is_pair(const lcd_insn *a, const lcd_insn *b);
 /* Run a formed cluster through the runtime. `v` must have been prepared
  * with lcr_begin() on the state whose RIP is cl->rip. Returns the stop
  * reason (LC_STOP_END when it ran to its end or left through a taken
- * branch). */
-lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
+ * branch). Device routes are learned into `cl` as it runs. */
+lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
                        uint32_t weak_backedge_cap);
 
 #endif /* LC_TRANSLATOR_CLUSTER_H */

@@ -191,8 +191,10 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         lcx_insn *x = &out->insn[i];
         lc_exit_class k = x->d.info.exit_class;
 
-        if (i == 0 && first_exiting)
+        if (i == 0 && first_exiting) {
             x->exiting = 1;
+            x->props = in->first_pred;
+        }
         else if (k == LC_CLASS_STRONG)
             x->exiting = 1;
         else if (k == LC_CLASS_WEAK && in->predict &&
@@ -206,6 +208,14 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         out->insn[1].exiting = 1;
         out->pair = 1;
     }
+
+    /* Section 5: an access the table has seen going to a device gets a
+     * route, learned on its first run, so later runs go straight to the
+     * device without the VMM's address lookup. */
+    for (unsigned i = 0; i < n; i++)
+        if (out->insn[i].exiting && (out->insn[i].props & LCX_PRED_DEVICE) &&
+            out->insn[i].d.info.exit_class == LC_CLASS_WEAK)
+            out->insn[i].routed = 1;
 
     /* 3. Choose the end. */
     last = first_exiting ? 0 : (unsigned)-1;

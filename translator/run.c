@@ -35,7 +35,7 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v)
     v->dirty |= LC_DIRTY_GPRS | LC_DIRTY_RIP;
 }
 
-lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
+lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
                        uint32_t weak_backedge_cap)
 {
     unsigned i = 0, weak = 0;
@@ -62,7 +62,7 @@ lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
     }
 
     for (;;) {
-        const lcx_insn *x = &cl->insn[i];
+        lcx_insn *x = &cl->insn[i];
         uint64_t rip;
 
         /* Interrupt checks at loop heads, except on entry: the guest has
@@ -73,6 +73,7 @@ lc_stop_reason lcx_run(const lcx_cluster *cl, lcr_vcpu *v,
             v->insns < v->insn_budget) {
             run_fast(&x->fast, v);
         } else {
+            v->route = x->routed ? &x->route : NULL;
             if (lcr_exec(v, &x->d) != LCR_DONE)
                 return v->stop;
             if (v->stop != LC_STOP_NONE)  /* SMC, HLT: completed, then end */

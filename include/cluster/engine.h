@@ -108,8 +108,10 @@ lc_status lc_engine_destroy(lc_engine *engine);
 lc_status lc_engine_get_config(const lc_engine *engine, lc_config *out);
 
 /*
- * Drop every translation and every exit-tracking entry, e.g. on guest
- * reset. Must not race with lc_vcpu_handle_exit() on any vCPU.
+ * Drop every translation and every exit-tracking entry: on guest reset,
+ * and whenever the guest-physical map changes (translations remember
+ * which device frame an instruction hits). Must not race with
+ * lc_vcpu_handle_exit() on any vCPU.
  */
 lc_status lc_engine_flush(lc_engine *engine);
 

@@ -72,7 +72,10 @@ typedef struct lc_vm_ops {
 
     /* Required. Translate a guest-physical address. `is_write` says what
      * the access will be. Must not fail for any gpa: unbacked addresses
-     * answer LC_GPA_UNMAPPED. */
+     * answer LC_GPA_UNMAPPED. The engine remembers answers across exits
+     * (which device frame an instruction always hits, paper section 5):
+     * call lc_engine_flush() whenever the guest-physical map changes
+     * (a BAR moves, a memory slot is added or removed). */
     void (*gpa_map)(void *opaque, uint64_t gpa, int is_write,
                     lc_gpa_map *out);
 

@@ -37,6 +37,8 @@ typedef struct lc_stats {
     uint64_t smc_stops;
     uint64_t forced_translations;/* forced by the leak guard (s5) */
     uint64_t evictions;          /* translations evicted by the memory cap */
+    uint64_t routed_accesses;    /* device accesses sent by a learned route,
+                                  * without a gpa_map lookup (s5) */
     uint64_t tcache_bytes;       /* bytes held by translations now */
     uint64_t stops[LC_STOP_REASON_COUNT_];
     uint64_t cluster_len[LC_STATS_CLUSTER_BUCKETS];
