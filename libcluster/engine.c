@@ -23,6 +23,7 @@
 #include "../runtime/rt.h"
 #include "../translator/cluster.h"
 #include "tcache.h"
+#include "engine_int.h"
 #include "track.h"
 
 struct lc_vcpu {
@@ -563,4 +564,16 @@ lc_status lc_engine_get_stats(const lc_engine *e, lc_stats *out)
     }
     pthread_mutex_unlock((pthread_mutex_t *)&e->lock);
     return LC_OK;
+}
+
+/* ---- for the adapters (engine_int.h) ------------------------------------ */
+
+const lc_vm_ops *lci_vcpu_ops(const lc_vcpu *v)
+{
+    return v->engine->ops;
+}
+
+void *lci_vcpu_opaque(const lc_vcpu *v)
+{
+    return v->opaque;
 }

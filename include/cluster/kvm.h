@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcluster: the ready adapter for KVM-based VMMs.
+ *
+ * The VMM keeps its vCPU loop. After KVM_RUN returns it calls
+ * lc_kvm_handle_exit(); on LC_HANDLED it simply re-enters KVM_RUN (the
+ * adapter has written the new registers into kvm_run's sync regs and dealt
+ * with the pending completion), otherwise it handles the exit as it always
+ * did. State travels through KVM_CAP_SYNC_REGS only: on these machines any
+ * vCPU ioctl costs about as much as an exit (docs/kvm.md).
+ *
+ * KVM builds differ in where RIP points at an I/O or MMIO exit and in
+ * whether changing RIP through the sync regs cancels a pending completion
+ * (the IN or MMIO-read value KVM would write on the next KVM_RUN).
+ * lc_kvm_probe() finds out on a throwaway VM; the adapter takes the fast
+ * path where the probe says it is safe and otherwise completes the pending
+ * exit first with one immediate_exit KVM_RUN.
+ *
+ * Available when the build found <linux/kvm.h> (meson option `kvm`).
+ */
+#ifndef CLUSTER_KVM_H
+#define CLUSTER_KVM_H
+
+#include <stdint.h>
+
+#include "engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kvm_run;
+
+/* What this kernel's KVM does, as measured by lc_kvm_probe(). */
+typedef struct lc_kvm_caps {
+    uint8_t sync_regs;        /* KVM_CAP_SYNC_REGS covers REGS and SREGS */
+    uint8_t in_rip_past;      /* at an IN exit RIP is already past it */
+    uint8_t out_rip_past;     /* at an OUT exit RIP is already past it */
+    uint8_t mmio_read_rip_past;
+    uint8_t mmio_write_rip_past;
+    uint8_t cancel_in;        /* changing RIP cancels a pending IN */
+    uint8_t cancel_mmio_read; /* ... a pending MMIO read */
+    uint8_t cancel_out;       /* ... a pending OUT (RIP at it) */
+    uint8_t cancel_mmio_write;
+    uint8_t pad_[7];
+} lc_kvm_caps;
+
+/*
+ * Measure this kernel's behaviour on a throwaway VM (one real-mode vCPU,
+ * a few exits). Takes a few milliseconds; call once per process and keep
+ * the result. Errors: LC_ERR_UNSUPPORTED (no /dev/kvm, API other than 12,
+ * no sync regs), LC_ERR_CALLBACK (a KVM call failed unexpectedly; errno
+ * is left as the kernel set it).
+ */
+lc_status lc_kvm_probe(lc_kvm_caps *caps);
+
+/* One line describing the probe's findings, for logs; never NULL. */
+const char *lc_kvm_caps_describe(const lc_kvm_caps *caps, char *buf,
+                                 unsigned size);
+
+typedef struct lc_kvm_vcpu lc_kvm_vcpu;
+
+/*
+ * Attach the adapter to a KVM vCPU: `vcpu` is the engine's context for it,
+ * `vcpu_fd` the KVM vCPU fd, `run` its mmap'ed kvm_run. `caps` is copied.
+ * The adapter sets run->kvm_valid_regs to REGS|SREGS so KVM fills the sync
+ * regs on every exit. Errors: LC_ERR_INVAL, LC_ERR_UNSUPPORTED (caps say
+ * no sync regs), LC_ERR_NOMEM.
+ */
+lc_status lc_kvm_vcpu_attach(lc_vcpu *vcpu, int vcpu_fd, struct kvm_run *run,
+                             const lc_kvm_caps *caps, lc_kvm_vcpu **out);
+
+void lc_kvm_vcpu_detach(lc_kvm_vcpu *kv);
+
+/*
+ * Handle the exit in `run` (KVM_EXIT_IO or KVM_EXIT_MMIO; anything else is
+ * declined). LC_OK with res->disposition LC_HANDLED: re-enter KVM_RUN (if
+ * res->halted, treat the vCPU as after a HLT exit). LC_DECLINED: handle
+ * the exit yourself; kvm_run is untouched. String I/O is declined.
+ */
+lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLUSTER_KVM_H */
