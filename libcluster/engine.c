@@ -390,6 +390,8 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     int first_done, incoherent = 0;
     uint8_t first_props = 0;
     lc_stop_reason stop;
+    uint64_t at;           /* where the translation starts */
+    unsigned start = 0;    /* 1: anchored on the completed exiting insn */
 
     if (res)
         memset(res, 0, sizeof(*res));
@@ -406,24 +408,36 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     v.nwatch = 0;
     lcr_begin(&v, state, e->ops, vc->opaque);
 
-    key.rip = state->rip;
+    /* The VMM completed the exiting instruction and says where it was:
+     * anchor the translation on it, so a loop back to it can stay inside
+     * the cluster; the run starts at instruction 1 (the current RIP). */
+    at = state->rip;
+    if (first_done && exit->insn_rip && exit->insn_rip < state->rip &&
+        state->rip - exit->insn_rip <= LC_INSN_MAX_LEN) {
+        at = exit->insn_rip;
+        start = 1;
+    }
+anchor_again:
+    key.rip = at;
     key.cs_base = state->seg[LC_CS].base;
     key.cr3 = (state->cr0 & LC_CR0_PG) ? state->cr3 : 0;
     key.mode = (uint8_t)v.mode;
-    key.first_done = (uint8_t)first_done;
+    key.first_done = (uint8_t)(start ? 2 : first_done);
 
     /* Section 2 and 7: a cached translation, if its bytes still match. */
     te = (cfg->techniques & LC_TECH_SINGLE) ? tc_lookup(&vc->tc, &key) : NULL;
+    if (te && start && at + te->cl->insn[0].d.info.length != state->rip)
+        te = NULL;      /* not the anchored instruction's end: decode */
     if (te) {
         lcx_cluster *cl = te->cl;
-        got = lcr_fetch_at(&v, state->rip, code, cl->nbytes, gfn, &ngfn);
+        got = lcr_fetch_at(&v, at, code, cl->nbytes, gfn, &ngfn);
         if (got == cl->nbytes && !memcmp(code, te->code, cl->nbytes)) {
             if (cfg->techniques & LC_TECH_SMC) {
                 v.nwatch = (uint8_t)ngfn;
                 v.watch_gfn[0] = gfn[0];
                 v.watch_gfn[1] = gfn[1];
             }
-            stop = lcx_run(cl, &v, cfg->weak_backedge_cap);
+            stop = lcx_run(cl, &v, cfg->weak_backedge_cap, start);
             if (stop == LC_STOP_SMC)
                 STAT_INC(vc->stats.smc_stops);
             res->translated = 1;
@@ -435,7 +449,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
         /* The code changed: drop the translation; this exit runs only its
          * own instruction; a later exit retranslates (section 7). */
         STAT_INC(vc->stats.coherency_failures);
-        vc->invalidated[vc->ninval++ % 8] = state->rip;
+        vc->invalidated[vc->ninval++ % 8] = at;
         tc_remove(&vc->tc, te);
         te = NULL;
         incoherent = 1;
@@ -445,18 +459,25 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     want = (size_t)cfg->max_cluster_insns * LC_INSN_MAX_LEN;
     if (want > sizeof code)
         want = sizeof code;
-    got = lcr_fetch_at(&v, state->rip, code, want, gfn, &ngfn);
+    got = lcr_fetch_at(&v, at, code, want, gfn, &ngfn);
     {
         lcd_insn *first = &vc->scratch.insn[0].d;
         lc_status st = lcd_decode(v.mode, code, got, first);
         lct_verdict verdict;
 
+        if (start && (st != LC_OK || at + first->info.length != state->rip ||
+                      !matches_exit(first, exit))) {
+            /* Not the exiting instruction after all: no anchor. */
+            at = state->rip;
+            start = 0;
+            goto anchor_again;
+        }
         if (st != LC_OK || (!first_done && !matches_exit(first, exit))) {
             finish(vc, &v, LC_STOP_UNSUPPORTED, first_done, res);
             return LC_OK;
         }
         verdict = lct_record(&e->track,
-                             lct_hash(state->rip, first->info.bytes,
+                             lct_hash(at, first->info.bytes,
                                       first->info.length),
                              exit_props(exit), now_ns(), &first_props);
         if (verdict == LCT_INTERPRET || incoherent ||
@@ -484,8 +505,8 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
     {
         predict_ctx pc = { e };
         lcx_form_in in = {
-            .cfg = cfg, .mode = v.mode, .rip = state->rip, .code = code,
-            .code_len = got, .first_done = first_done,
+            .cfg = cfg, .mode = v.mode, .rip = at, .code = code,
+            .code_len = got, .first_done = start ? 0 : first_done,
             .predict = predict, .predict_ctx = &pc,
             .first_pred = pred_bits(first_props),
         };
@@ -496,7 +517,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
             return LC_OK;
         }
         STAT_INC(vc->stats.translations);
-        if (was_invalidated(vc, state->rip))
+        if (was_invalidated(vc, at))
             STAT_INC(vc->stats.retranslations);
         te = tc_insert(&vc->tc, &key, cl, code);
         if (!te)
@@ -507,7 +528,7 @@ lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
             v.watch_gfn[0] = gfn[0];
             v.watch_gfn[1] = gfn[1];
         }
-        stop = lcx_run(te->cl, &v, cfg->weak_backedge_cap);
+        stop = lcx_run(te->cl, &v, cfg->weak_backedge_cap, start);
         if (stop == LC_STOP_SMC)
             STAT_INC(vc->stats.smc_stops);
         if (v.insns)

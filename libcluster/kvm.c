@@ -34,6 +34,8 @@
 #include <cluster/cluster.h>
 #include <cluster/kvm.h>
 
+#include "../decoder/insn.h"
+#include "../runtime/rt.h"
 #include "engine_int.h"
 
 #define SYNC_RS (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)
@@ -404,6 +406,44 @@ static int complete_now(lc_kvm_vcpu *kv)
     return 0;
 }
 
+/* With RIP already past an OUT, where did the OUT start? OUT is 1 to 4
+ * bytes (EE/EF, E6/E7 ib, with 66h or REX): decode backwards and accept
+ * only a single candidate that is an OUT of the reported port and size
+ * ending exactly at RIP; otherwise 0 (unknown, no anchor). */
+static uint64_t out_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
+{
+    const struct kvm_run *run = kv->run;
+    lcr_vcpu v;
+    uint64_t found = 0;
+    unsigned candidates = 0;
+
+    memset(&v, 0, sizeof v);
+    lcr_begin(&v, st, lci_vcpu_ops(kv->vcpu), lci_vcpu_opaque(kv->vcpu));
+    for (unsigned k = 1; k <= 4 && k <= st->rip; k++) {
+        uint8_t buf[4];
+        uint64_t gfn[2];
+        unsigned ngfn;
+        lcd_insn d;
+        const lcd_opnd *port, *data;
+
+        if (lcr_fetch_at(&v, st->rip - k, buf, k, gfn, &ngfn) != k ||
+            lcd_decode(v.mode, buf, k, &d) != LC_OK ||
+            d.info.length != k || d.info.op != LC_OP_OUT || d.nopnds < 2)
+            continue;
+        port = &d.opnd[0];
+        data = &d.opnd[1];
+        if (data->bytes != run->io.size)
+            continue;
+        if (port->kind == LCD_OPND_IMM ? (uint16_t)port->imm != run->io.port
+                                       : (uint16_t)st->gpr[LC_RDX] !=
+                                         run->io.port)
+            continue;
+        found = st->rip - k;
+        candidates++;
+    }
+    return candidates == 1 ? found : 0;
+}
+
 lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
 {
     struct kvm_run *run;
@@ -458,18 +498,26 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
                          * nothing safe to do here */
     if (!is_read || !cancels) {
         /* Perform the exiting access now; for anything pending at the
-         * instruction, let KVM complete it (RIP moves past it). */
+         * instruction, let KVM complete it (RIP moves past it). The
+         * engine is told where the instruction was, so it can anchor the
+         * translation on it. */
+        uint64_t at_rip = run->s.regs.regs.rip;
         if (perform(kv) < 0)
             return LC_OK;                 /* the VMM handles it */
         done_by_adapter = 1;
         if (!rip_past && complete_now(kv) < 0)
             return LC_ERR_CALLBACK;
         x.rip = LC_EXIT_RIP_PAST;
+        state_in(&st, &run->s.regs);
+        if (!rip_past)
+            x.insn_rip = at_rip;
+        else if (run->exit_reason == KVM_EXIT_IO)
+            x.insn_rip = out_start(kv, &st);
     } else {
         x.rip = LC_EXIT_RIP_AT;
+        state_in(&st, &run->s.regs);
     }
 
-    state_in(&st, &run->s.regs);
     exit_rip = st.rip;
     s = lc_vcpu_handle_exit(kv->vcpu, &st, &x, res);
     if (res->disposition != LC_HANDLED) {

@@ -116,8 +116,11 @@ int lcx_is_pair(const lcd_insn *a, const lcd_insn *b);
 /* Run a formed cluster through the runtime. `v` must have been prepared
  * with lcr_begin() on the state whose RIP is cl->rip. Returns the stop
  * reason (LC_STOP_END when it ran to its end or left through a taken
- * branch). Device routes are learned into `cl` as it runs. */
+ * branch). Device routes are learned into `cl` as it runs. `start` is
+ * the first instruction to run: 1 when the VMM already completed the
+ * exiting instruction the cluster is anchored on (RIP is then that of
+ * instruction 1), else 0. */
 lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
-                       uint32_t weak_backedge_cap);
+                       uint32_t weak_backedge_cap, unsigned start);
 
 #endif /* LC_TRANSLATOR_CLUSTER_H */

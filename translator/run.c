@@ -36,9 +36,9 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v)
 }
 
 lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
-                       uint32_t weak_backedge_cap)
+                       uint32_t weak_backedge_cap, unsigned start)
 {
-    unsigned i = 0, weak = 0;
+    unsigned i = start, weak = 0;
     int first = 1;
     /* Single-stepping: every instruction goes through lcr_exec(), which
      * leaves it to the CPU. Nothing in a cluster can change TF. */
@@ -47,7 +47,9 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
     /* Section 3: deliver an exit pair as one double-width access when the
      * VMM takes that width (else the two stores run one by one, still
      * without a second exit). */
-    if (cl->pair && cl->ninsn >= 2 &&
+    if (start >= cl->ninsn)
+        return LC_STOP_END;
+    if (start == 0 && cl->pair && cl->ninsn >= 2 &&
         (v->ops->accepts_wide & (1u << (cl->insn[0].d.mem.bytes == 4 ? 3 :
                                         cl->insn[0].d.mem.bytes == 2 ? 2 : 1)))) {
         int r = lcr_exec_pair(v, &cl->insn[0].d, &cl->insn[1].d);

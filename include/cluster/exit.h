@@ -69,6 +69,13 @@ typedef struct lc_exit {
      * it anyway and uses this only as a cross-check. */
     uint8_t      insn_len;
     uint8_t      pad_[3];
+    /* With LC_EXIT_RIP_PAST: the address (RIP) of the exiting instruction
+     * if known, else 0. It lets the engine anchor a translation on the
+     * exiting instruction itself, so a loop back to it stays inside the
+     * cluster (paper section 6.3, "the translator extends clusters up to
+     * the last backedge"). The engine checks that the instruction there
+     * ends exactly at the current RIP and is the one reported. */
+    uint64_t     insn_rip;
     union {
         lc_exit_io   io;     /* LC_EXIT_IO */
         lc_exit_mmio mmio;   /* LC_EXIT_MMIO, LC_EXIT_TRACED */

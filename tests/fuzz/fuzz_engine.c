@@ -57,6 +57,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (x.kind == LC_EXIT_MMIO || x.kind == LC_EXIT_TRACED)
             x.u.mmio.len = (uint8_t)(1u << (take(&f, 1) % 4));
         s.rip = (s0.rip + (take(&f, 1) & 0x3f)) & 0xfff;
+        /* A claimed exiting-instruction address: right, wrong or absurd;
+         * the engine must verify it before anchoring on it. */
+        if (x.rip == LC_EXIT_RIP_PAST && (take(&f, 1) & 1))
+            x.insn_rip = s.rip - (take(&f, 1) & 0x1f);
         before = s;
         st = lc_vcpu_handle_exit(v, &s, &x, &r);
         if (st != LC_OK && st != LC_ERR_CALLBACK && st != LC_ERR_NOMEM)

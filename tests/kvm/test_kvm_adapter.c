@@ -3,7 +3,9 @@
  * tests/kvm/test_kvm_adapter.c: the KVM adapter on real KVM.
  *
  * A real-mode guest runs the paper's BIOS pattern in a loop (OUT 0xcf8,
- * OUT 0xed, six gap fillers, IN 0xcfc) 50 times, then HLT. The same
+ * OUT 0xed, gap fillers, IN 0xcfc) 50 times, then HLT; the loop's head is
+ * the first OUT, so once translated (anchored on that OUT) the remaining
+ * iterations run inside one exit through the strong backedge. The same
  * minimal VMM loop runs it twice: handling every exit itself, and with
  * lc_kvm_handle_exit() first. The ordered device log and the final
  * registers must be identical; the exits must drop. Exit code 77 (skip)
@@ -30,7 +32,7 @@ static const uint8_t guest[] = {
     0xb9, ITER, 0x00,                   /* 1000: mov cx, ITER */
     0x66, 0xb8, 0x10, 0x00, 0x00, 0x80, /* 1003: mov eax, 0x80000010 */
     0xba, 0xf8, 0x0c,                   /* 1009: mov dx, 0xcf8 */
-    0x66, 0xef,                         /* 100c: out dx, eax */
+    0x66, 0xef,                         /* 100c: out dx, eax  <- loop */
     0xe6, 0xed,                         /* 100e: out 0xed, al */
     0xba, 0xfc, 0x0c,                   /* 1010: mov dx, 0xcfc */
     0x88, 0xc8,                         /* 1013: mov al, cl */
@@ -38,9 +40,11 @@ static const uint8_t guest[] = {
     0x00, 0xc2,                         /* 1017: add dl, al */
     0xec,                               /* 1019: in al, dx */
     0x00, 0xc3,                         /* 101a: add bl, al */
-    0x49,                               /* 101c: dec cx */
-    0x75, 0xe4,                         /* 101d: jnz 1003 */
-    0xf4,                               /* 101f: hlt */
+    0xba, 0xf8, 0x0c,                   /* 101c: mov dx, 0xcf8 */
+    0x66, 0xb8, 0x10, 0x00, 0x00, 0x80, /* 101f: mov eax, 0x80000010 */
+    0x49,                               /* 1025: dec cx */
+    0x75, 0xe4,                         /* 1026: jnz 100c */
+    0xf4,                               /* 1028: hlt */
 };
 
 typedef struct dev_event { uint16_t port; uint8_t size, out; uint32_t v; } dev_event;

@@ -209,7 +209,7 @@ START_TEST(run_bios)
     fvm_state_real(&s);
     s.gpr[LC_RDX] = 0xcf8;
     prepare(&f, &s, &v, "bios-pci", 0x7000);
-    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_END);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
     ck_assert_uint_eq(v.insns, 9);
     ck_assert_uint_eq(v.exits_done, 3);
     ck_assert_uint_eq(s.rip, 0x7012);
@@ -229,7 +229,7 @@ START_TEST(run_poll_loops)
     f.nin_seq = 6;
     memcpy(f.in_seq, (uint32_t[]){ 8, 8, 0, 8, 0, 0 }, 6 * sizeof(uint32_t));
     prepare(&f, &s, &v, "poll-loops", 0x7000);
-    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_END);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
     ck_assert_uint_eq(v.exits_done, 5 + 3);   /* 5 INs, 3 OUTs */
     ck_assert_uint_eq(s.rip, cl.end_rip);
     /* A pending interrupt stops the loop at its head, before the IN. */
@@ -237,7 +237,7 @@ START_TEST(run_poll_loops)
     s.rflags |= LC_RFLAGS_IF;
     f.irq = 1;
     prepare(&f, &s, &v, "poll-loops", 0x7000);
-    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_IRQ);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_IRQ);
     ck_assert_uint_eq(s.rip, 0x7000);
     ck_assert_uint_eq(v.insns, 3);
     fvm_fini(&f);
@@ -256,7 +256,7 @@ START_TEST(run_weak_backedge_cap)
     s.gpr[LC_RCX] = 0x250000;
     s.gpr[LC_R9] = 100;
     prepare(&f, &s, &v, "win7-loop", 0x200000);
-    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_BACKEDGES);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_BACKEDGES);
     ck_assert_uint_eq(v.insns, 44);
     ck_assert_uint_eq(v.exits_done, 11);
     ck_assert_uint_eq(s.rip, 0x200000);
@@ -264,7 +264,7 @@ START_TEST(run_weak_backedge_cap)
     /* With 5 iterations left it runs to the end. */
     s.gpr[LC_R9] = 5;
     prepare(&f, &s, &v, "win7-loop", 0x200000);
-    ck_assert_int_eq(lcx_run(&cl, &v, 10), LC_STOP_END);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
     ck_assert_uint_eq(v.exits_done, 5);
     ck_assert_uint_eq(s.rip, cl.end_rip);
     fvm_fini(&f);
@@ -324,7 +324,7 @@ START_TEST(fast_path_matches_runtime)
         vb = va;
         lcr_begin(&va, &a, &fvm_ops, &f);
         lcr_begin(&vb, &b, &fvm_ops, &f);
-        ck_assert_int_eq(lcx_run(&cl, &va, 10), LC_STOP_END);
+        ck_assert_int_eq(lcx_run(&cl, &va, 10, 0), LC_STOP_END);
         for (int i = 0; i < 3; i++)
             ck_assert_int_eq(lcr_step(&vb, &d), LCR_DONE);
         ck_assert_msg(!memcmp(&a, &b, sizeof a),
