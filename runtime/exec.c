@@ -425,6 +425,36 @@ static int exec_string_io(lcr_vcpu *v, ectx *c, int is_out, uint32_t *iters)
     }
 }
 
+/* Atomic XCHG on one RAM fragment: returns 1 when done (register and
+ * memory exchanged), 0 when the access is not naturally aligned (the
+ * caller falls back to read-then-write). */
+static int xchg_atomic(lcr_vcpu *v, ectx *c, uint64_t *old)
+{
+    const lcd_insn *in = c->in;
+    unsigned mi = in->opnd[0].kind == LCD_OPND_MEM ? 0 : 1;
+    const lcd_opnd *r = &in->opnd[1 - mi];
+    uint8_t *p = c->mx.frag[0].hva;
+    uint64_t val = reg_get(v, r->reg, r->bytes);
+
+    if ((uintptr_t)p % r->bytes)
+        return 0;
+    switch (r->bytes) {
+    case 1: *old = __atomic_exchange_n(p, (uint8_t)val, __ATOMIC_SEQ_CST); break;
+    case 2: *old = __atomic_exchange_n((uint16_t *)(void *)p, (uint16_t)val,
+                                       __ATOMIC_SEQ_CST); break;
+    case 4: *old = __atomic_exchange_n((uint32_t *)(void *)p, (uint32_t)val,
+                                       __ATOMIC_SEQ_CST); break;
+    case 8: *old = __atomic_exchange_n((uint64_t *)(void *)p, val,
+                                       __ATOMIC_SEQ_CST); break;
+    default: return 0;
+    }
+    for (unsigned i = 0; i < v->nwatch; i++)
+        if (c->mx.frag[0].gpa >> 12 == v->watch_gfn[i])
+            v->smc_hit = 1;
+    reg_set(v, r->reg, r->bytes, *old);
+    return 1;
+}
+
 /* ---- the dispatcher ---------------------------------------------------- */
 
 /* Phase one for an explicit memory operand. */
@@ -495,6 +525,13 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         reg_set(v, in->opnd[0].reg, in->opnd[0].bytes, eff_addr(v, in, 0));
         break;
     case LC_OP_XCHG:
+        /* XCHG with memory is locked (SDM XCHG): other vCPUs run while we
+         * do. One naturally aligned RAM fragment takes a host atomic
+         * exchange; MMIO and traced pages go through the VMM, which
+         * serializes them itself. */
+        if (c.has_mx && c.mx.nfrag == 1 && c.mx.frag[0].kind == LC_GPA_RAM &&
+            !c.mx.frag[0].traced && xchg_atomic(v, &c, &a))
+            break;
         if (opnd_read(v, &c, 0, &a) || opnd_read(v, &c, 1, &b))
             return LCR_STOP;
         /* Memory first: if the store is refused, no register changed. */
