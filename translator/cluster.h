@@ -63,6 +63,8 @@ typedef struct lcx_insn {
     lcr_route  route;   /* learned device frame (mutable: translations
                          * are per vCPU) */
     uint8_t  routed;    /* use `route` for this instruction's accesses */
+    uint8_t  fast_run;  /* inline gap fillers from here on, straight line,
+                         * none of them a loop head (0: not inline) */
     uint64_t rip;
     uint8_t  exiting;   /* strongly exiting, or weakly and predicted/paired */
     uint8_t  backedge;  /* enum lcx_backedge, for a backward branch */

@@ -279,6 +279,17 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         if (out->insn[i].exiting)
             out->nexits++;
     }
+    /* Runs of inline gap fillers, executed back to back by lcx_run(). */
+    for (unsigned i = out->ninsn; i-- > 0;) {
+        lcx_insn *x = &out->insn[i];
+        x->fast_run = 0;
+        if (x->fast.kind == LCX_FAST_NONE)
+            continue;
+        x->fast_run = 1;
+        if (i + 1 < out->ninsn && out->insn[i + 1].fast_run &&
+            !out->insn[i + 1].irq_check && out->insn[i + 1].fast_run < 255)
+            x->fast_run = (uint8_t)(out->insn[i + 1].fast_run + 1);
+    }
     out->end_rip = out->insn[last].rip + out->insn[last].d.info.length;
     out->nbytes = (uint16_t)(out->end_rip - out->rip);
     return LC_OK;

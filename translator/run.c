@@ -11,10 +11,50 @@
 #include "../runtime/alu.h"
 #include "cluster.h"
 
+/* Lazy flags for the inline path: an ALU gap filler records its
+ * operation and operands; the status flags are computed only when
+ * something may read them (any instruction run by the runtime, ADC/SBB
+ * needing CF, the end of the run). A chain of ALU gap fillers computes
+ * them once. MOV leaves a pending computation alone (it writes no flags). */
+typedef struct lazy_flags {
+    uint8_t  pending;
+    uint8_t  binop;
+    uint8_t  bytes;
+    uint8_t  cf_in;
+    uint64_t a, b;
+} lazy_flags;
+
+static void materialize(lazy_flags *lz, lc_cpu_state *s)
+{
+    uint64_t fl;
+
+    if (!lz->pending)
+        return;
+    fl = (s->rflags & ~LC_RFLAGS_CF) | (lz->cf_in ? LC_RFLAGS_CF : 0);
+    lcr_alu_bin((enum lcr_binop)lz->binop, lz->bytes, lz->a, lz->b, &fl);
+    s->rflags = (s->rflags & ~LCR_FL_STATUS) | (fl & LCR_FL_STATUS);
+    lz->pending = 0;
+}
+
+/* The result alone, as lcr_alu_bin() computes it. */
+static uint64_t alu_result(unsigned op, uint64_t a, uint64_t b, uint64_t cf,
+                           uint64_t m)
+{
+    switch (op) {
+    case LCR_ADD: return (a + b) & m;
+    case LCR_ADC: return (a + b + cf) & m;
+    case LCR_SUB: return (a - b) & m;
+    case LCR_SBB: return (a - b - cf) & m;
+    case LCR_AND: return a & b;
+    case LCR_OR:  return a | b;
+    default:      return a ^ b;
+    }
+}
+
 /* Inline execution of a specialized register-only gap filler: the same
  * semantics as the runtime's ALU and MOV (runtime/exec.c), without its
  * dispatch. 32-bit writes zero-extend; 8/16-bit writes merge. */
-static void run_fast(const lcx_fastop *f, lcr_vcpu *v)
+static void run_fast(const lcx_fastop *f, lcr_vcpu *v, lazy_flags *lz)
 {
     lc_cpu_state *s = v->st;
     uint64_t m = lcr_mask(f->bytes);
@@ -23,9 +63,18 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v)
     uint64_t r = b;
 
     if (f->kind == LCX_FAST_ALU) {
-        uint64_t fl = s->rflags;
-        r = lcr_alu_bin((enum lcr_binop)f->binop, f->bytes, *d & m, b, &fl);
-        s->rflags = fl;
+        uint64_t a = *d & m, cf = 0;
+        if (f->binop == LCR_ADC || f->binop == LCR_SBB) {
+            materialize(lz, s);
+            cf = (s->rflags & LC_RFLAGS_CF) ? 1 : 0;
+        }
+        r = alu_result(f->binop, a, b, cf, m);
+        lz->pending = 1;
+        lz->binop = f->binop;
+        lz->bytes = f->bytes;
+        lz->cf_in = (uint8_t)cf;
+        lz->a = a;
+        lz->b = b;
         v->dirty |= LC_DIRTY_RFLAGS;
     }
     if (f->kind == LCX_FAST_MOV || f->store)
@@ -35,8 +84,23 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v)
     v->dirty |= LC_DIRTY_GPRS | LC_DIRTY_RIP;
 }
 
+static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
+                               uint32_t weak_backedge_cap, unsigned start,
+                               lazy_flags *lz);
+
 lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
                        uint32_t weak_backedge_cap, unsigned start)
+{
+    lazy_flags lz = { 0 };
+    lc_stop_reason stop = run_loop(cl, v, weak_backedge_cap, start, &lz);
+
+    materialize(&lz, v->st);
+    return stop;
+}
+
+static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
+                               uint32_t weak_backedge_cap, unsigned start,
+                               lazy_flags *lz)
 {
     unsigned i = start, weak = 0;
     int first = 1;
@@ -71,10 +135,17 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
          * just exited there with interrupts as they are. */
         v->irq_check = (uint8_t)(x->irq_check && !first);
         first = 0;
-        if (x->fast.kind != LCX_FAST_NONE && !v->irq_check && !tf &&
-            v->insns < v->insn_budget) {
-            run_fast(&x->fast, v);
+        if (x->fast_run && !v->irq_check && !tf &&
+            v->insns + x->fast_run <= v->insn_budget) {
+            /* A straight run of inline gap fillers: no branches, no loop
+             * heads, no memory; RIP falls through each. */
+            unsigned n = x->fast_run;
+            for (unsigned k = 0; k < n; k++)
+                run_fast(&cl->insn[i + k].fast, v, lz);
+            i += n - 1;
+            x = &cl->insn[i];
         } else {
+            materialize(lz, v->st);
             v->route = x->routed ? &x->route : NULL;
             if (lcr_exec(v, &x->d) != LCR_DONE)
                 return v->stop;

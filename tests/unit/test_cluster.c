@@ -336,6 +336,72 @@ START_TEST(fast_path_matches_runtime)
 }
 END_TEST
 
+/* Chains of inline gap fillers with lazy flags: ALU after ALU, ADC/SBB
+ * needing CF, MOV between (no flags), SETcc/Jcc reading the flags through
+ * the runtime. 300 random chains, each from 50 random states. */
+START_TEST(fast_chains_match_runtime)
+{
+    static const char *const readers[] = { "0f 92 c1", "72 00", "0f 94 c2",
+                                           "7c 00", "0f 9a c3" };
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    fvm f;
+    lc_config c;
+
+    lc_config_init(&c);
+    fvm_init(&f);
+    for (int chain = 0; chain < 300; chain++) {
+        uint8_t code[128] = { 0xe6, 0x80 };
+        size_t n = 2;
+        unsigned k;
+        lcx_form_in in = { .cfg = &c, .mode = LC_MODE_LONG64,
+                           .rip = 0x100000, .code = code };
+
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        k = 2 + (unsigned)(seed >> 60) % 5;
+        for (unsigned j = 0; j < k; j++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            n += lc_test_hex(fast_cases[(seed >> 33) % (sizeof fast_cases /
+                                                        sizeof fast_cases[0])],
+                             code + n, 20);
+        }
+        if (seed & 1)
+            n += lc_test_hex(readers[(seed >> 20) % 5], code + n, 8);
+        code[n++] = 0xe6;
+        code[n++] = 0x80;
+        in.code_len = n;
+        memcpy(f.ram + 0x100000, code, n);
+        ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+        for (int k2 = 0; k2 < 50; k2++) {
+            lc_cpu_state a, b;
+            lcr_vcpu va, vb;
+            lcd_insn d;
+
+            fvm_state_long64(&f, &a);
+            for (int g = 0; g < 16; g++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                a.gpr[g] = (k2 & 3) == 0 ? seed >> 61 : seed ^ (seed >> 29);
+            }
+            a.rflags = 0x2 | ((seed >> 7) & LCR_FL_STATUS);
+            a.rip = 0x100000;
+            b = a;
+            memset(&va, 0, sizeof va);
+            va.insn_budget = 100;
+            va.rep_budget = 1;
+            vb = va;
+            lcr_begin(&va, &a, &fvm_ops, &f);
+            lcr_begin(&vb, &b, &fvm_ops, &f);
+            ck_assert_int_eq(lcx_run(&cl, &va, 10, 0), LC_STOP_END);
+            while (b.rip != cl.end_rip)
+                ck_assert_int_eq(lcr_step(&vb, &d), LCR_DONE);
+            ck_assert_msg(!memcmp(&a, &b, sizeof a),
+                          "chain %d state %d: inline and runtime disagree",
+                          chain, k2);
+        }
+    }
+    fvm_fini(&f);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
@@ -351,6 +417,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, run_bios);
     tcase_add_test(t, run_poll_loops);
     tcase_add_test(t, run_weak_backedge_cap);
+    tcase_add_test(t, fast_chains_match_runtime);
     tcase_add_loop_test(t, fast_path_matches_runtime, 0,
                         (int)(sizeof fast_cases / sizeof fast_cases[0]));
     suite_add_tcase(s, t);
