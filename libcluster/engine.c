@@ -36,6 +36,7 @@ struct lc_vcpu {
                                   * coherency check, for "retranslations" */
     unsigned ninval;
     lcx_cluster scratch;         /* formation workspace */
+    lcr_fetch_rec rec;           /* the last window fetch's record */
     struct lc_vcpu *next;        /* engine's list, under engine->lock */
     struct lc_vcpu **pprev;
 };
@@ -430,8 +431,22 @@ anchor_again:
         te = NULL;      /* not the anchored instruction's end: decode */
     if (te) {
         lcx_cluster *cl = te->cl;
-        got = lcr_fetch_at(&v, at, code, cl->nbytes, gfn, &ngfn);
-        if (got == cl->nbytes && !memcmp(code, te->code, cl->nbytes)) {
+        int same;
+
+        /* Section 7's coherency check, first by the fetch record (the
+         * paging entries and code the translation was made from, read
+         * directly), else by a full fetch that also re-records. */
+        if (lcr_fetch_check(&v, at, &te->rec, te->code, cl->nbytes)) {
+            same = 1;
+            ngfn = te->rec.npages;
+            gfn[0] = te->rec.gfn[0];
+            gfn[1] = te->rec.gfn[1];
+        } else {
+            got = lcr_fetch_at_rec(&v, at, code, cl->nbytes, gfn, &ngfn,
+                                   &te->rec);
+            same = got == cl->nbytes && !memcmp(code, te->code, cl->nbytes);
+        }
+        if (same) {
             if (cfg->techniques & LC_TECH_SMC) {
                 v.nwatch = (uint8_t)ngfn;
                 v.watch_gfn[0] = gfn[0];
@@ -459,7 +474,7 @@ anchor_again:
     want = (size_t)cfg->max_cluster_insns * LC_INSN_MAX_LEN;
     if (want > sizeof code)
         want = sizeof code;
-    got = lcr_fetch_at(&v, at, code, want, gfn, &ngfn);
+    got = lcr_fetch_at_rec(&v, at, code, want, gfn, &ngfn, &vc->rec);
     {
         lcd_insn *first = &vc->scratch.insn[0].d;
         lc_status st = lcd_decode(v.mode, code, got, first);
@@ -522,6 +537,7 @@ anchor_again:
         te = tc_insert(&vc->tc, &key, cl, code);
         if (!te)
             return LC_ERR_NOMEM;   /* nothing ran; state untouched */
+        te->rec = vc->rec;
         __atomic_store_n(&vc->stats.evictions, vc->tc.evictions, __ATOMIC_RELAXED);
         if (cfg->techniques & LC_TECH_SMC) {
             v.nwatch = (uint8_t)ngfn;

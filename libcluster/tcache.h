@@ -33,6 +33,8 @@ typedef struct tc_entry {
     size_t   size;              /* bytes accounted */
     uint8_t *code;              /* guest bytes at translation time */
     lcx_cluster *cl;            /* ninsn entries only */
+    lcr_fetch_rec rec;          /* how those bytes were fetched, to
+                                 * revalidate without a walk */
 } tc_entry;
 
 typedef struct tc_cache {

@@ -450,6 +450,17 @@ static mres read_entry(lcr_vcpu *v, uint64_t gpa, unsigned size,
     if (m.kind != LC_GPA_RAM || m.hva == NULL || m.span < size)
         return M_TERM;
     *e = load_entry(m.hva, size);
+    if (v->rec) {
+        lcr_fetch_rec *r = v->rec;
+        if (r->nent < LCR_REC_ENTRIES) {
+            r->ehva[r->nent] = m.hva;
+            r->esize[r->nent] = (uint8_t)size;
+            r->eval[r->nent] = *e;
+            r->nent++;
+        } else {
+            r->valid = 0;       /* more than we can revalidate */
+        }
+    }
     return M_OK;
 }
 
@@ -953,6 +964,65 @@ size_t lcr_fetch(lcr_vcpu *v, uint8_t *buf, size_t max, uint64_t gfn[2],
     return lcr_fetch_at(v, v->st->rip, buf, max, gfn, ngfn);
 }
 
+static uint8_t seg_attr(const lc_segment *s)
+{
+    return (uint8_t)(s->type | s->s << 4 | s->dpl << 5 | s->present << 7) ^
+           (uint8_t)(s->db << 1 | s->l << 2 | s->g << 3 | s->unusable << 4);
+}
+
+size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
+                        uint64_t gfn[2], unsigned *ngfn, lcr_fetch_rec *rec)
+{
+    size_t got;
+    const lc_cpu_state *st = v->st;
+
+    memset(rec, 0, sizeof(*rec));
+    rec->valid = 1;
+    v->rec = rec;
+    got = lcr_fetch_at(v, rip, buf, max, gfn, ngfn);
+    v->rec = NULL;
+    if (got == 0 || rec->npages != *ngfn)
+        rec->valid = 0;
+    rec->rip = rip;
+    rec->cr0 = st->cr0;
+    rec->cr3 = st->cr3;
+    rec->cr4 = st->cr4;
+    rec->efer = st->efer;
+    rec->cs_base = st->seg[LC_CS].base;
+    rec->cs_limit = st->seg[LC_CS].limit;
+    rec->cs_attr = seg_attr(&st->seg[LC_CS]);
+    rec->cpl = v->cpl;
+    rec->mode = (uint8_t)v->mode;
+    return got;
+}
+
+int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
+                    const uint8_t *expect, size_t len)
+{
+    const lc_cpu_state *st = v->st;
+    size_t off = 0;
+
+    if (!rec->valid || rec->rip != rip || rec->cr0 != st->cr0 ||
+        rec->cr3 != st->cr3 || rec->cr4 != st->cr4 ||
+        rec->efer != st->efer || rec->cs_base != st->seg[LC_CS].base ||
+        rec->cs_limit != st->seg[LC_CS].limit ||
+        rec->cs_attr != seg_attr(&st->seg[LC_CS]) || rec->cpl != v->cpl ||
+        rec->mode != (uint8_t)v->mode)
+        return 0;
+    for (unsigned i = 0; i < rec->nent; i++)
+        if (load_entry(rec->ehva[i], rec->esize[i]) != rec->eval[i])
+            return 0;
+    for (unsigned p = 0; p < rec->npages && off < len; p++) {
+        size_t n = rec->code_len[p];
+        if (n > len - off)
+            n = len - off;
+        if (memcmp(rec->code[p], expect + off, n))
+            return 0;
+        off += n;
+    }
+    return off == len;
+}
+
 size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
                     uint64_t gfn[2], unsigned *ngfn)
 {
@@ -990,6 +1060,12 @@ size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
             f.kind != LC_GPA_RAM || commit_ad(v, &w, 1) != M_OK)
             break;
         memcpy(buf + got, f.hva, chunk);
+        if (v->rec && *ngfn < 2) {
+            v->rec->code[*ngfn] = f.hva;
+            v->rec->code_len[*ngfn] = (uint32_t)chunk;
+            v->rec->gfn[*ngfn] = w.gpa >> 12;
+            v->rec->npages = (uint8_t)(*ngfn + 1);
+        }
         gfn[(*ngfn)++] = w.gpa >> 12;
         got += chunk;
     }

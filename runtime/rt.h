@@ -85,6 +85,7 @@ typedef struct lcr_vcpu {
     /* the current instruction's device route, or NULL (set by the
      * translator per instruction; lcr_begin() clears it) */
     lcr_route       *route;
+    struct lcr_fetch_rec *rec;   /* set by lcr_fetch_at_rec() while it walks */
 
     /* derived at lcr_begin() from *st */
     lc_cpu_mode      mode;
@@ -132,6 +133,40 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *insn);
 int lcr_exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b);
 
 /* ---- MMU (mmu.c) -------------------------------------------------------- */
+
+/* A record of one code fetch, for revalidation without a page walk: the
+ * host address and value of every paging entry the walk read, the host
+ * address of the code, and the state the walk depended on. Host addresses
+ * stay valid until the VMM changes its guest-physical map, when it must
+ * flush the engine (ops.h, gpa_map). */
+#define LCR_REC_ENTRIES 10
+typedef struct lcr_fetch_rec {
+    uint8_t        valid;
+    uint8_t        nent;
+    uint8_t        npages;
+    uint8_t        esize[LCR_REC_ENTRIES];
+    const uint8_t *ehva[LCR_REC_ENTRIES];
+    uint64_t       eval[LCR_REC_ENTRIES];
+    const uint8_t *code[2];
+    uint32_t       code_len[2];
+    uint64_t       gfn[2];
+    /* what the fetch depended on besides memory */
+    uint64_t       rip, cr0, cr3, cr4, efer, cs_base;
+    uint32_t       cs_limit;
+    uint8_t        cs_attr, cpl, mode, pad_;
+} lcr_fetch_rec;
+
+/* lcr_fetch_at() that also fills `rec` (rec->valid only if every byte
+ * came from RAM through a successful walk). */
+size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
+                        uint64_t gfn[2], unsigned *ngfn, lcr_fetch_rec *rec);
+
+/* Does a fetch of `len` bytes at `rip` in the current state still produce
+ * `expect`, by the record alone? 1 if every recorded entry still holds
+ * its value, the state the walk depended on is unchanged, and the code
+ * bytes equal `expect`; 0 otherwise (do a full fetch). No callbacks. */
+int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
+                    const uint8_t *expect, size_t len);
 
 /* Segmentation: effective address `ea` in segment `seg` to a linear
  * address, with limit, type, privilege and canonical checks for an access
