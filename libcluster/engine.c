@@ -299,6 +299,10 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Distinguishes "exited just before this RIP" from "this instruction
+ * exited" in the tracking table (any odd constant far from 0). */
+#define LC_PAST_SITE_SALT 0x9e3779b97f4a7c15ull
+
 typedef struct predict_ctx {
     lc_engine *e;
 } predict_ctx;
@@ -491,9 +495,14 @@ anchor_again:
             finish(vc, &v, LC_STOP_UNSUPPORTED, first_done, res);
             return LC_OK;
         }
+        /* The exiting instruction's identity. With RIP past it and no
+         * anchor, the instruction at RIP did not exit: track the exit
+         * *site* in its own hash domain, so the predictor never takes
+         * that next instruction for an exiting one. */
         verdict = lct_record(&e->track,
                              lct_hash(at, first->info.bytes,
-                                      first->info.length),
+                                      first->info.length) ^
+                             (first_done && !start ? LC_PAST_SITE_SALT : 0),
                              exit_props(exit), now_ns(), &first_props);
         if (verdict == LCT_INTERPRET || incoherent ||
             !(cfg->techniques & LC_TECH_SINGLE)) {

@@ -585,10 +585,12 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         if (in->opnd[0].kind == LCD_OPND_REG &&
             in->opnd[0].reg.cls == LCD_REG_SEG)
             return stop(v, LC_STOP_TERMINATOR);
-        if (in->opnd[0].kind == LCD_OPND_MEM &&
-            mem_xlat(v, in->mem.seg, eff_addr(v, in, 0), n, LCR_ACC_READ,
-                     &c.mx) < 0)
-            return LCR_STOP;
+        if (in->opnd[0].kind == LCD_OPND_MEM) {
+            if (mem_xlat(v, in->mem.seg, eff_addr(v, in, 0), n,
+                         LCR_ACC_READ, &c.mx) < 0)
+                return LCR_STOP;
+            c.has_mx = 1;   /* a device source counts as an exit */
+        }
         if (mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
             return LCR_STOP;
         if (opnd_read(v, &c, 0, &a))
@@ -613,10 +615,12 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         /* POP to memory with an rSP base uses rSP after the increment
          * (SDM POP: "the ESP register is incremented before the effective
          * address is computed"). */
-        if (in->opnd[0].kind == LCD_OPND_MEM &&
-            mem_xlat(v, in->mem.seg, eff_addr(v, in, (int64_t)n), n,
-                     LCR_ACC_WRITE, &c.mx) < 0)
-            return LCR_STOP;
+        if (in->opnd[0].kind == LCD_OPND_MEM) {
+            if (mem_xlat(v, in->mem.seg, eff_addr(v, in, (int64_t)n), n,
+                         LCR_ACC_WRITE, &c.mx) < 0)
+                return LCR_STOP;
+            c.has_mx = 1;   /* a device destination counts as an exit */
+        }
         if (xread(v, &sx, &a))
             return LCR_STOP;
         note_vmm_access(&sx, &c.vmm);
@@ -744,7 +748,8 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
             v->exits_done++;   /* the string instruction did exit */
         if (r != LCR_DONE)
             return LCR_STOP;
-        exiting = 0;           /* counted above */
+        exiting = 0;           /* counted above, once, whatever its memory */
+        c.vmm = 0;
         break;
     }
     case LC_OP_CPUID: {
