@@ -6,6 +6,8 @@
  *   lc-diff --mode real|prot32|pae|long64|all --count N --seed S
  *           [--soak SECONDS] [--verbose] [--case I] [--groups G]
  *           [--native] [--max-report K]
+ *   lc-diff --engine ...    whole clusters through the public engine API
+ *                           (cdiff.c)
  *
  * For each case both sides start from the same registers, RAM (page
  * tables included) and device answer stream; at the end they must agree
@@ -310,13 +312,36 @@ static void print_result(const char *name, const dcase *c, const run_result *r)
     }
 }
 
+int diff_compare(const dcase *c, const run_result *a, const char *an,
+                 const run_result *b, const char *bn, char *out, size_t n)
+{
+    return compare(c, a, an, b, bn, out, n);
+}
+
+void diff_print_case(const dcase *c, const run_result *r)
+{
+    print_case(c, r);
+}
+
+void diff_print_result(const char *name, const dcase *c, const run_result *r)
+{
+    print_result(name, c, r);
+}
+
+int diff_verbose(void)
+{
+    return opt.verbose;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: lc-diff --mode real|prot32|pae|long64|all --count N "
             "--seed S [--soak SECONDS]\n"
             "               [--verbose] [--case I] [--groups G] [--native] "
-            "[--max-report K]\n");
+            "[--max-report K]\n"
+            "       lc-diff --engine [same options]: whole clusters through "
+            "lc_vcpu_handle_exit\n");
     exit(2);
 }
 
@@ -366,6 +391,8 @@ static void print_coverage(int m)
 
 int main(int argc, char **argv)
 {
+    int engine = 0;
+
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -401,9 +428,23 @@ int main(int argc, char **argv)
             opt.verbose = 1;
         } else if (!strcmp(a, "--native")) {
             opt.native = 1;
+        } else if (!strcmp(a, "--engine")) {
+            engine = 1;
         } else {
             usage();
         }
+    }
+    if (engine) {
+        cdiff_opts co = {
+            .mode = opt.mode, .count = opt.count, .seed = opt.seed,
+            .soak = opt.soak, .one_case = opt.one_case, .groups = opt.groups,
+            .max_report = opt.max_report, .verbose = opt.verbose,
+        };
+        if (opt.native) {
+            fprintf(stderr, "lc-diff: --native is not for --engine\n");
+            return 2;
+        }
+        return cdiff_main(&co);
     }
     if (opt.native && opt.mode != DM_LONG64 && opt.mode != -1) {
         fprintf(stderr, "lc-diff: --native is for long64 only\n");

@@ -74,7 +74,14 @@ typedef struct gen_insn {
     uint8_t  cnt_kind;    /* shift/rotate count source */
     uint8_t  cnt_imm;
     uint8_t  setup;       /* a helper MOV that sets an address register */
+    uint8_t  flags;       /* GI_* (engine mode) */
 } gen_insn;
+
+/* gen_insn.flags */
+#define GI_MMIO     0x01u /* its memory operand was aimed at MMIO */
+#define GI_SMC      0x02u /* a store into the code page */
+#define GI_SMC_CODE 0x04u /* ... possibly onto code bytes */
+#define GI_LOOP     0x08u /* a backward branch (loop) */
 
 #define GEN_MAX_INSNS 96
 
@@ -93,6 +100,8 @@ typedef struct dcase {
     gen_insn     insn[GEN_MAX_INSNS];
     uint8_t      native_ok;   /* long64: only user-level, window-only
                                * accesses (can run on the host CPU) */
+    lc_exit      xfirst;      /* engine mode: the exit the first
+                               * instruction causes */
 } dcase;
 
 /* Options of the generator. */
@@ -109,6 +118,13 @@ void diff_perm(uint64_t seed, uint8_t perm[16]);
 /* Make case number `index` of (seed, mode). Deterministic. */
 void gen_case(dcase *c, int mode, uint64_t seed, uint64_t index,
               const gen_opts *o);
+
+/* Engine mode (cdiff.c): a case whose first instruction is a strongly
+ * exiting one (described in c->xfirst), followed by exiting instructions,
+ * MMIO accesses, gap fillers, forward branches, small loops and stores
+ * into the code page. Deterministic. */
+void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
+                      const gen_opts *o);
 
 /* Coverage: (op, width) pairs generated, per mode. width index 0..3 for
  * 8/16/32/64 bits (0 for ops without a width). */
@@ -144,6 +160,8 @@ typedef struct dev_access {
     uint8_t  size;
     uint64_t addr;        /* port, gpa, leaf | subleaf << 32, msr */
     uint64_t value;
+    uint32_t insn;        /* Unicorn side: index in the trace of the
+                           * instruction that made it (not compared) */
 } dev_access;
 
 #define DEV_LOG_MAX 512
@@ -188,10 +206,36 @@ uc_side *ucs_open(int mode, const uint8_t perm[16]);
 void ucs_close(uc_side *u);
 /* Run case `c`; fill `r`. Returns 0, or -1 on a harness (setup) error. */
 int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns);
+/* Run case `c` for exactly `n` instructions (a REP string instruction
+ * counts once) from its start; r->ok if all `n` ran. */
+int ucs_run_n(uc_side *u, const dcase *c, run_result *r, unsigned n);
 
 /* ---- runtime side (rt_side.c) ------------------------------------------- */
 
 int rts_run(const dcase *c, run_result *r, unsigned max_insns);
+
+/* ---- shared by diff.c and cdiff.c ---------------------------------------- */
+
+/* First difference between `a` (reference) and `b`; 0 if none. */
+int diff_compare(const dcase *c, const run_result *a, const char *an,
+                 const run_result *b, const char *bn, char *out, size_t n);
+void diff_print_case(const dcase *c, const run_result *r);
+void diff_print_result(const char *name, const dcase *c, const run_result *r);
+int diff_verbose(void);
+
+/* ---- engine mode (cdiff.c) ------------------------------------------------ */
+
+typedef struct cdiff_opts {
+    int      mode;            /* -1: all */
+    uint64_t count;
+    uint64_t seed;
+    double   soak;
+    int64_t  one_case;
+    unsigned groups;
+    unsigned max_report;
+    int      verbose;
+} cdiff_opts;
+int cdiff_main(const cdiff_opts *o);
 
 /* ---- native side (native.c) --------------------------------------------- */
 

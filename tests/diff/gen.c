@@ -109,6 +109,14 @@ typedef struct gctx {
     int      cnt_kind;
     uint8_t  cnt_imm;
     int      setup;
+    /* engine mode: gen_insn.flags of the next non-helper emit, and a
+     * target pick_target() must return */
+    uint8_t  next_flags;
+    unsigned want_abits;   /* address size the next memory operand must
+                            * be encoded with, or 0 */
+    int      force;
+    uint64_t force_la;
+    uint64_t last_t;       /* linear target of the last mk_mem() */
 } gctx;
 
 static uint64_t rnd(gctx *g) { return xo_next(g->r); }
@@ -310,6 +318,12 @@ static int emit(gctx *g, ZydisEncoderRequest *rq, unsigned want_op)
         li.info.length != len)
         return -1;
     info = li.info;
+    if (g->want_abits && li.mem.present && !g->setup) {
+        unsigned want = g->want_abits;
+        g->want_abits = 0;
+        if (li.mem.addr_bytes * 8u != want)
+            return -1;
+    }
     /* the encoder must have kept the displacement we asked for (Zydis 4.0
      * shortens a disp32 to disp8 by its low byte in 16-bit code with a 67
      * prefix) */
@@ -343,6 +357,10 @@ static int emit(gctx *g, ZydisEncoderRequest *rq, unsigned want_op)
     gi->cnt_kind = (uint8_t)cnt_kind;
     gi->cnt_imm = g->cnt_imm;
     gi->setup = (uint8_t)g->setup;
+    if (!g->setup) {
+        gi->flags = g->next_flags;
+        g->next_flags = 0;
+    }
     memcpy(c->code + c->code_len, buf, len);
     c->code_len += (uint32_t)len;
     g->cnt_kind = cnt_kind;
@@ -448,15 +466,21 @@ static void build_regions(gctx *g)
     }
 }
 
-enum { MK_READ = 1, MK_WRITE = 2, MK_AGEN = 4, MK_NOMMIO = 8 };
+enum { MK_READ = 1, MK_WRITE = 2, MK_AGEN = 4, MK_NOMMIO = 8,
+       MK_MMIO = 16,      /* engine mode: an MMIO target only */
+       MK_ABS = 32 };     /* engine mode: [disp] only, no helper MOVs */
 
 /* A target linear address for an access of `bytes` (`span` bytes around
  * it stay in the same region, for string instructions). */
 static uint64_t pick_target(gctx *g, unsigned bytes, unsigned span, int flags)
 {
+    if (g->force)
+        return g->force_la;
     for (int tries = 0; tries < 64; tries++) {
         region *r = &g->reg[rn(g, (unsigned)g->nreg)];
         unsigned kind = rn(g, 100);
+        if ((flags & MK_MMIO) && !r->mmio)
+            continue;
         if (r->mmio) {
             if ((flags & MK_NOMMIO) || kind >= 40)
                 continue;
@@ -557,7 +581,11 @@ static int mk_mem(gctx *g, unsigned bytes, int flags, memspec *m)
     unsigned scale = 1;
 
     m->abits = ab;
-    if (ab != g->abits)
+    /* engine mode: the address size asked for, always (else Zydis may
+     * pick 16-bit addressing for a small absolute address) */
+    if ((flags & MK_ABS) || g->force)
+        g->want_abits = ab;
+    if (ab != g->abits || (flags & MK_ABS) || g->force)
         m->ah = ab == 16 ? ZYDIS_ADDRESS_SIZE_HINT_16
               : ab == 32 ? ZYDIS_ADDRESS_SIZE_HINT_32
                          : ZYDIS_ADDRESS_SIZE_HINT_64;
@@ -569,7 +597,7 @@ static int mk_mem(gctx *g, unsigned bytes, int flags, memspec *m)
         index = i16[rn(g, 3)];
     } else {
         unsigned nr = ab == 64 || is64(g) ? g->nregs : 8;
-        if (is64(g) && chance(g, 12)) {
+        if (is64(g) && chance(g, 12) && !(flags & MK_ABS)) {
             base = -2;
         } else {
             if (chance(g, 85))
@@ -578,6 +606,10 @@ static int mk_mem(gctx *g, unsigned bytes, int flags, memspec *m)
                 do index = (int)rn(g, nr); while (index == LC_RSP || index == base);
             scale = 1u << rn(g, 4);
         }
+    }
+    if (flags & MK_ABS) {
+        base = index = -1;
+        scale = 1;
     }
     if (flags & MK_AGEN) {
         /* address generation only: any registers, any displacement */
@@ -618,8 +650,13 @@ static int mk_mem(gctx *g, unsigned bytes, int flags, memspec *m)
     if (!ok)
         return -1;
     m->ea = ea;
+    g->last_t = t;
     if (pfx >= 0)
         m->pfx = seg_attr[pfx];
+    for (int i = 0; i < g->nreg; i++)
+        if (g->reg[i].mmio && t >= g->reg[i].la &&
+            t < g->reg[i].la + g->reg[i].len)
+            g->next_flags |= GI_MMIO;
 
     /* displacement and register values */
     uint64_t am = mask_bits(ab);
@@ -1676,4 +1713,437 @@ void gen_case(dcase *c, int mode, uint64_t seed, uint64_t index,
         gen_cov[mode][c->insn[i].op][width_index(c->insn[i].bits)]++;
     memcpy(c->ram + (CODE_PA), c->code, c->code_len);
     c->end_la = c->code_la + c->code_len;
+}
+
+/* ---- engine mode: cluster cases -------------------------------------------- */
+
+/* A weakly exiting instruction aimed at the MMIO page: a MOV load or
+ * store, or an ALU operation on it. */
+static int t_mmio(gctx *g)
+{
+    static const struct { ZydisMnemonic m; unsigned op; } alu[6] = {
+        { ZYDIS_MNEMONIC_ADD, LC_OP_ADD }, { ZYDIS_MNEMONIC_OR, LC_OP_OR },
+        { ZYDIS_MNEMONIC_AND, LC_OP_AND }, { ZYDIS_MNEMONIC_SUB, LC_OP_SUB },
+        { ZYDIS_MNEMONIC_XOR, LC_OP_XOR }, { ZYDIS_MNEMONIC_CMP, LC_OP_CMP },
+    };
+    unsigned w = pick_width(g, 1), k = rn(g, 6);
+    int flags = MK_MMIO | (chance(g, 30) ? MK_ABS : 0);
+    ZydisEncoderRequest rq;
+    memspec m;
+
+    if (k < 2) {
+        req_init(&rq, ZYDIS_MNEMONIC_MOV);
+        op_reg(&rq, dst_reg(g, w));
+        if (mk_mem(g, w / 8, MK_READ | flags, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
+    }
+    if (k < 4) {
+        req_init(&rq, ZYDIS_MNEMONIC_MOV);
+        if (mk_mem(g, w / 8, MK_WRITE | flags, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        if (chance(g, 50))
+            op_reg(&rq, src_reg(g, w));
+        else
+            op_imm(&rq, rand_imm(g, w));
+        return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
+    }
+    k = rn(g, 6);
+    req_init(&rq, alu[k].m);
+    if (mk_mem(g, w / 8, MK_READ | (alu[k].op != LC_OP_CMP ? MK_WRITE : 0) |
+               flags, &m) < 0)
+        return -1;
+    op_mem(&rq, &m);
+    if (chance(g, 50))
+        op_reg(&rq, src_reg(g, w));
+    else
+        op_imm(&rq, rand_imm(g, w));
+    return emit_m(g, &rq, alu[k].op, &m) < 0 ? -1 : 0;
+}
+
+/* A store into the code page: past the code (the page's free tail), or
+ * onto code bytes already emitted, possibly through an alias of the code
+ * page in linear space. */
+static int t_smc(gctx *g)
+{
+    dcase *c = g->c;
+    unsigned w = pick_width(g, 1), bytes = w / 8;
+    int oncode = chance(g, 40);
+    uint64_t off, la;
+    ZydisEncoderRequest rq;
+    memspec m;
+    int r;
+
+    /* onto code bytes that have been emitted (not ahead: Unicorn would
+     * translate the garbled bytes after the store, and 2.0.1 aborts on
+     * some encodings, UNICORN_BUGS.md exclusion 6) */
+    if (oncode)
+        off = rn(g, c->code_len);
+    else
+        off = CODE_MAX + 16 + rn(g, 0x1000 - CODE_MAX - 16 - 8);
+    if (off + bytes > 0x1000)
+        off = 0x1000 - bytes;
+    la = c->code_la + off;
+    if (g->mode == DM_PAE && chance(g, 30))
+        la = BIG_LA + CODE_PA + off;
+    if (g->mode == DM_LONG64 && chance(g, 40)) {
+        static const uint64_t alias[3] = { CODE_PA, BIG_LA + CODE_PA,
+                                           HIGH_ALIAS + WIN_CODE_LA };
+        la = alias[rn(g, 3)] + off;
+    }
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    g->force = 1;
+    g->force_la = la;
+    r = mk_mem(g, bytes, MK_WRITE, &m);
+    g->force = 0;
+    if (r < 0)
+        return -1;
+    op_mem(&rq, &m);
+    if (chance(g, 50))
+        op_reg(&rq, src_reg(g, w));
+    else
+        op_imm(&rq, rand_imm(g, w));
+    g->next_flags |= GI_SMC | (oncode ? GI_SMC_CODE : 0);
+    return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
+}
+
+/* One instruction of a loop body: touches only rAX, rDX, rBX, RAM, MMIO
+ * and ports, never the loop counter. */
+static int loop_item(gctx *g)
+{
+    static const int regs[3] = { LC_RAX, LC_RDX, LC_RBX };
+    static const struct { ZydisMnemonic m; unsigned op; } alu[5] = {
+        { ZYDIS_MNEMONIC_ADD, LC_OP_ADD }, { ZYDIS_MNEMONIC_OR, LC_OP_OR },
+        { ZYDIS_MNEMONIC_AND, LC_OP_AND }, { ZYDIS_MNEMONIC_SUB, LC_OP_SUB },
+        { ZYDIS_MNEMONIC_XOR, LC_OP_XOR },
+    };
+    unsigned w = 8u << rn(g, 3);
+    ZydisEncoderRequest rq;
+    memspec m;
+
+    switch (rn(g, 6)) {
+    case 0: {
+        unsigned k = rn(g, 5);
+        req_init(&rq, alu[k].m);
+        op_reg(&rq, gpr(w, (unsigned)regs[rn(g, 3)]));
+        if (chance(g, 50))
+            op_reg(&rq, gpr(w, (unsigned)regs[rn(g, 3)]));
+        else
+            op_imm(&rq, rand_imm(g, w));
+        return emit(g, &rq, alu[k].op) < 0 ? -1 : 0;
+    }
+    case 1:
+        req_init(&rq, ZYDIS_MNEMONIC_MOV);
+        if (mk_mem(g, w / 8, MK_WRITE | MK_ABS | MK_NOMMIO, &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        op_reg(&rq, gpr(w, (unsigned)regs[rn(g, 3)]));
+        return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
+    case 2:
+        req_init(&rq, ZYDIS_MNEMONIC_IN);
+        op_reg(&rq, gpr(w, LC_RAX));
+        op_imm(&rq, rn(g, 256));
+        return emit(g, &rq, LC_OP_IN) < 0 ? -1 : 0;
+    case 3:
+        req_init(&rq, ZYDIS_MNEMONIC_OUT);
+        op_imm(&rq, rn(g, 256));
+        op_reg(&rq, gpr(w, LC_RAX));
+        return emit(g, &rq, LC_OP_OUT) < 0 ? -1 : 0;
+    default: {
+        int load = chance(g, 50);
+        req_init(&rq, ZYDIS_MNEMONIC_MOV);
+        if (load)
+            op_reg(&rq, gpr(w, (unsigned)regs[rn(g, 3)]));
+        if (mk_mem(g, w / 8, (load ? MK_READ : MK_WRITE) | MK_ABS | MK_MMIO,
+                   &m) < 0)
+            return -1;
+        op_mem(&rq, &m);
+        if (!load)
+            op_reg(&rq, gpr(w, (unsigned)regs[rn(g, 3)]));
+        return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
+    }
+    }
+}
+
+/* A short backward branch to code offset `head`. */
+static int emit_back(gctx *g, ZydisEncoderRequest *rq, unsigned op,
+                     uint32_t head)
+{
+    dcase *c = g->c;
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    size_t len = 0;
+
+    rq->branch_type = ZYDIS_BRANCH_TYPE_SHORT;
+    rq->branch_width = ZYDIS_BRANCH_WIDTH_8;
+    op_imm(rq, 0);
+    int k = emit(g, rq, op);
+    if (k < 0)
+        return -1;
+    gen_insn *gi = &c->insn[k];
+    int64_t d = (int64_t)head - (int64_t)(gi->off + gi->len);
+    if (d < -128)
+        return -1;
+    rq->operands[rq->operand_count - 1].imm.s = d;
+    if (encode(g, rq, buf, &len) < 0 || len != gi->len)
+        return -1;
+    memcpy(c->code + gi->off, buf, len);
+    return k;
+}
+
+/* A small loop, one group: either LOOP over a body with a counter of 1..5
+ * in rCX, or a body ending in a device read (IN, or a load from MMIO)
+ * whose answer decides a backward Jcc (each iteration leaves with
+ * probability 1/2). The body may hold strongly or weakly exiting
+ * instructions, or none (then the backedge may not stay in a cluster). */
+static int t_loop(gctx *g)
+{
+    dcase *c = g->c;
+    ZydisEncoderRequest rq;
+    uint32_t n0 = c->ninsns, head;
+    unsigned nbody = rn(g, 3);
+
+    if (chance(g, 50)) {
+        unsigned ab = g->abits == 64 ? 32 : g->abits;
+        if (emit_setup(g, gpr(ab, LC_RCX), 1 + rn(g, 5)) < 0)
+            return -1;
+        head = c->code_len;
+        for (unsigned i = 0; i < nbody + 1; i++)
+            if (loop_item(g) < 0)
+                return -1;
+        req_init(&rq, ZYDIS_MNEMONIC_LOOP);
+        if (emit_back(g, &rq, LC_OP_LOOP, head) < 0)
+            return -1;
+    } else {
+        head = c->code_len;
+        for (unsigned i = 0; i < nbody; i++)
+            if (loop_item(g) < 0)
+                return -1;
+        if (chance(g, 50)) {
+            req_init(&rq, ZYDIS_MNEMONIC_IN);
+            op_reg(&rq, ZYDIS_REGISTER_AL);
+            op_imm(&rq, rn(g, 256));
+            if (emit(g, &rq, LC_OP_IN) < 0)
+                return -1;
+        } else {
+            memspec m;
+            req_init(&rq, ZYDIS_MNEMONIC_MOV);
+            op_reg(&rq, ZYDIS_REGISTER_AL);
+            if (mk_mem(g, 1, MK_READ | MK_ABS | MK_MMIO, &m) < 0)
+                return -1;
+            op_mem(&rq, &m);
+            if (emit_m(g, &rq, LC_OP_MOV, &m) < 0)
+                return -1;
+        }
+        req_init(&rq, ZYDIS_MNEMONIC_TEST);
+        op_reg(&rq, ZYDIS_REGISTER_AL);
+        op_imm(&rq, 1u << rn(g, 8));
+        if (emit(g, &rq, LC_OP_TEST) < 0)
+            return -1;
+        req_init(&rq, chance(g, 50) ? ZYDIS_MNEMONIC_JNZ : ZYDIS_MNEMONIC_JZ);
+        if (emit_back(g, &rq, LC_OP_JCC, head) < 0)
+            return -1;
+    }
+    for (uint32_t i = n0; i < c->ninsns; i++)
+        c->insn[i].flags |= GI_LOOP;
+    return 0;
+}
+
+/* The exiting instruction the case starts with: IN/OUT (port in an
+ * immediate or in DX, set in the initial state), CPUID, RDMSR or WRMSR,
+ * with no helper before it. Fills c->xfirst. */
+static int first_exit(gctx *g)
+{
+    dcase *c = g->c;
+    lc_cpu_state *st = &c->st;
+    lc_exit *x = &c->xfirst;
+    ZydisEncoderRequest rq;
+    unsigned k = rn(g, 20);
+    int i;
+
+    memset(x, 0, sizeof *x);
+    x->rip = LC_EXIT_RIP_AT;
+    if (k < 3) {
+        /* a weakly exiting one: MOV to or from MMIO, a store maybe
+         * followed by the adjacent store of an exit pair (s3) */
+        unsigned w = 8u << rn(g, 3), reg = rn(g, 4);
+        int store = chance(g, 70);
+        memspec m;
+        req_init(&rq, ZYDIS_MNEMONIC_MOV);
+        if (!store)
+            op_reg(&rq, gpr(w, reg));
+        if (mk_mem(g, w / 8, (store ? MK_WRITE : MK_READ) | MK_ABS | MK_MMIO,
+                   &m) < 0 || !(g->next_flags & GI_MMIO))
+            return -1;
+        op_mem(&rq, &m);
+        if (store)
+            op_reg(&rq, gpr(w, reg));
+        if ((i = emit_m(g, &rq, LC_OP_MOV, &m)) < 0)
+            return -1;
+        x->kind = LC_EXIT_MMIO;
+        x->u.mmio.gpa = MMIO_PA + (g->last_t & 0xfff);
+        x->u.mmio.len = (uint8_t)(w / 8);
+        x->u.mmio.is_write = (uint8_t)store;
+        if (store)
+            x->u.mmio.value = st->gpr[reg] & mask_bits(w);
+        x->insn_len = chance(g, 50) ? c->insn[i].len : 0;
+        int64_t dw = chance(g, 50) ? (int64_t)(w / 8) : -(int64_t)(w / 8);
+        uint64_t po = (g->last_t & 0xfff) + (uint64_t)dw;
+        if (store && chance(g, 60) && po <= 0x1000 - w / 8) {
+            /* the pair: same form, the neighbouring address */
+            memspec m2 = m;
+            m2.op.mem.displacement += dw;
+            m2.ea += (uint64_t)dw;
+            req_init(&rq, ZYDIS_MNEMONIC_MOV);
+            op_mem(&rq, &m2);
+            op_reg(&rq, gpr(w, rn(g, 4)));
+            g->next_flags |= GI_MMIO;
+            g->want_abits = m.abits;
+            emit_m(g, &rq, LC_OP_MOV, &m2);   /* failing is fine */
+            g->next_flags = 0;
+            g->want_abits = 0;
+        }
+        return 0;
+    }
+    if (k < 12) {
+        unsigned w = 8u << rn(g, 3);
+        int out = chance(g, 50);
+        uint16_t port;
+        req_init(&rq, out ? ZYDIS_MNEMONIC_OUT : ZYDIS_MNEMONIC_IN);
+        if (chance(g, 50)) {
+            port = (uint16_t)rnd(g);
+            st->gpr[LC_RDX] = (st->gpr[LC_RDX] & ~0xffffull) | port;
+            if (out) {
+                op_reg(&rq, ZYDIS_REGISTER_DX);
+                op_reg(&rq, gpr(w, 0));
+            } else {
+                op_reg(&rq, gpr(w, 0));
+                op_reg(&rq, ZYDIS_REGISTER_DX);
+            }
+        } else {
+            port = (uint16_t)rn(g, 256);
+            if (out) {
+                op_imm(&rq, port);
+                op_reg(&rq, gpr(w, 0));
+            } else {
+                op_reg(&rq, gpr(w, 0));
+                op_imm(&rq, port);
+            }
+        }
+        if ((i = emit(g, &rq, out ? LC_OP_OUT : LC_OP_IN)) < 0)
+            return -1;
+        x->kind = LC_EXIT_IO;
+        x->u.io.port = port;
+        x->u.io.size = (uint8_t)(w / 8);
+        x->u.io.is_out = (uint8_t)out;
+        if (out)
+            x->u.io.value = (uint32_t)(st->gpr[LC_RAX] & mask_bits(w));
+    } else if (k < 17) {
+        uint32_t leaf = chance(g, 70) ? rn(g, 0x20) : 0x80000000u + rn(g, 9);
+        st->gpr[LC_RAX] = leaf;
+        if (chance(g, 50))
+            st->gpr[LC_RCX] = rn(g, 4);
+        req_init(&rq, ZYDIS_MNEMONIC_CPUID);
+        if ((i = emit(g, &rq, LC_OP_CPUID)) < 0)
+            return -1;
+        x->kind = LC_EXIT_CPUID;
+    } else {
+        int wr = chance(g, 50);
+        uint32_t msr = diff_msr_ids[rn(g, N_MSRS)];
+        st->gpr[LC_RCX] = msr;
+        req_init(&rq, wr ? ZYDIS_MNEMONIC_WRMSR : ZYDIS_MNEMONIC_RDMSR);
+        if ((i = emit(g, &rq, wr ? LC_OP_WRMSR : LC_OP_RDMSR)) < 0)
+            return -1;
+        x->kind = wr ? LC_EXIT_WRMSR : LC_EXIT_RDMSR;
+        x->u.msr = msr;
+    }
+    x->insn_len = chance(g, 50) ? c->insn[i].len : 0;
+    return 0;
+}
+
+static const struct { tmpl_fn fn; unsigned weight; } ctmpls[] = {
+    { t_alu, 6 }, { t_test, 2 }, { t_unary, 3 }, { t_shift, 3 },
+    { t_mul, 2 }, { t_mov, 6 }, { t_movx, 2 }, { t_lea, 2 }, { t_xchg, 2 },
+    { t_push, 2 }, { t_pop, 2 }, { t_cmov, 2 }, { t_setcc, 2 },
+    { t_misc, 2 }, { t_flagop, 2 }, { t_branch, 9 }, { t_io, 10 },
+    { t_strio, 3 }, { t_sys, 5 }, { t_mmio, 14 }, { t_loop, 14 },
+    { t_smc, 3 },
+};
+#define NCTMPL (sizeof ctmpls / sizeof ctmpls[0])
+
+void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
+                      const gen_opts *o)
+{
+    gctx g;
+    uint64_t s = (seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)mode << 56 ^ index)
+                 + 0x636c7573746572ull;
+
+    memset(&g, 0, sizeof g);
+    g.c = c;
+    g.mode = mode;
+    g.o = o;
+    xo_seed(g.r, s);
+    c->mode = mode;
+    c->seed = s;
+    c->code_len = 0;
+    c->ninsns = 0;
+    c->native_ok = 0;
+    init_state(&g);
+    build_regions(&g);
+
+    if (first_exit(&g) < 0) {
+        /* cannot fail with the encoder in order; keep the case valid */
+        ZydisEncoderRequest rq;
+        c->code_len = 0;
+        c->ninsns = 0;
+        req_init(&rq, ZYDIS_MNEMONIC_CPUID);
+        emit(&g, &rq, LC_OP_CPUID);
+        memset(&c->xfirst, 0, sizeof c->xfirst);
+        c->xfirst.kind = LC_EXIT_CPUID;
+    }
+
+    unsigned ngroups = 1 + rn(&g, o->max_groups ? o->max_groups : 12);
+    unsigned total = 0;
+    for (unsigned i = 0; i < NCTMPL; i++)
+        total += ctmpls[i].weight;
+    for (g.group = 0; g.group < (int)ngroups; g.group++) {
+        if (resolve_due(&g, 0) < 0)
+            break;
+        for (int attempt = 0; attempt < 8; attempt++) {
+            uint32_t len0 = c->code_len, n0 = c->ninsns;
+            uint32_t undef0 = g.undef;
+            int df0 = g.df, np0 = g.npend;
+            unsigned pick = rn(&g, total), i = 0;
+            while (pick >= ctmpls[i].weight)
+                pick -= ctmpls[i++].weight;
+            g.next_flags = 0;
+            g.want_abits = 0;
+            g.force = 0;
+            int r = ctmpls[i].fn(&g);
+            if (r == 0 && c->code_len - len0 <= MAX_GROUP_BYTES)
+                break;
+            c->code_len = len0;
+            c->ninsns = n0;
+            g.undef = undef0;
+            g.df = df0;
+            g.npend = np0;
+        }
+        if (c->code_len > CODE_MAX - 80)
+            break;
+    }
+    if (resolve_due(&g, 1) < 0) {
+        /* cannot happen with the bounds above: keep the exiting one only */
+        c->code_len = c->insn[0].len;
+        c->ninsns = 1;
+    }
+    for (uint32_t i = 0; i < c->ninsns; i++)
+        gen_cov[mode][c->insn[i].op][width_index(c->insn[i].bits)]++;
+    memcpy(c->ram + (CODE_PA), c->code, c->code_len);
+    /* UD2 after the code: the engine's decode-ahead stops there, so no
+     * cluster reaches past the code that Unicorn runs (it stops at
+     * end_la) */
+    c->ram[CODE_PA + c->code_len] = 0x0f;
+    c->ram[CODE_PA + c->code_len + 1] = 0x0b;
+    c->end_la = c->code_len ? c->code_la + c->code_len : c->code_la;
 }
