@@ -271,4 +271,14 @@ static inline void xo_seed(uint64_t s[4], uint64_t seed)
         s[i] = splitmix64(&seed);
 }
 
+/* The VMM side libcluster sees (vm_ops.c): guest RAM at one host address
+ * (the engine may remember gpa_map answers until a flush) and the case's
+ * devices. */
+typedef struct diff_vm {
+    uint8_t  *ram;
+    dev_side *dev;
+} diff_vm;
+
+extern const lc_vm_ops diff_vm_ops;
+
 #endif /* LC_TESTS_DIFF_H */
