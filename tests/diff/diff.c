@@ -481,6 +481,20 @@ int main(int argc, char **argv)
             if (soak_end ? now() >= soak_end : idx - first >= opt.count)
                 break;
             gen_case(c, m, opt.seed, idx, &go);
+            /* Unicorn 2.0.1 corrupts its translated-block chaining after
+             * about a million cases of per-case TB invalidation in one
+             * instance (SIGSEGV in tb_set_jmp_target; UNICORN_BUGS.md):
+             * give each instance a bounded life. Cases are independent,
+             * so results do not depend on where the reopen falls. */
+            if (ncases && ncases % UC_REOPEN_CASES == 0) {
+                ucs_close(u);
+                u = ucs_open(m, go.perm);
+                if (!u) {
+                    fprintf(stderr, "lc-diff: cannot set up Unicorn for %s\n",
+                            dmode_name(m));
+                    return 2;
+                }
+            }
             if (ucs_run(u, c, ru, opt.max_insns) < 0) {
                 total_setup_err++;
                 printf("SETUP ERROR mode=%s seed=%llu case=%llu: %s\n",

@@ -202,6 +202,10 @@ typedef struct run_result {
 /* ---- Unicorn side (uc_side.c) ------------------------------------------- */
 
 typedef struct uc_side uc_side;
+/* Cases per Unicorn instance before it is reopened (see UNICORN_BUGS.md,
+ * "translated-block chaining"). */
+#define UC_REOPEN_CASES 200000
+
 uc_side *ucs_open(int mode, const uint8_t perm[16]);
 void ucs_close(uc_side *u);
 /* Run case `c`; fill `r`. Returns 0, or -1 on a harness (setup) error. */
