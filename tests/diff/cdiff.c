@@ -956,6 +956,17 @@ int cdiff_main(const cdiff_opts *o)
             if (soak_end ? now() >= soak_end : idx - first >= o->count)
                 break;
             gen_cluster_case(c, m, o->seed, idx, &go);
+            /* Bounded life for each Unicorn instance (UNICORN_BUGS.md);
+             * the result cache is per case, so nothing refers to it. */
+            if (idx > first && (idx - first) % UC_REOPEN_CASES == 0) {
+                ucs_close(x.u);
+                x.u = ucs_open(m, go.perm);
+                if (!x.u) {
+                    fprintf(stderr, "lc-diff: cannot set up Unicorn for %s\n",
+                            dmode_name(m));
+                    return 2;
+                }
+            }
             x.verbose_case = o->verbose && o->one_case >= 0;
             if (x.verbose_case) {
                 printf("case %llu:\n", (unsigned long long)idx);
