@@ -372,6 +372,31 @@ static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
         res->stop = LC_STOP_CALLBACK;
 }
 
+/* Run a translation whose code is known coherent: watch its code frames
+ * for self-modification (section 7), run it, account for it. */
+static lc_status run_translation(lc_vcpu *vc, lcr_vcpu *v, lcx_cluster *cl,
+                                 const uint64_t gfn[2], unsigned ngfn,
+                                 unsigned start, int first_done,
+                                 lc_result *res)
+{
+    const lc_config *cfg = &vc->engine->cfg;
+    lc_stop_reason stop;
+
+    if (cfg->techniques & LC_TECH_SMC) {
+        v->nwatch = (uint8_t)ngfn;
+        v->watch_gfn[0] = gfn[0];
+        v->watch_gfn[1] = gfn[1];
+    }
+    stop = lcx_run(cl, v, cfg->weak_backedge_cap, start);
+    if (stop == LC_STOP_SMC)
+        STAT_INC(vc->stats.smc_stops);
+    if (v->insns)
+        STAT_INC(vc->stats.exits_translated);
+    res->translated = 1;
+    finish(vc, v, stop, first_done, res);
+    return v->error;
+}
+
 static int was_invalidated(lc_vcpu *vc, uint64_t rip)
 {
     for (unsigned i = 0; i < vc->ninval && i < 8; i++)
@@ -451,19 +476,8 @@ anchor_again:
             same = got == cl->nbytes && !memcmp(code, te->code, cl->nbytes);
         }
         if (same) {
-            if (cfg->techniques & LC_TECH_SMC) {
-                v.nwatch = (uint8_t)ngfn;
-                v.watch_gfn[0] = gfn[0];
-                v.watch_gfn[1] = gfn[1];
-            }
-            stop = lcx_run(cl, &v, cfg->weak_backedge_cap, start);
-            if (stop == LC_STOP_SMC)
-                STAT_INC(vc->stats.smc_stops);
-            res->translated = 1;
-            if (v.insns)
-                STAT_INC(vc->stats.exits_translated);
-            finish(vc, &v, stop, first_done, res);
-            return v.error;
+            return run_translation(vc, &v, cl, gfn, ngfn, start, first_done,
+                                   res);
         }
         /* The code changed: drop the translation; this exit runs only its
          * own instruction; a later exit retranslates (section 7). */
@@ -548,19 +562,8 @@ anchor_again:
             return LC_ERR_NOMEM;   /* nothing ran; state untouched */
         te->rec = vc->rec;
         __atomic_store_n(&vc->stats.evictions, vc->tc.evictions, __ATOMIC_RELAXED);
-        if (cfg->techniques & LC_TECH_SMC) {
-            v.nwatch = (uint8_t)ngfn;
-            v.watch_gfn[0] = gfn[0];
-            v.watch_gfn[1] = gfn[1];
-        }
-        stop = lcx_run(te->cl, &v, cfg->weak_backedge_cap, start);
-        if (stop == LC_STOP_SMC)
-            STAT_INC(vc->stats.smc_stops);
-        if (v.insns)
-            STAT_INC(vc->stats.exits_translated);
-        res->translated = 1;
-        finish(vc, &v, stop, first_done, res);
-        return v.error;
+        return run_translation(vc, &v, te->cl, gfn, ngfn, start, first_done,
+                               res);
     }
 }
 

@@ -332,9 +332,8 @@ static int branch_ok(lcr_vcpu *v, uint64_t target)
     return target <= v->st->seg[LC_CS].limit;
 }
 
-static uint64_t ip_trunc(const lcr_vcpu *v, const lcd_insn *in, uint64_t ip)
+static uint64_t ip_trunc(const lcd_insn *in, uint64_t ip)
 {
-    (void)v;
     return ip & lcr_mask(in->info.operand_bits / 8);
 }
 
@@ -457,6 +456,18 @@ static int xchg_atomic(lcr_vcpu *v, ectx *c, uint64_t *old)
 
 /* ---- the dispatcher ---------------------------------------------------- */
 
+/* Translate the instruction's explicit memory operand at `ea` into c->mx.
+ * Every explicit operand goes through here, so its device accesses always
+ * count as the instruction's exit (note_vmm_access at the end). */
+static int operand_xlat(lcr_vcpu *v, ectx *c, uint64_t ea, unsigned bytes,
+                        unsigned access)
+{
+    if (mem_xlat(v, c->in->mem.seg, ea, bytes, access, &c->mx) < 0)
+        return -1;
+    c->has_mx = 1;
+    return 0;
+}
+
 /* Phase one for an explicit memory operand. */
 static int prepare_mem(lcr_vcpu *v, ectx *c)
 {
@@ -473,11 +484,7 @@ static int prepare_mem(lcr_vcpu *v, ectx *c)
     }
     if (!access || in->mem.agen)
         return 0;
-    if (mem_xlat(v, in->mem.seg, eff_addr(v, in, 0), in->mem.bytes, access,
-                 &c->mx) < 0)
-        return -1;
-    c->has_mx = 1;
-    return 0;
+    return operand_xlat(v, c, eff_addr(v, in, 0), in->mem.bytes, access);
 }
 
 static int cpl0_only(lcr_vcpu *v)
@@ -585,12 +592,9 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         if (in->opnd[0].kind == LCD_OPND_REG &&
             in->opnd[0].reg.cls == LCD_REG_SEG)
             return stop(v, LC_STOP_TERMINATOR);
-        if (in->opnd[0].kind == LCD_OPND_MEM) {
-            if (mem_xlat(v, in->mem.seg, eff_addr(v, in, 0), n,
-                         LCR_ACC_READ, &c.mx) < 0)
-                return LCR_STOP;
-            c.has_mx = 1;   /* a device source counts as an exit */
-        }
+        if (in->opnd[0].kind == LCD_OPND_MEM &&
+            operand_xlat(v, &c, eff_addr(v, in, 0), n, LCR_ACC_READ) < 0)
+            return LCR_STOP;
         if (mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
             return LCR_STOP;
         if (opnd_read(v, &c, 0, &a))
@@ -615,12 +619,10 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         /* POP to memory with an rSP base uses rSP after the increment
          * (SDM POP: "the ESP register is incremented before the effective
          * address is computed"). */
-        if (in->opnd[0].kind == LCD_OPND_MEM) {
-            if (mem_xlat(v, in->mem.seg, eff_addr(v, in, (int64_t)n), n,
-                         LCR_ACC_WRITE, &c.mx) < 0)
-                return LCR_STOP;
-            c.has_mx = 1;   /* a device destination counts as an exit */
-        }
+        if (in->opnd[0].kind == LCD_OPND_MEM &&
+            operand_xlat(v, &c, eff_addr(v, in, (int64_t)n), n,
+                         LCR_ACC_WRITE) < 0)
+            return LCR_STOP;
         if (xread(v, &sx, &a))
             return LCR_STOP;
         note_vmm_access(&sx, &c.vmm);
@@ -670,7 +672,7 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
     /* ---- near control flow ---- */
     case LC_OP_JMP:
         if (ii->cflow == LC_CF_JMP_REL) {
-            a = ip_trunc(v, in, next + (uint64_t)ii->branch_disp);
+            a = ip_trunc(in, next + (uint64_t)ii->branch_disp);
         } else if (ii->cflow == LC_CF_JMP_IND) {
             if (opnd_read(v, &c, 0, &a))
                 return LCR_STOP;
@@ -703,7 +705,7 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
                 taken = taken && !(fl & LC_RFLAGS_ZF);
             break;
         }
-        a = ip_trunc(v, in, next + (uint64_t)ii->branch_disp);
+        a = ip_trunc(in, next + (uint64_t)ii->branch_disp);
         if (taken && !branch_ok(v, a))
             return fault(v, 13);
         if (ii->op == LC_OP_LOOP || ii->op == LC_OP_LOOPE ||
@@ -938,7 +940,6 @@ int lcr_exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
     uint64_t ea_a, ea_b, lo, va, vb;
     uint8_t buf[16];
     lcr_xlat x;
-    int went = 0;
     ectx c;
 
     if (w == 0 || w > 4 || b->mem.bytes != w || a->mem.seg != b->mem.seg ||
@@ -972,14 +973,12 @@ int lcr_exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
     memcpy(buf + (ea_b - lo), &vb, w);
     if (lcr_write(v, &x, buf) < 0)
         return LCR_STOP;
-    note_vmm_access(&x, &went);
     v->exits_done += 2;            /* two exiting instructions ran */
     s->rip += a->info.length + b->info.length;
     v->dirty |= LC_DIRTY_RIP;
     v->insns += 2;
     if (v->smc_hit)
         v->stop = LC_STOP_SMC;
-    (void)went;
     return LCR_DONE;
 }
 

@@ -402,10 +402,10 @@ static uint64_t collect(uc_side *u, const dcase *c, run_result *r)
     return rip;
 }
 
-int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
+/* Reset `r` and lay the case down in Unicorn; -1 on a setup error. */
+static int run_begin(uc_side *u, const dcase *c, run_result *r,
+                     unsigned max_insns)
 {
-    uc_engine *uc = u->uc;
-
     r->ok = 0;
     r->why[0] = 0;
     r->ntrace = 0;
@@ -413,7 +413,14 @@ int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
     u->c = c;
     u->r = r;
     u->max_insns = max_insns;
-    if (setup(u, c, r) < 0)
+    return setup(u, c, r);
+}
+
+int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
+{
+    uc_engine *uc = u->uc;
+
+    if (run_begin(u, c, r, max_insns) < 0)
         return -1;
     uc_err e = UC_ERR_OK;
     if (c->code_len)
@@ -440,14 +447,7 @@ int ucs_run_n(uc_side *u, const dcase *c, run_result *r, unsigned n)
 {
     uc_engine *uc = u->uc;
 
-    r->ok = 0;
-    r->why[0] = 0;
-    r->ntrace = 0;
-    dev_init(&r->dev, c);
-    u->c = c;
-    u->r = r;
-    u->max_insns = n;
-    if (setup(u, c, r) < 0)
+    if (run_begin(u, c, r, n) < 0)
         return -1;
     /* a constant non-zero count (UNICORN_BUGS.md, workaround 9); the code
      * hook stops the run before instruction n + 1 */

@@ -83,12 +83,6 @@ static void *reader(void *arg)
     return NULL;
 }
 
-static void map_none(void *o, uint64_t g, int w, lc_gpa_map *m)
-{
-    (void)o; (void)g; (void)w;
-    memset(m, 0, sizeof *m);
-}
-
 START_TEST(concurrent_vcpus)
 {
     lc_engine *e;
@@ -97,7 +91,6 @@ START_TEST(concurrent_vcpus)
     lc_stats st;
     uint64_t saved = 0;
 
-    (void)map_none;
     ck_assert_int_eq(lc_engine_create(NULL, &fvm_ops, &e), LC_OK);
     ck_assert_int_eq(pthread_create(&rd, NULL, reader, e), 0);
     for (int i = 0; i < NTHREADS; i++) {
