@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The two NIC models of the reference VMM and what they share.
+ *
+ *   pcnet.c  AMD PCnet-PCI II (Am79C970A) in 16-bit I/O mode, as Linux
+ *            pcnet32 drives it: APROM, RDP, RAP, reset and BDP ports in a
+ *            32-byte I/O BAR; CSRs and BCRs behind RAP; init block;
+ *            software style 2 (32-bit) descriptors.
+ *   e1000.c  Intel 82540EM over a 128 KiB MMIO BAR: the legacy descriptor
+ *            subset a simple driver needs (see e1000.c's header).
+ *
+ * Both are pure models: register access in, DMA and interrupt line and
+ * backend frames out (dev.h, backends/net.h). The VMM serialises calls
+ * into one device (one lock per device).
+ *
+ * The NIC optimizations of seeds/000 (Sugerman et al., "Virtualizing I/O
+ * devices on VMware Workstation's hosted VMM", section 3.3) are options,
+ * each counted in nic_stats:
+ *   latch_fast   accesses that only latch state (the PCnet RAP, the e1000
+ *                registers with plain memory semantics) are flagged by
+ *                nic_access_is_latch() so the VMM can handle them on its
+ *                fast path: as KVM coalesced PIO/MMIO writes that never
+ *                leave the kernel, drained in order at the next exit.
+ *   send_combine queue up to 3 transmits (left in the guest's TX ring,
+ *                descriptors still owned by the device) until the next
+ *                exit that is not a transmit kick, the next timer tick, or
+ *                the third one, then send them together and raise one
+ *                interrupt for the batch.
+ *   irq_coalesce drive the interrupt line only when its level changes
+ *                (each KVM_IRQ_LINE is a VM ioctl, about 5 us here), and
+ *                raise one interrupt for everything one access completes.
+ */
+#ifndef VMM_NIC_H
+#define VMM_NIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../backends/net.h"
+#include "dev.h"
+
+typedef enum nic_model { NIC_NONE = 0, NIC_PCNET, NIC_E1000 } nic_model;
+
+typedef struct nic_options {
+    bool latch_fast;
+    bool send_combine;
+    bool irq_coalesce;
+    unsigned combine_max;       /* transmits queued at most; default 3 */
+} nic_options;
+
+typedef struct nic_stats {
+    uint64_t reg_reads, reg_writes;
+    uint64_t latch_accesses;    /* accesses nic_access_is_latch() covers */
+    uint64_t tx_frames, rx_frames;
+    uint64_t rx_no_buffer;      /* frames left waiting: no free RX desc */
+    uint64_t tx_combined;       /* transmits that waited for a batch */
+    uint64_t tx_batches;        /* batches sent by send combining */
+    uint64_t irq_raised;        /* line driven high */
+    uint64_t irq_line_calls;    /* calls to vm_irq.set */
+    uint64_t irq_suppressed;    /* level unchanged, call elided */
+    uint64_t guest_errors;
+    uint64_t resets;
+} nic_stats;
+
+typedef struct nic nic;
+
+/* Create a model. `mac` is the address in the PROM/EEPROM. The DMA,
+ * IRQ and backend are borrowed and must outlive the NIC. */
+nic *nic_create(nic_model model, const uint8_t mac[6], const vm_dma *dma,
+                const vm_irq *irq, net_backend *be,
+                const nic_options *opt);
+void nic_destroy(nic *n);
+
+nic_model nic_model_of(const nic *n);
+const char *nic_model_name(nic_model m);
+/* "pcnet" or "e1000" (also "am79c970a", "82540em"); NIC_NONE otherwise. */
+nic_model nic_model_parse(const char *s);
+
+/* PCI identity of the function and its one BAR. */
+typedef struct nic_pci_id {
+    uint16_t vendor, device, subsys_vendor, subsys;
+    uint8_t  revision, class_code, subclass, prog_if;
+    bool     bar_is_io;         /* PCnet: I/O BAR0; e1000: memory BAR0 */
+    uint32_t bar_size;          /* 32 (I/O) or 0x20000 (MMIO) */
+} nic_pci_id;
+void nic_pci_identity(nic_model m, nic_pci_id *id);
+
+/* A register access at `offset` within the BAR (1, 2 or 4 bytes;
+ * 8-byte MMIO accesses are split by the caller). Reads store into *val.
+ * Unaligned or out-of-range accesses read as all ones and are ignored on
+ * write, with a guest error. */
+void nic_access(nic *n, uint32_t offset, unsigned size, bool is_write,
+                uint32_t *val);
+
+/* True if a write of this size to `offset` only latches state: no
+ * interrupt, DMA or transmit can follow from it by itself, and a later
+ * read returns what was written. Used by the VMM's fast path. */
+bool nic_access_is_latch(const nic *n, uint32_t offset, unsigned size);
+
+/* The byte ranges, within the BAR, for which nic_access_is_latch() holds
+ * for all aligned writes: fills up to `max` (offset, length) pairs and
+ * returns how many. */
+unsigned nic_latch_ranges(const nic *n, uint32_t (*ranges)[2], unsigned max);
+
+/* Receive what the backend has waiting, as far as the guest has given
+ * receive descriptors. Called by the NIC itself after every access and by
+ * the VMM when the backend signals frames (TAP). */
+void nic_poll_rx(nic *n);
+
+/* "Next exit" or "timer tick" of send combining: send whatever is
+ * queued. Also called by the VMM before it stops. */
+void nic_flush(nic *n);
+
+/* PCI bus-master enable (command register bit 2): without it the NIC
+ * does no DMA, as real hardware cannot. */
+void nic_set_bus_master(nic *n, bool enabled);
+
+const nic_stats *nic_get_stats(const nic *n);
+
+#endif /* VMM_NIC_H */

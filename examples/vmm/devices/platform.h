@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The platform devices of the reference VMM besides the NICs: a 16550
+ * UART console, PCI configuration mechanism #1 with its host bridge, and
+ * the debug exit port. Pure models, like the NICs: the VMM core registers
+ * their ranges on its buses and forwards accesses.
+ */
+#ifndef VMM_PLATFORM_H
+#define VMM_PLATFORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- 16550 UART (COM1 at 0x3F8, 8 ports) ------------------------------ */
+
+typedef struct uart uart;
+/* Characters the guest sends go to `out` (line buffered by the model). */
+uart *uart_create(FILE *out);
+void uart_destroy(uart *u);
+/* offset 0..7; 1-byte accesses (wider ones act on the first byte) */
+void uart_access(uart *u, unsigned offset, bool is_write, uint8_t *val);
+uint64_t uart_bytes_out(const uart *u);
+
+/* ---- PCI configuration mechanism #1 (0xCF8, 0xCFC..0xCFF) -------------- */
+
+#define PCI_MAX_DEVFN 32          /* bus 0, function 0 of devices 0..31 */
+
+typedef struct pci_bar_info {
+    uint32_t size;                /* power of two; 0: no BAR */
+    bool is_io;
+} pci_bar_info;
+
+typedef struct pci_function_ops {
+    void *opaque;
+    /* The guest moved BAR0 to `base` (also called once at creation). */
+    void (*bar_moved)(void *opaque, uint32_t base);
+    /* The command register changed (bit 0 I/O, bit 1 memory, bit 2 bus
+     * master). */
+    void (*command)(void *opaque, uint16_t cmd);
+} pci_function_ops;
+
+typedef struct pci_bus pci_bus;
+pci_bus *pci_create(void);
+void pci_destroy(pci_bus *p);
+/* Add device `dev` (function 0) with the identity in its first 64 bytes
+ * (vendor, device, class, subsystem, interrupt pin...), one BAR, and an
+ * interrupt line. -1 if the slot is taken or out of range. */
+int pci_add_function(pci_bus *p, unsigned dev, const uint8_t id[64],
+                     pci_bar_info bar0, uint32_t bar0_base, uint8_t irq_line,
+                     const pci_function_ops *ops);
+/* Port access at 0xCF8 + offset (offset 0..7), size 1, 2 or 4. */
+void pci_access(pci_bus *p, unsigned offset, unsigned size, bool is_write,
+                uint32_t *val);
+/* Is decoding of BAR0 of `dev` enabled (command bits)? */
+bool pci_decodes(const pci_bus *p, unsigned dev);
+
+/* ---- Debug exit port (0xF4) ------------------------------------------ */
+/* Handled by the core: a write ends the VM with the value as exit code. */
+#define DEBUG_EXIT_PORT 0xF4
+
+#endif /* VMM_PLATFORM_H */

@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KVM back end: VM and vCPUs, the in-kernel irqchip and PIT, the
+ * coalesced ring for latch-only NIC registers, and the vCPU loop (one
+ * switch on exit_reason, as kvmtool's kvm-cpu.c).
+ *
+ * Every exit is first offered to libcluster through the ready adapter
+ * (lc_kvm_handle_exit): if the engine handled it, the loop simply
+ * re-enters KVM_RUN. On these machines an exit costs about 8 us and any
+ * other vCPU ioctl about 5 us (docs/kvm.md), so nothing on the exit path
+ * issues an ioctl besides KVM_RUN itself; KVM_IRQ_LINE (a VM ioctl) is
+ * issued only by device interrupts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cluster/kvm.h>
+
+#include "vmm.h"
+
+#define TSS_ADDR 0xfffbd000u
+
+typedef struct kvm_vcpu_ctx {
+    vmm_vcpu core;
+    int fd;
+    struct kvm_run *run;
+    size_t run_size;
+    struct kvm_coalesced_mmio_ring *ring;
+    lc_kvm_vcpu *kv;
+    pthread_t thread;
+    bool started;
+} kvm_vcpu_ctx;
+
+typedef struct kvm_vm {
+    int kvm, fd;
+    kvm_vcpu_ctx cpu[VMM_MAX_VCPUS];
+    unsigned ncpu;
+    lc_kvm_caps caps;
+    bool coalesced;
+    struct kvm_coalesced_mmio_zone zones[16];
+    unsigned nzones;
+} kvm_vm;
+
+bool vmm_kvm_available(char *why, size_t len)
+{
+    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, len, "/dev/kvm: %s", strerror(errno));
+        return false;
+    }
+    int api = ioctl(fd, KVM_GET_API_VERSION, 0);
+    close(fd);
+    if (api != KVM_API_VERSION) {
+        snprintf(why, len, "/dev/kvm: API version %d, need %d", api,
+                 KVM_API_VERSION);
+        return false;
+    }
+    return true;
+}
+
+static void kvm_irq_line(void *opaque, unsigned gsi, int level)
+{
+    kvm_vm *k = opaque;
+    struct kvm_irq_level l = { .irq = gsi, .level = (uint32_t)level };
+    if (ioctl(k->fd, KVM_IRQ_LINE, &l) < 0)
+        perror("lcvmm: KVM_IRQ_LINE");
+}
+
+/* ---- the coalesced ring (seeds/000 s3.3: latch-only accesses never
+ * leave the fast path) ------------------------------------------------ */
+
+static void zones_set(kvm_vm *k, vmm *vm)
+{
+    uint32_t r[16][2];
+    nic_pci_id id;
+    unsigned n, i;
+
+    for (i = 0; i < k->nzones; i++)
+        ioctl(k->fd, KVM_UNREGISTER_COALESCED_MMIO, &k->zones[i]);
+    k->nzones = 0;
+    if (!vm->nic || !vm->opt.nic_opt.latch_fast || !k->coalesced)
+        return;
+    nic_pci_identity(nic_model_of(vm->nic), &id);
+    n = nic_latch_ranges(vm->nic, r, 16);
+    for (i = 0; i < n; i++) {
+        struct kvm_coalesced_mmio_zone z = {
+            .addr = vm->nic_bar + r[i][0], .size = r[i][1],
+            .pio = id.bar_is_io };
+        if (ioctl(k->fd, KVM_REGISTER_COALESCED_MMIO, &z) == 0)
+            k->zones[k->nzones++] = z;
+        else
+            fprintf(stderr, "lcvmm: coalesced zone %#llx+%u: %s\n",
+                    (unsigned long long)z.addr, z.size, strerror(errno));
+    }
+}
+
+/* Replay the latch writes KVM queued, in order, before anything else of
+ * this exit is handled. */
+static void ring_drain(kvm_vcpu_ctx *c)
+{
+    struct kvm_coalesced_mmio_ring *ring = c->ring;
+    vmm *vm = c->core.vm;
+    unsigned max = (unsigned)((4096 - sizeof *ring) /
+                              sizeof(struct kvm_coalesced_mmio));
+
+    if (!ring)
+        return;
+    while (ring->first != ring->last) {
+        struct kvm_coalesced_mmio *m = &ring->coalesced_mmio[ring->first];
+        uint64_t v = 0;
+        unsigned len = m->len <= 8 ? m->len : 8;
+        memcpy(&v, m->data, len);
+        bus_access(m->pio ? &vm->pio : &vm->mmio, m->phys_addr, len, true,
+                   &v);
+        vm->stats.coalesced_drained++;
+        __atomic_store_n(&ring->first, (ring->first + 1) % max,
+                         __ATOMIC_RELEASE);
+    }
+}
+
+/* ---- exits the engine declined ----------------------------------------- */
+
+static void handle_io(kvm_vcpu_ctx *c)
+{
+    struct kvm_run *run = c->run;
+    vmm *vm = c->core.vm;
+    uint8_t *data = (uint8_t *)run + run->io.data_offset;
+    unsigned size = run->io.size;
+
+    if (size != 1 && size != 2 && size != 4) {
+        vmm_request_stop(vm, 2, "KVM reported port I/O of %u bytes", size);
+        return;
+    }
+    if (run->io.data_offset + (uint64_t)size * run->io.count > c->run_size) {
+        vmm_request_stop(vm, 2, "KVM port I/O data outside kvm_run");
+        return;
+    }
+    for (uint32_t i = 0; i < run->io.count; i++, data += size) {
+        uint64_t v = 0;
+        bool w = run->io.direction == KVM_EXIT_IO_OUT;
+        if (w)
+            memcpy(&v, data, size);
+        bus_access(&vm->pio, run->io.port, size, w, &v);
+        if (!w)
+            memcpy(data, &v, size);
+    }
+}
+
+static void handle_mmio(kvm_vcpu_ctx *c)
+{
+    struct kvm_run *run = c->run;
+    uint64_t v = 0;
+    unsigned len = run->mmio.len;
+
+    if (len != 1 && len != 2 && len != 4 && len != 8) {
+        vmm_request_stop(c->core.vm, 2, "KVM reported MMIO of %u bytes", len);
+        return;
+    }
+    if (run->mmio.is_write)
+        memcpy(&v, run->mmio.data, len);
+    bus_access(&c->core.vm->mmio, run->mmio.phys_addr, len,
+               run->mmio.is_write, &v);
+    if (!run->mmio.is_write)
+        memcpy(run->mmio.data, &v, len);
+}
+
+static void dump_regs(kvm_vcpu_ctx *c)
+{
+    struct kvm_regs r;
+    if (ioctl(c->fd, KVM_GET_REGS, &r) == 0)
+        fprintf(stderr, "lcvmm: vcpu%u rip=%#llx rsp=%#llx rax=%#llx "
+                "rflags=%#llx\n", c->core.id, (unsigned long long)r.rip,
+                (unsigned long long)r.rsp, (unsigned long long)r.rax,
+                (unsigned long long)r.rflags);
+}
+
+static void cpu_loop(kvm_vcpu_ctx *c)
+{
+    vmm *vm = c->core.vm;
+    struct kvm_run *run = c->run;
+
+    while (!atomic_load(&vm->stop)) {
+        bool to_nic = false;
+        lc_result res;
+
+        if (ioctl(c->fd, KVM_RUN, 0) < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                run->immediate_exit = 0;
+                vm->stats.exits_intr++;
+                continue;
+            }
+            vmm_request_stop(vm, 2, "KVM_RUN: %s", strerror(errno));
+            break;
+        }
+        vm->stats.exits++;
+        ring_drain(c);
+        switch (run->exit_reason) {
+        case KVM_EXIT_IO:
+            vm->stats.exits_io++;
+            to_nic = vmm_is_nic_access(vm, true, run->io.port);
+            break;
+        case KVM_EXIT_MMIO:
+            vm->stats.exits_mmio++;
+            to_nic = vmm_is_nic_access(vm, false, run->mmio.phys_addr);
+            break;
+        default:
+            break;
+        }
+        vmm_on_exit(vm, to_nic);
+        if (atomic_exchange(&vm->map_changed, false)) {
+            if (vm->engine)
+                lc_engine_flush(vm->engine);
+            zones_set(vm->cpu, vm);
+        }
+        if (c->kv) {
+            c->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
+            if (lc_kvm_handle_exit(c->kv, &res) == LC_OK &&
+                res.disposition == LC_HANDLED) {
+                vm->stats.exits_handled_by_engine++;
+                continue;
+            }
+        }
+        switch (run->exit_reason) {
+        case KVM_EXIT_IO:
+            handle_io(c);
+            break;
+        case KVM_EXIT_MMIO:
+            handle_mmio(c);
+            break;
+        case KVM_EXIT_HLT:
+            vm->stats.exits_hlt++;
+            vmm_request_stop(vm, 0, "guest halted");
+            break;
+        case KVM_EXIT_INTR:
+            vm->stats.exits_intr++;
+            break;
+        case KVM_EXIT_SHUTDOWN:
+            dump_regs(c);
+            vmm_request_stop(vm, 3, "guest triple fault (KVM_EXIT_SHUTDOWN)");
+            break;
+        case KVM_EXIT_FAIL_ENTRY:
+            vmm_request_stop(vm, 3, "KVM_EXIT_FAIL_ENTRY: reason %#llx",
+                             (unsigned long long)
+                             run->fail_entry.hardware_entry_failure_reason);
+            break;
+        case KVM_EXIT_INTERNAL_ERROR:
+            dump_regs(c);
+            vmm_request_stop(vm, 3, "KVM_EXIT_INTERNAL_ERROR: suberror %u",
+                             run->internal.suberror);
+            break;
+        case KVM_EXIT_SYSTEM_EVENT:
+            vmm_request_stop(vm, 0, "guest system event %u",
+                             run->system_event.type);
+            break;
+        default:
+            vm->stats.exits_other++;
+            vmm_request_stop(vm, 3, "unhandled KVM exit reason %u",
+                             run->exit_reason);
+            break;
+        }
+    }
+}
+
+static void *ap_thread(void *arg)
+{
+    cpu_loop(arg);
+    return NULL;
+}
+
+static void wake(int sig)
+{
+    (void)sig;
+}
+
+/* ---- set-up ------------------------------------------------------------ */
+
+static void seg_out(struct kvm_segment *d, const lc_segment *s)
+{
+    *d = (struct kvm_segment){
+        .base = s->base, .limit = s->limit, .selector = s->selector,
+        .type = s->type, .present = s->present, .dpl = s->dpl, .db = s->db,
+        .s = s->s, .l = s->l, .g = s->g, .avl = s->avl,
+        .unusable = s->unusable };
+}
+
+static int setup_cpuid(kvm_vm *k, int vcpu_fd)
+{
+    int n = 128;
+    struct kvm_cpuid2 *cp = calloc(1, sizeof *cp +
+                                   (size_t)n * sizeof(struct kvm_cpuid_entry2));
+    int rc = -1;
+    if (!cp)
+        return -1;
+    cp->nent = (uint32_t)n;
+    if (ioctl(k->kvm, KVM_GET_SUPPORTED_CPUID, cp) == 0 &&
+        ioctl(vcpu_fd, KVM_SET_CPUID2, cp) == 0)
+        rc = 0;
+    free(cp);
+    return rc;
+}
+
+static int boot_cpu(kvm_vcpu_ctx *c, const vmm_boot *boot)
+{
+    struct kvm_sregs sr;
+    struct kvm_regs r = { 0 };
+    lc_cpu_state st;
+
+    vmm_boot_state(boot, &st);
+    if (ioctl(c->fd, KVM_GET_SREGS, &sr) < 0)
+        return -1;
+    seg_out(&sr.cs, &st.seg[LC_CS]);
+    seg_out(&sr.ds, &st.seg[LC_DS]);
+    seg_out(&sr.es, &st.seg[LC_ES]);
+    seg_out(&sr.fs, &st.seg[LC_FS]);
+    seg_out(&sr.gs, &st.seg[LC_GS]);
+    seg_out(&sr.ss, &st.seg[LC_SS]);
+    sr.gdt.base = st.gdtr.base;
+    sr.gdt.limit = st.gdtr.limit;
+    sr.cr0 = st.cr0;
+    sr.cr4 = 0;
+    sr.efer = 0;
+    r.rip = st.rip;
+    r.rax = st.gpr[LC_RAX];
+    r.rbx = st.gpr[LC_RBX];
+    r.rflags = st.rflags;
+    if (ioctl(c->fd, KVM_SET_SREGS, &sr) < 0 ||
+        ioctl(c->fd, KVM_SET_REGS, &r) < 0)
+        return -1;
+    return 0;
+}
+
+#define FAIL(...) do { vmm_request_stop(vm, 2, __VA_ARGS__); goto out; } \
+    while (0)
+
+int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
+{
+    kvm_vm *k = calloc(1, sizeof *k);
+    struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+    struct kvm_userspace_memory_region mem;
+    long mmap_size;
+    int rc = -1;
+
+    if (!k) {
+        vmm_request_stop(vm, 2, "out of memory");
+        return -1;
+    }
+    for (unsigned i = 0; i < VMM_MAX_VCPUS; i++)
+        k->cpu[i].fd = -1;
+    k->fd = -1;
+    vm->cpu = k;
+    k->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    if (k->kvm < 0)
+        FAIL("/dev/kvm: %s", strerror(errno));
+    k->fd = ioctl(k->kvm, KVM_CREATE_VM, 0);
+    if (k->fd < 0)
+        FAIL("KVM_CREATE_VM: %s", strerror(errno));
+    if (ioctl(k->fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0)
+        FAIL("KVM_SET_TSS_ADDR: %s", strerror(errno));
+    if (ioctl(k->fd, KVM_CREATE_IRQCHIP, 0) < 0)
+        FAIL("KVM_CREATE_IRQCHIP: %s", strerror(errno));
+    if (ioctl(k->fd, KVM_CREATE_PIT2, &pit) < 0)
+        FAIL("KVM_CREATE_PIT2: %s", strerror(errno));
+    mem = (struct kvm_userspace_memory_region){
+        .slot = 0, .guest_phys_addr = 0, .memory_size = vm->ram_size,
+        .userspace_addr = (uint64_t)(uintptr_t)vm->ram };
+    if (ioctl(k->fd, KVM_SET_USER_MEMORY_REGION, &mem) < 0)
+        FAIL("KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+    k->coalesced = ioctl(k->kvm, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_PIO) > 0 &&
+                   ioctl(k->kvm, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO) > 0;
+    vm->irq = (vm_irq){ k, kvm_irq_line, 0 };
+
+    if (vm->opt.cluster) {
+        lc_status s = lc_kvm_probe(&k->caps);
+        if (s != LC_OK)
+            FAIL("libcluster KVM probe: %s", lc_strerror(s));
+    }
+    mmap_size = ioctl(k->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+    if (mmap_size <= 0)
+        FAIL("KVM_GET_VCPU_MMAP_SIZE: %s", strerror(errno));
+    k->ncpu = vm->opt.vcpus;
+    for (unsigned i = 0; i < k->ncpu; i++) {
+        kvm_vcpu_ctx *c = &k->cpu[i];
+        c->core.vm = vm;
+        c->core.id = i;
+        c->fd = ioctl(k->fd, KVM_CREATE_VCPU, i);
+        if (c->fd < 0)
+            FAIL("KVM_CREATE_VCPU %u: %s", i, strerror(errno));
+        c->run_size = (size_t)mmap_size;
+        c->run = mmap(NULL, c->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                      c->fd, 0);
+        if (c->run == MAP_FAILED) {
+            c->run = NULL;
+            FAIL("mmap kvm_run: %s", strerror(errno));
+        }
+        if (k->coalesced)
+            c->ring = (void *)((uint8_t *)c->run +
+                               KVM_COALESCED_MMIO_PAGE_OFFSET * 4096);
+        if (setup_cpuid(k, c->fd) < 0)
+            FAIL("KVM_SET_CPUID2: %s", strerror(errno));
+        if (i == 0 && boot_cpu(c, boot) < 0)
+            FAIL("setting the boot state of vcpu0: %s", strerror(errno));
+        if (vm->engine) {
+            if (lc_vcpu_create(vm->engine, i, &c->core, &c->core.lc) != LC_OK ||
+                lc_kvm_vcpu_attach(c->core.lc, c->fd, c->run, &k->caps,
+                                   &c->kv) != LC_OK)
+                FAIL("libcluster: cannot attach to vcpu%u", i);
+        }
+    }
+    zones_set(k, vm);
+
+    /* APs wait for INIT/SIPI inside KVM_RUN; a signal gets them out. */
+    struct sigaction sa = { .sa_handler = wake };
+    sigaction(SIGUSR1, &sa, NULL);
+    for (unsigned i = 1; i < k->ncpu; i++) {
+        if (pthread_create(&k->cpu[i].thread, NULL, ap_thread, &k->cpu[i]))
+            FAIL("cannot start the thread of vcpu%u", i);
+        k->cpu[i].started = true;
+    }
+    cpu_loop(&k->cpu[0]);
+    rc = 0;
+out:
+    for (unsigned i = 1; i < VMM_MAX_VCPUS; i++) {
+        if (!k->cpu[i].started)
+            continue;
+        k->cpu[i].run->immediate_exit = 1;
+        pthread_kill(k->cpu[i].thread, SIGUSR1);
+        pthread_join(k->cpu[i].thread, NULL);
+    }
+    for (unsigned i = 0; i < VMM_MAX_VCPUS; i++) {
+        kvm_vcpu_ctx *c = &k->cpu[i];
+        lc_kvm_vcpu_detach(c->kv);
+        lc_vcpu_destroy(c->core.lc);
+        if (c->run)
+            munmap(c->run, c->run_size);
+        if (c->fd >= 0)
+            close(c->fd);
+    }
+    if (k->fd >= 0)
+        close(k->fd);
+    if (k->kvm >= 0)
+        close(k->kvm);
+    vm->irq = (vm_irq){ 0 };
+    vm->cpu = NULL;
+    free(k);
+    return rc;
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lcvmm: the reference VMM's command line (kvmtool's `lkvm run` in
+ * spirit). See `lcvmm --help` and docs/vmm.md.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmm.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: lcvmm [options] -k IMAGE\n"
+"  -k, --kernel IMAGE     Multiboot guest image (a.out kludge, see docs/vmm.md)\n"
+"  -p, --params STRING    guest command line (e.g. \"n=100 cpl=3 irq=0\")\n"
+"  -m, --mem MIB          guest RAM in MiB (default 64, 2..3072)\n"
+"  -c, --cpus N           vCPUs (default 1, at most %d)\n"
+"  -n, --nic MODEL        pcnet | e1000 | none (default pcnet)\n"
+"      --net BACKEND      peer[,ip=A.B.C.D] | tap,ifname=NAME (default peer)\n"
+"      --cpu BACKEND      kvm | unicorn | auto (default auto: kvm if usable)\n"
+"      --no-cluster       do not use libcluster (every exit goes the usual way)\n"
+"      --cluster LIST     techniques: single,pairs,static,dynamic,smc | all\n"
+"      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
+"      --nic-opt LIST     seeds/000 NIC optimizations: latch,combine,coalesce |\n"
+"                         all | none (default all)\n"
+"      --stats FORMAT     table | json | none (default table)\n"
+"      --stats-file FILE  write the statistics there instead of stderr\n"
+"      --gaps-file FILE   Unicorn: instructions between exits, one per line\n"
+"      --insn-limit N     Unicorn: stop after N guest instructions\n"
+"      --timeout SECONDS  stop the guest after this long (exit status 4)\n"
+"  -q, --quiet            no banner\n"
+"  -h, --help\n"
+"Exit status: the guest's debug-exit code; 2 VMM error, 3 guest crashed,\n"
+"4 timeout or instruction limit.\n", VMM_MAX_VCPUS);
+}
+
+static int parse_list(const char *arg, const char *const names[],
+                      const uint32_t bits[], unsigned n, uint32_t *out,
+                      const char *what)
+{
+    char buf[256], *save = NULL, *tok;
+    uint32_t m = 0;
+
+    if (strlen(arg) >= sizeof buf) {
+        fprintf(stderr, "lcvmm: %s list too long\n", what);
+        return -1;
+    }
+    strcpy(buf, arg);
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned i;
+        for (i = 0; i < n && strcmp(tok, names[i]); i++)
+            ;
+        if (i == n) {
+            fprintf(stderr, "lcvmm: unknown %s '%s' (valid:", what, tok);
+            for (i = 0; i < n; i++)
+                fprintf(stderr, " %s", names[i]);
+            fprintf(stderr, ")\n");
+            return -1;
+        }
+        m |= bits[i];
+    }
+    *out = m;
+    return 0;
+}
+
+static int parse_uint(const char *s, unsigned long long lo,
+                      unsigned long long hi, unsigned long long *out,
+                      const char *what)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (!*s || *end || v < lo || v > hi || s[0] == '-') {
+        fprintf(stderr, "lcvmm: %s must be a number in [%llu, %llu], not "
+                "'%s'\n", what, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
+       O_STATS, O_STATSFILE, O_GAPS, O_INSNLIMIT, O_TIMEOUT };
+
+static const char *gaps_file;
+
+static int parse_args(int argc, char **argv, vmm_options *o)
+{
+    static const struct option longopts[] = {
+        { "kernel", required_argument, 0, 'k' },
+        { "params", required_argument, 0, 'p' },
+        { "mem", required_argument, 0, 'm' },
+        { "cpus", required_argument, 0, 'c' },
+        { "nic", required_argument, 0, 'n' },
+        { "net", required_argument, 0, O_NET },
+        { "cpu", required_argument, 0, O_CPU },
+        { "no-cluster", no_argument, 0, O_NOCLUSTER },
+        { "cluster", required_argument, 0, O_CLUSTER },
+        { "cflow", required_argument, 0, O_CFLOW },
+        { "nic-opt", required_argument, 0, O_NICOPT },
+        { "stats", required_argument, 0, O_STATS },
+        { "stats-file", required_argument, 0, O_STATSFILE },
+        { "gaps-file", required_argument, 0, O_GAPS },
+        { "insn-limit", required_argument, 0, O_INSNLIMIT },
+        { "timeout", required_argument, 0, O_TIMEOUT },
+        { "quiet", no_argument, 0, 'q' },
+        { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    static const char *const techs[] = { "single", "pairs", "static",
+                                         "dynamic", "smc", "all" };
+    static const uint32_t tech_bits[] = { LC_TECH_SINGLE, LC_TECH_PAIRS,
+        LC_TECH_STATIC, LC_TECH_DYNAMIC, LC_TECH_SMC, LC_TECH_ALL };
+    static const char *const nopts[] = { "latch", "combine", "coalesce",
+                                         "all", "none" };
+    static const uint32_t nopt_bits[] = { 1, 2, 4, 7, 0 };
+    unsigned long long v;
+    uint32_t m;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "k:p:m:c:n:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'k': o->kernel = optarg; break;
+        case 'p': o->params = optarg; break;
+        case 'm':
+            if (parse_uint(optarg, 2, 3072, &v, "--mem"))
+                return -1;
+            o->ram_mib = v;
+            break;
+        case 'c':
+            if (parse_uint(optarg, 1, VMM_MAX_VCPUS, &v, "--cpus"))
+                return -1;
+            o->vcpus = (unsigned)v;
+            break;
+        case 'n':
+            if (!strcmp(optarg, "none")) {
+                o->nic = NIC_NONE;
+            } else if ((o->nic = nic_model_parse(optarg)) == NIC_NONE) {
+                fprintf(stderr, "lcvmm: unknown NIC model '%s' (valid: "
+                        "pcnet, e1000, none)\n", optarg);
+                return -1;
+            }
+            break;
+        case O_NET: o->net = optarg; break;
+        case O_CPU:
+            if (!strcmp(optarg, "kvm")) o->cpu = VMM_CPU_KVM;
+            else if (!strcmp(optarg, "unicorn")) o->cpu = VMM_CPU_UNICORN;
+            else if (!strcmp(optarg, "auto")) o->cpu = VMM_CPU_AUTO;
+            else {
+                fprintf(stderr, "lcvmm: unknown CPU back end '%s' (valid: "
+                        "kvm, unicorn, auto)\n", optarg);
+                return -1;
+            }
+            break;
+        case O_NOCLUSTER: o->cluster = false; break;
+        case O_CLUSTER:
+            if (parse_list(optarg, techs, tech_bits, 6, &m, "technique"))
+                return -1;
+            o->techniques = m;
+            o->cluster = true;
+            break;
+        case O_CFLOW:
+            if (!strcmp(optarg, "none")) o->cflow = LC_CFLOW_NONE;
+            else if (!strcmp(optarg, "m1")) o->cflow = LC_CFLOW_M1;
+            else if (!strcmp(optarg, "m2")) o->cflow = LC_CFLOW_M2;
+            else if (!strcmp(optarg, "m3")) o->cflow = LC_CFLOW_M3;
+            else {
+                fprintf(stderr, "lcvmm: unknown control-flow method '%s' "
+                        "(valid: none, m1, m2, m3)\n", optarg);
+                return -1;
+            }
+            break;
+        case O_NICOPT:
+            if (parse_list(optarg, nopts, nopt_bits, 5, &m, "NIC optimization"))
+                return -1;
+            o->nic_opt.latch_fast = m & 1;
+            o->nic_opt.send_combine = m & 2;
+            o->nic_opt.irq_coalesce = m & 4;
+            break;
+        case O_STATS:
+            if (!strcmp(optarg, "table")) o->stats = VMM_STATS_TABLE;
+            else if (!strcmp(optarg, "json")) o->stats = VMM_STATS_JSON;
+            else if (!strcmp(optarg, "none")) o->stats = VMM_STATS_NONE;
+            else {
+                fprintf(stderr, "lcvmm: unknown statistics format '%s' "
+                        "(valid: table, json, none)\n", optarg);
+                return -1;
+            }
+            break;
+        case O_STATSFILE: o->stats_file = optarg; break;
+        case O_GAPS: gaps_file = optarg; break;
+        case O_INSNLIMIT:
+            if (parse_uint(optarg, 1, ~0ull, &v, "--insn-limit"))
+                return -1;
+            o->insn_limit = v;
+            break;
+        case O_TIMEOUT: {
+            char *end;
+            double t = strtod(optarg, &end);
+            if (!*optarg || *end || !(t > 0) || t > 86400) {
+                fprintf(stderr, "lcvmm: --timeout must be seconds in "
+                        "(0, 86400], not '%s'\n", optarg);
+                return -1;
+            }
+            o->timeout_s = t;
+            break;
+        }
+        case 'q': o->quiet = true; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "lcvmm: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!o->kernel) {
+        fprintf(stderr, "lcvmm: no guest image given (-k IMAGE)\n");
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the watchdog (--timeout) ------------------------------------------ */
+
+static pthread_t main_thread;
+
+static void *watchdog(void *arg)
+{
+    vmm *vm = arg;
+    struct timespec t = { (time_t)vm->opt.timeout_s,
+                          (long)((vm->opt.timeout_s -
+                                  (double)(time_t)vm->opt.timeout_s) * 1e9) };
+    nanosleep(&t, NULL);
+    vmm_request_stop(vm, 4, "timeout after %g s", vm->opt.timeout_s);
+    /* interrupt KVM_RUN (the loop re-checks vm->stop after EINTR) */
+    while (1) {
+        struct timespec p = { 0, 50 * 1000 * 1000 };
+        pthread_kill(main_thread, SIGUSR1);
+        nanosleep(&p, NULL);
+    }
+    return NULL;
+}
+
+static void on_sigusr1(int sig)
+{
+    (void)sig;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int write_gaps(const vmm *vm, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    for (size_t i = 0; i < vm->ngaps; i++)
+        fprintf(f, "%llu\n", (unsigned long long)vm->gaps[i]);
+    return fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    static vmm vm_;
+    vmm *vm = &vm_;
+    vmm_options *o = &vm->opt;
+    char err[256] = "";
+    const char *backend;
+    vmm_boot boot;
+    pthread_t wd;
+    double t0;
+    int rc;
+
+    *o = (vmm_options){ .ram_mib = 64, .vcpus = 1, .nic = NIC_PCNET,
+                        .net = "peer", .cluster = true,
+                        .techniques = LC_TECH_ALL, .cflow = LC_CFLOW_M3,
+                        .nic_opt = { true, true, true, 3 },
+                        .stats = VMM_STATS_TABLE };
+    if (parse_args(argc, argv, o))
+        return 2;
+    pthread_mutex_init(&vm->dev_lock, NULL);
+    if (o->cpu != VMM_CPU_UNICORN) {
+        char why[160];
+        if (vmm_kvm_available(why, sizeof why)) {
+            o->cpu = VMM_CPU_KVM;
+        } else if (o->cpu == VMM_CPU_KVM) {
+            fprintf(stderr, "lcvmm: KVM unavailable: %s\n", why);
+            return 2;
+        } else {
+            if (!o->quiet)
+                fprintf(stderr, "lcvmm: KVM unavailable (%s): using the "
+                        "Unicorn back end\n", why);
+            o->cpu = VMM_CPU_UNICORN;
+        }
+    }
+    if (o->cpu == VMM_CPU_UNICORN && !vmm_unicorn_available()) {
+        fprintf(stderr, "lcvmm: this build has no Unicorn back end\n");
+        return 2;
+    }
+    backend = o->cpu == VMM_CPU_KVM ? "kvm" : "unicorn";
+    if (vmm_mem_init(vm, o->ram_mib << 20)) {
+        fprintf(stderr, "lcvmm: cannot allocate %llu MiB of guest RAM\n",
+                (unsigned long long)o->ram_mib);
+        return 2;
+    }
+    if (vmm_load_multiboot(vm, o->kernel, o->params, &boot, err, sizeof err) ||
+        vmm_devices_init(vm, err, sizeof err)) {
+        fprintf(stderr, "lcvmm: %s\n", err);
+        return 2;
+    }
+    if (o->cluster) {
+        lc_config cfg;
+        lc_config_init(&cfg);
+        cfg.techniques = o->techniques;
+        cfg.cflow = o->cflow;
+        vmm_fill_lc_ops(vm, &vm->ops);
+        lc_status s = lc_engine_create(&cfg, &vm->ops, &vm->engine);
+        if (s != LC_OK) {
+            fprintf(stderr, "lcvmm: libcluster: %s\n", lc_strerror(s));
+            return 2;
+        }
+    }
+    if (!o->quiet)
+        fprintf(stderr, "lcvmm: %s, %llu MiB, %u vCPU, nic %s, net %s, cpu %s, "
+                "libcluster %s\n", o->kernel, (unsigned long long)o->ram_mib,
+                o->vcpus, nic_model_name(o->nic), o->net, backend,
+                o->cluster ? lc_version_string() : "off");
+
+    struct sigaction sa = { .sa_handler = on_sigusr1 };
+    sigaction(SIGUSR1, &sa, NULL);
+    main_thread = pthread_self();
+    if (o->timeout_s > 0 && pthread_create(&wd, NULL, watchdog, vm)) {
+        fprintf(stderr, "lcvmm: cannot start the watchdog\n");
+        return 2;
+    }
+    if (vmm_io_start(vm)) {
+        fprintf(stderr, "lcvmm: cannot start the I/O thread\n");
+        return 2;
+    }
+    t0 = now_s();
+    rc = o->cpu == VMM_CPU_KVM ? vmm_kvm_run(vm, &boot)
+                               : vmm_unicorn_run(vm, &boot);
+    vm->stats.wall_s = now_s() - t0;
+    vmm_io_stop(vm);
+    if (vm->nic) {
+        pthread_mutex_lock(&vm->dev_lock);
+        nic_flush(vm->nic);
+        pthread_mutex_unlock(&vm->dev_lock);
+    }
+    fflush(stdout);
+    if (!o->quiet || vm->exit_code)
+        fprintf(stderr, "lcvmm: %s (exit status %d)\n",
+                vm->stop_reason[0] ? vm->stop_reason : "stopped",
+                vm->exit_code);
+    vmm_print_stats(vm, backend);
+    if (gaps_file && write_gaps(vm, gaps_file))
+        rc = -1;
+    vmm_devices_fini(vm);
+    lc_engine_destroy(vm->engine);
+    free(vm->gaps);
+    vmm_mem_fini(vm);
+    (void)rc;
+    return vm->exit_code;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Statistics at the end of a run: a table for people, JSON for scripts
+ * (bench/ and the integration tests read the JSON).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vmm.h"
+
+typedef struct kv {
+    const char *section, *key;
+    double val;
+    bool is_float;
+} kv;
+
+#define MAX_KV 96
+
+static unsigned collect(vmm *vm, kv *t)
+{
+    unsigned n = 0;
+    lc_stats ls;
+#define U(sec, k, v) t[n++] = (kv){ sec, k, (double)(v), false }
+#define F(sec, k, v) t[n++] = (kv){ sec, k, (double)(v), true }
+    F("vmm", "wall_s", vm->stats.wall_s);
+    U("vmm", "exit_code", vm->exit_code);
+    U("vmm", "exits", vm->stats.exits);
+    U("vmm", "exits_io", vm->stats.exits_io);
+    U("vmm", "exits_mmio", vm->stats.exits_mmio);
+    U("vmm", "exits_hlt", vm->stats.exits_hlt);
+    U("vmm", "exits_intr", vm->stats.exits_intr);
+    U("vmm", "exits_other", vm->stats.exits_other);
+    U("vmm", "exits_handled_by_engine", vm->stats.exits_handled_by_engine);
+    U("vmm", "coalesced_drained", vm->stats.coalesced_drained);
+    U("vmm", "guest_insns", vm->stats.insns);
+    U("vmm", "unclaimed_pio", vm->pio.unclaimed);
+    U("vmm", "unclaimed_mmio", vm->mmio.unclaimed);
+    U("vmm", "guest_errors", dev_guest_errors());
+    if (vm->engine && lc_engine_get_stats(vm->engine, &ls) == LC_OK) {
+        U("libcluster", "exits_seen", ls.exits_seen);
+        U("libcluster", "exits_declined", ls.exits_declined);
+        U("libcluster", "exits_interpreted", ls.exits_interpreted);
+        U("libcluster", "exits_translated", ls.exits_translated);
+        U("libcluster", "exits_saved", ls.exits_saved);
+        U("libcluster", "insns", ls.insns);
+        U("libcluster", "translations", ls.translations);
+        U("libcluster", "retranslations", ls.retranslations);
+        U("libcluster", "coherency_failures", ls.coherency_failures);
+        U("libcluster", "smc_stops", ls.smc_stops);
+        U("libcluster", "forced_translations", ls.forced_translations);
+        U("libcluster", "evictions", ls.evictions);
+        U("libcluster", "routed_accesses", ls.routed_accesses);
+        U("libcluster", "tcache_bytes", ls.tcache_bytes);
+    }
+    if (vm->nic) {
+        const nic_stats *s = nic_get_stats(vm->nic);
+        U("nic", "reg_reads", s->reg_reads);
+        U("nic", "reg_writes", s->reg_writes);
+        U("nic", "latch_accesses", s->latch_accesses);
+        U("nic", "tx_frames", s->tx_frames);
+        U("nic", "rx_frames", s->rx_frames);
+        U("nic", "rx_no_buffer", s->rx_no_buffer);
+        U("nic", "tx_combined", s->tx_combined);
+        U("nic", "tx_batches", s->tx_batches);
+        U("nic", "irq_raised", s->irq_raised);
+        U("nic", "irq_line_calls", s->irq_line_calls);
+        U("nic", "irq_suppressed", s->irq_suppressed);
+        U("nic", "guest_errors", s->guest_errors);
+        U("nic", "resets", s->resets);
+    }
+    if (vm->net) {
+        const net_stats *s = &vm->net->stats;
+        U("net", "tx_frames", s->tx_frames);
+        U("net", "rx_frames", s->rx_frames);
+        U("net", "tx_dropped", s->tx_dropped);
+        U("net", "rx_dropped", s->rx_dropped);
+        U("net", "arp_replies", s->arp_replies);
+        U("net", "icmp_replies", s->icmp_replies);
+        U("net", "udp_replies", s->udp_replies);
+        U("net", "ignored", s->ignored);
+    }
+#undef U
+#undef F
+    return n;
+}
+
+void vmm_print_stats(vmm *vm, const char *backend)
+{
+    kv t[MAX_KV];
+    unsigned n;
+    FILE *f = stderr;
+    const char *sec = "";
+
+    if (vm->opt.stats == VMM_STATS_NONE)
+        return;
+    if (vm->opt.stats_file && !(f = fopen(vm->opt.stats_file, "w"))) {
+        perror(vm->opt.stats_file);
+        return;
+    }
+    n = collect(vm, t);
+    if (vm->opt.stats == VMM_STATS_JSON) {
+        fprintf(f, "{\n  \"backend\": \"%s\",\n  \"nic\": \"%s\",\n"
+                "  \"cluster\": %s,\n  \"techniques\": %u,\n  \"cflow\": %d",
+                backend, nic_model_name(vm->opt.nic),
+                vm->opt.cluster ? "true" : "false", vm->opt.techniques,
+                (int)vm->opt.cflow);
+        for (unsigned i = 0; i < n; i++) {
+            if (strcmp(sec, t[i].section)) {
+                fprintf(f, "%s,\n  \"%s\": {", *sec ? "\n  }" : "",
+                        t[i].section);
+                sec = t[i].section;
+            } else {
+                fputc(',', f);
+            }
+            if (t[i].is_float)
+                fprintf(f, "\n    \"%s\": %.6f", t[i].key, t[i].val);
+            else
+                fprintf(f, "\n    \"%s\": %.0f", t[i].key, t[i].val);
+        }
+        fprintf(f, "%s\n}\n", *sec ? "\n  }" : "");
+    } else {
+        fprintf(f, "%-12s %-26s %s\n", "section", "counter", "value");
+        for (unsigned i = 0; i < n; i++) {
+            if (t[i].is_float)
+                fprintf(f, "%-12s %-26s %.3f\n", t[i].section, t[i].key,
+                        t[i].val);
+            else if (t[i].val != 0 || !strcmp(t[i].section, "vmm"))
+                fprintf(f, "%-12s %-26s %.0f\n", t[i].section, t[i].key,
+                        t[i].val);
+        }
+    }
+    if (f != stderr)
+        fclose(f);
+}

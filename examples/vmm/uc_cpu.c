@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Unicorn back end: the same VM, devices and guests with Unicorn
+ * Engine (QEMU's TCG) as the CPU, for machines without /dev/kvm and for
+ * deterministic measurements (it counts the guest instructions between
+ * exits, the input of the benchmarks' "ideal reduction").
+ *
+ * An exit here is what it is under KVM: every IN, OUT and MMIO access.
+ * The access is performed in the hook (Unicorn needs the value at once),
+ * and emulation stops before the next instruction, so the VMM sees the
+ * exit with RIP past the instruction, exactly like KVM's OUT exits. The
+ * engine then runs its cluster anchored on that instruction.
+ *
+ * Booting: Unicorn 2.0.1 reads and writes R8-R15 and the upper register
+ * halves only in UC_MODE_64, and a 32-bit guest may enter long mode. So
+ * the CPU is opened in UC_MODE_64 and a short trampoline (below) leaves
+ * long mode the architectural way (compatibility mode, CR0.PG off, then
+ * EFER.LME off) into the flat 32-bit protected mode Multiboot promises.
+ * Unicorn 2.0.1 ignores the result of its page walks (tests/diff/
+ * UNICORN_BUGS.md, item 1), so guests must identity-map what they use;
+ * ours do.
+ *
+ * No interrupt controller: guests run in poll mode (irq=0). A guest that
+ * programs the 8259 is stopped with that reason rather than left waiting
+ * for an interrupt that cannot come.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vmm.h"
+
+#ifndef HAVE_UNICORN
+/* Built without Unicorn (meson option `unicorn` disabled or not found). */
+bool vmm_unicorn_available(void)
+{
+    return false;
+}
+
+int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
+{
+    (void)boot;
+    vmm_request_stop(vm, 2, "this lcvmm was built without Unicorn");
+    return -1;
+}
+#else
+#include <unicorn/unicorn.h>
+
+#define TRAMP_PML4  0x1000u
+#define TRAMP_PDPT  0x2000u
+#define TRAMP_PD    0x3000u
+#define TRAMP_CODE  0x4000u
+#define TRAMP_STACK 0x5000u
+#define MMIO_HOLE   0xC0000000ull
+#define MMIO_HOLE_END 0x100000000ull
+#define UC_UNTIL    0xfffffffffffff000ull
+
+typedef struct uc_vm {
+    vmm_vcpu core;
+    uc_engine *uc;
+    uint64_t insns;                 /* since the guest's entry */
+    bool at_entry;
+    uint32_t entry;
+    /* the exit taken in a hook, reported when emulation stops */
+    bool exit_pending;
+    lc_exit ex;
+    uint64_t cur_rip;               /* the instruction being executed */
+    uint64_t last_exit_insns;
+    uint64_t *gaps;                 /* instructions between exits */
+    size_t ngaps, capgaps;
+    const char *fatal;
+} uc_vm;
+
+bool vmm_unicorn_available(void)
+{
+    return true;
+}
+
+static void note_exit(uc_vm *u, const lc_exit *e)
+{
+    if (u->exit_pending)            /* string I/O: one exit per insn */
+        return;
+    u->ex = *e;
+    u->ex.rip = LC_EXIT_RIP_PAST;
+    u->ex.insn_rip = u->cur_rip;
+    u->exit_pending = true;
+}
+
+static void hk_code(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
+{
+    uc_vm *u = user;
+    (void)size;
+    if (u->exit_pending || atomic_load_explicit(&u->core.vm->stop,
+                                                memory_order_relaxed)) {
+        uc_emu_stop(uc);            /* before this instruction */
+        return;
+    }
+    if (!u->at_entry) {
+        if (addr != u->entry)
+            return;                 /* the boot trampoline */
+        u->at_entry = true;
+    }
+    u->cur_rip = addr;
+    u->insns++;
+    if (u->core.vm->opt.insn_limit && u->insns > u->core.vm->opt.insn_limit) {
+        vmm_request_stop(u->core.vm, 4, "instruction limit (%llu) reached",
+                         (unsigned long long)u->core.vm->opt.insn_limit);
+        uc_emu_stop(uc);
+    }
+}
+
+static bool pic_port(uint16_t port)
+{
+    return port == 0x20 || port == 0x21 || port == 0xa0 || port == 0xa1;
+}
+
+static uint32_t hk_in(uc_engine *uc, uint32_t port, int size, void *user)
+{
+    uc_vm *u = user;
+    uint64_t v = 0;
+    lc_exit e = { .kind = LC_EXIT_IO };
+    (void)uc;
+    e.u.io.port = (uint16_t)port;
+    e.u.io.size = (uint8_t)size;
+    e.u.io.count = 1;
+    note_exit(u, &e);
+    bus_access(&u->core.vm->pio, port, (unsigned)size, false, &v);
+    return (uint32_t)v;
+}
+
+static void hk_out(uc_engine *uc, uint32_t port, int size, uint32_t value,
+                   void *user)
+{
+    uc_vm *u = user;
+    uint64_t v = value;
+    lc_exit e = { .kind = LC_EXIT_IO };
+    (void)uc;
+    e.u.io.port = (uint16_t)port;
+    e.u.io.size = (uint8_t)size;
+    e.u.io.is_out = 1;
+    e.u.io.count = 1;
+    e.u.io.value = value;
+    note_exit(u, &e);
+    if (pic_port((uint16_t)port)) {
+        vmm_request_stop(u->core.vm, 2, "the guest programs the 8259 PIC, "
+                         "but the Unicorn back end has no interrupt "
+                         "controller: run the guest in poll mode (irq=0)");
+        return;
+    }
+    bus_access(&u->core.vm->pio, port, (unsigned)size, true, &v);
+}
+
+static uint64_t hk_mmio_read(uc_engine *uc, uint64_t off, unsigned size,
+                             void *user)
+{
+    uc_vm *u = user;
+    uint64_t v = 0;
+    lc_exit e = { .kind = LC_EXIT_MMIO };
+    (void)uc;
+    e.u.mmio.gpa = MMIO_HOLE + off;
+    e.u.mmio.len = (uint8_t)size;
+    note_exit(u, &e);
+    bus_access(&u->core.vm->mmio, MMIO_HOLE + off, size, false, &v);
+    return v;
+}
+
+static void hk_mmio_write(uc_engine *uc, uint64_t off, unsigned size,
+                          uint64_t value, void *user)
+{
+    uc_vm *u = user;
+    lc_exit e = { .kind = LC_EXIT_MMIO };
+    (void)uc;
+    e.u.mmio.gpa = MMIO_HOLE + off;
+    e.u.mmio.len = (uint8_t)size;
+    e.u.mmio.is_write = 1;
+    e.u.mmio.value = value;
+    note_exit(u, &e);
+    bus_access(&u->core.vm->mmio, MMIO_HOLE + off, size, true, &value);
+}
+
+/* ---- state for the engine ------------------------------------------------ */
+
+static const int gpr_ids[LC_NR_GPRS] = {
+    UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
+    UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
+    UC_X86_REG_R8, UC_X86_REG_R9, UC_X86_REG_R10, UC_X86_REG_R11,
+    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
+};
+static const int seg_ids[LC_NR_SREGS] = {
+    UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS, UC_X86_REG_DS,
+    UC_X86_REG_FS, UC_X86_REG_GS,
+};
+
+/*
+ * Unicorn 2.0.1 exposes selectors but not the hidden descriptor caches,
+ * so they are rebuilt from the GDT in guest memory (real mode: base =
+ * selector << 4). This is exact as long as the guest does not rewrite a
+ * loaded descriptor, which none of ours does; an unreadable descriptor
+ * marks the segment unusable, and the engine then declines.
+ */
+static void seg_from_gdt(vmm *vm, const lc_cpu_state *st, uint16_t sel,
+                         lc_segment *s)
+{
+    uint64_t d;
+    uint8_t *p;
+
+    memset(s, 0, sizeof *s);
+    s->selector = sel;
+    if (!(st->cr0 & LC_CR0_PE)) {
+        s->base = (uint64_t)sel << 4;
+        s->limit = 0xffff;
+        s->type = 3;
+        s->present = s->s = 1;
+        return;
+    }
+    if ((sel & ~3u) == 0 || (sel & 4) ||
+        (uint32_t)(sel | 7) > st->gdtr.limit ||
+        !(p = vmm_gpa(vm, st->gdtr.base + (sel & ~7u), 8))) {
+        s->unusable = 1;
+        return;
+    }
+    memcpy(&d, p, 8);
+    s->base = ((d >> 16) & 0xffffff) | ((d >> 32) & 0xff000000);
+    s->limit = (uint32_t)((d & 0xffff) | ((d >> 32) & 0xf0000));
+    s->type = (d >> 40) & 0xf;
+    s->s = (d >> 44) & 1;
+    s->dpl = (d >> 45) & 3;
+    s->present = (d >> 47) & 1;
+    s->avl = (d >> 52) & 1;
+    s->l = (d >> 53) & 1;
+    s->db = (d >> 54) & 1;
+    s->g = (d >> 55) & 1;
+    if (s->g)
+        s->limit = (s->limit << 12) | 0xfff;
+}
+
+static int read_state(uc_vm *u, lc_cpu_state *st)
+{
+    uc_engine *uc = u->uc;
+    uc_x86_mmr gdtr = { 0 };
+    uc_x86_msr efer = { 0xc0000080u, 0 };
+    uint64_t v;
+
+    memset(st, 0, sizeof *st);
+    for (int i = 0; i < LC_NR_GPRS; i++)
+        if (uc_reg_read(uc, gpr_ids[i], &st->gpr[i]))
+            return -1;
+    if (uc_reg_read(uc, UC_X86_REG_RIP, &st->rip) ||
+        uc_reg_read(uc, UC_X86_REG_RFLAGS, &st->rflags) ||
+        uc_reg_read(uc, UC_X86_REG_CR0, &st->cr0) ||
+        uc_reg_read(uc, UC_X86_REG_CR3, &st->cr3) ||
+        uc_reg_read(uc, UC_X86_REG_CR4, &st->cr4) ||
+        uc_reg_read(uc, UC_X86_REG_GDTR, &gdtr) ||
+        uc_reg_read(uc, UC_X86_REG_MSR, &efer))
+        return -1;
+    st->efer = efer.value;
+    st->gdtr.base = gdtr.base;
+    st->gdtr.limit = (uint16_t)gdtr.limit;
+    for (int s = 0; s < LC_NR_SREGS; s++) {
+        v = 0;
+        if (uc_reg_read(uc, seg_ids[s], &v))
+            return -1;
+        seg_from_gdt(u->core.vm, st, (uint16_t)v, &st->seg[s]);
+    }
+    if ((st->efer & LC_EFER_LMA) && st->seg[LC_CS].l) {
+        uc_reg_read(uc, UC_X86_REG_FS_BASE, &st->seg[LC_FS].base);
+        uc_reg_read(uc, UC_X86_REG_GS_BASE, &st->seg[LC_GS].base);
+    }
+    st->tr = (lc_segment){ .limit = 0xffff, .type = 0xb, .present = 1 };
+    return 0;
+}
+
+static int write_state(uc_vm *u, const lc_cpu_state *st, uint32_t dirty)
+{
+    uc_engine *uc = u->uc;
+    if (dirty & LC_DIRTY_GPRS)
+        for (int i = 0; i < LC_NR_GPRS; i++)
+            if (uc_reg_write(uc, gpr_ids[i], &st->gpr[i]))
+                return -1;
+    if ((dirty & LC_DIRTY_RFLAGS) &&
+        uc_reg_write(uc, UC_X86_REG_RFLAGS, &st->rflags))
+        return -1;
+    if (dirty & LC_DIRTY_SREGS)
+        return -1;                  /* not representable here; never set */
+    return 0;
+}
+
+static void gap_record(uc_vm *u)
+{
+    uint64_t gap = u->insns - u->last_exit_insns;
+    u->last_exit_insns = u->insns;
+    if (u->ngaps == u->capgaps) {
+        size_t cap = u->capgaps ? u->capgaps * 2 : 4096;
+        uint64_t *g = realloc(u->gaps, cap * sizeof *g);
+        if (!g)
+            return;
+        u->gaps = g;
+        u->capgaps = cap;
+    }
+    u->gaps[u->ngaps++] = gap;
+}
+
+/* ---- boot ---------------------------------------------------------------- */
+
+static int boot_trampoline(uc_vm *u, const vmm_boot *boot)
+{
+    vmm *vm = u->core.vm;
+    uint64_t *pml4 = vmm_gpa(vm, TRAMP_PML4, 4096);
+    uint64_t *pdpt = vmm_gpa(vm, TRAMP_PDPT, 4096);
+    uint64_t *pd = vmm_gpa(vm, TRAMP_PD, 4096);
+    uint8_t code[] = {
+        /* 64-bit: far return into the 32-bit code segment 0x08 */
+        0x6a, 0x08,                         /* push 0x08 */
+        0x68, 0x10, 0x40, 0x00, 0x00,       /* push 0x4010 */
+        0x48, 0xcb,                         /* retfq */
+        0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
+        /* 0x4010, compatibility mode: leave long mode */
+        0x0f, 0x20, 0xc0,                   /* mov eax, cr0 */
+        0x25, 0xff, 0xff, 0xff, 0x7f,       /* and eax, ~PG */
+        0x0f, 0x22, 0xc0,                   /* mov cr0, eax */
+        0xb9, 0x80, 0x00, 0x00, 0xc0,       /* mov ecx, IA32_EFER */
+        0x0f, 0x32,                         /* rdmsr */
+        0x25, 0xff, 0xfe, 0xff, 0xff,       /* and eax, ~LME */
+        0x0f, 0x30,                         /* wrmsr */
+        0x31, 0xc0,                         /* xor eax, eax */
+        0x0f, 0x22, 0xe0,                   /* mov cr4, eax */
+        0x66, 0xb8, 0x10, 0x00,             /* mov ax, 0x10 */
+        0x8e, 0xd8, 0x8e, 0xc0, 0x8e, 0xd0, /* mov ds/es/ss, ax */
+        0x8e, 0xe0, 0x8e, 0xe8,             /* mov fs/gs, ax */
+        0xb8, 0x02, 0xb0, 0xad, 0x2b,       /* mov eax, 0x2badb002 */
+        0xbb, 0, 0, 0, 0,                   /* mov ebx, mbi */
+        0xb9, 0, 0, 0, 0,                   /* mov ecx, entry */
+        0xff, 0xe1,                         /* jmp ecx */
+    };
+    size_t n = sizeof code;
+    uint64_t cr0 = 0x80000011ull, cr4 = 0x20, cr3 = TRAMP_PML4,
+             rip = TRAMP_CODE, rsp = TRAMP_STACK;
+    uc_x86_mmr gdtr = { 0, boot->gdt, 3 * 8 - 1, 0 };
+
+    if (!pml4 || !pdpt || !pd || !vmm_gpa(vm, TRAMP_CODE, 4096))
+        return -1;
+    memcpy(&code[n - 11], &boot->mbi, 4);    /* after 0xbb */
+    memcpy(&code[n - 6], &boot->entry, 4);   /* after 0xb9 */
+    memset(pml4, 0, 4096);
+    memset(pdpt, 0, 4096);
+    memset(pd, 0, 4096);
+    pml4[0] = TRAMP_PDPT | 3;
+    pdpt[0] = TRAMP_PD | 3;
+    pd[0] = 0x83;                           /* 2 MiB, present, writable */
+    pd[1] = 0x200000 | 0x83;
+    memcpy(vmm_gpa(vm, TRAMP_CODE, n), code, n);
+    if (uc_reg_write(u->uc, UC_X86_REG_CR3, &cr3) ||
+        uc_reg_write(u->uc, UC_X86_REG_CR4, &cr4) ||
+        uc_reg_write(u->uc, UC_X86_REG_CR0, &cr0) ||
+        uc_reg_write(u->uc, UC_X86_REG_GDTR, &gdtr) ||
+        uc_reg_write(u->uc, UC_X86_REG_RSP, &rsp) ||
+        uc_reg_write(u->uc, UC_X86_REG_RIP, &rip))
+        return -1;
+    return 0;
+}
+
+/* ---- the run loop -------------------------------------------------------- */
+
+#define UCK(x, what) do { uc_err e_ = (x); if (e_ != UC_ERR_OK) { \
+    vmm_request_stop(vm, 2, "unicorn: %s: %s", what, uc_strerror(e_)); \
+    goto out; } } while (0)
+
+int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
+{
+    uc_vm *u = calloc(1, sizeof *u);
+    uc_hook h;
+    int rc = -1;
+
+    if (!u) {
+        vmm_request_stop(vm, 2, "out of memory");
+        return -1;
+    }
+    if (vm->opt.vcpus > 1)
+        fprintf(stderr, "lcvmm: the Unicorn back end runs one vCPU; "
+                "ignoring -c %u\n", vm->opt.vcpus);
+    if (vm->ram_size > MMIO_HOLE) {
+        vmm_request_stop(vm, 2, "the Unicorn back end needs -m 3072 or less");
+        free(u);
+        return -1;
+    }
+    u->core.vm = vm;
+    u->entry = boot->entry;
+    vm->cpu = u;
+    vm->irq = (vm_irq){ 0 };        /* lines are levels nobody delivers */
+    UCK(uc_open(UC_ARCH_X86, UC_MODE_64, &u->uc), "uc_open");
+    UCK(uc_mem_map_ptr(u->uc, 0, vm->ram_size, UC_PROT_ALL, vm->ram),
+        "mapping guest RAM");
+    UCK(uc_mmio_map(u->uc, MMIO_HOLE, MMIO_HOLE_END - MMIO_HOLE,
+                    hk_mmio_read, u, hk_mmio_write, u), "mapping MMIO");
+    UCK(uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_in, u, 1, 0,
+                    UC_X86_INS_IN), "IN hook");
+    UCK(uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_out, u, 1, 0,
+                    UC_X86_INS_OUT), "OUT hook");
+    UCK(uc_hook_add(u->uc, &h, UC_HOOK_CODE, (void *)hk_code, u, 1, 0),
+        "code hook");
+    if (boot_trampoline(u, boot))
+        UCK(UC_ERR_EXCEPTION, "setting up the boot trampoline");
+    if (vm->engine &&
+        lc_vcpu_create(vm->engine, 0, &u->core, &u->core.lc) != LC_OK) {
+        vmm_request_stop(vm, 2, "libcluster: cannot create the vCPU context");
+        goto out;
+    }
+
+    while (!atomic_load(&vm->stop)) {
+        uint64_t rip;
+        uc_err e;
+
+        UCK(uc_reg_read(u->uc, UC_X86_REG_RIP, &rip), "reading RIP");
+        e = uc_emu_start(u->uc, rip, UC_UNTIL, 0, 0);
+        if (e != UC_ERR_OK) {
+            lc_cpu_state st;
+            if (read_state(u, &st) == 0)
+                fprintf(stderr, "lcvmm: unicorn stopped at rip=%#llx "
+                        "(cs=%#x)\n", (unsigned long long)st.rip,
+                        st.seg[LC_CS].selector);
+            vmm_request_stop(vm, 3, "unicorn: guest fault: %s",
+                             uc_strerror(e));
+            break;
+        }
+        if (!u->exit_pending)
+            continue;               /* stopped for another reason */
+        u->exit_pending = false;
+        vm->stats.exits++;
+        gap_record(u);
+        if (u->ex.kind == LC_EXIT_IO)
+            vm->stats.exits_io++;
+        else
+            vm->stats.exits_mmio++;
+        vmm_on_exit(vm, u->ex.kind == LC_EXIT_IO
+                            ? vmm_is_nic_access(vm, true, u->ex.u.io.port)
+                            : vmm_is_nic_access(vm, false, u->ex.u.mmio.gpa));
+        if (atomic_exchange(&vm->map_changed, false) && vm->engine)
+            lc_engine_flush(vm->engine);
+        if (u->core.lc && !atomic_load(&vm->stop)) {
+            lc_cpu_state st;
+            lc_result res;
+            if (read_state(u, &st))
+                UCK(UC_ERR_EXCEPTION, "reading the vCPU state");
+            u->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
+            lc_status s = lc_vcpu_handle_exit(u->core.lc, &st, &u->ex, &res);
+            if (s == LC_OK && res.disposition == LC_HANDLED) {
+                vm->stats.exits_handled_by_engine++;
+                /* with RIP past the exit, res.insns counts only what
+                 * the engine ran after the instruction Unicorn did */
+                u->insns += res.insns;
+                if (write_state(u, &st, res.dirty) ||
+                    uc_reg_write(u->uc, UC_X86_REG_RIP, &st.rip))
+                    UCK(UC_ERR_EXCEPTION, "writing the vCPU state");
+            }
+        }
+    }
+    rc = 0;
+out:
+    vm->stats.insns = u->insns;
+    lc_vcpu_destroy(u->core.lc);
+    if (u->uc)
+        uc_close(u->uc);
+    vm->cpu = NULL;
+    vm->gaps = u->gaps;             /* ownership passes to the VM */
+    vm->ngaps = u->ngaps;
+    free(u);
+    return rc;
+}
+#endif /* HAVE_UNICORN */

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lcvmm: the reference VMM built on libcluster.
+ *
+ * One struct vmm per VM: guest RAM, the port and MMIO buses, the devices,
+ * the libcluster engine and the vCPU back end (KVM or Unicorn). The core
+ * (this folder) knows the back ends and the buses; device models
+ * (devices/) know only dev.h; network backends (backends/) only net.h.
+ */
+#ifndef VMM_VMM_H
+#define VMM_VMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cluster/cluster.h>
+
+#include "backends/net.h"
+#include "bus.h"
+#include "devices/dev.h"
+#include "devices/nic.h"
+
+#define VMM_MAX_VCPUS 8
+
+typedef enum vmm_cpu_backend {
+    VMM_CPU_AUTO = 0, VMM_CPU_KVM, VMM_CPU_UNICORN
+} vmm_cpu_backend;
+
+typedef enum vmm_stats_format {
+    VMM_STATS_NONE = 0, VMM_STATS_TABLE, VMM_STATS_JSON
+} vmm_stats_format;
+
+typedef struct vmm_options {
+    const char *kernel;           /* multiboot image */
+    const char *params;           /* guest command line */
+    uint64_t ram_mib;             /* guest RAM, MiB */
+    unsigned vcpus;
+    nic_model nic;
+    const char *net;              /* backend argument, "peer" default */
+    vmm_cpu_backend cpu;
+    bool cluster;                 /* libcluster on the exit path */
+    uint32_t techniques;          /* LC_TECH_* */
+    lc_cflow_method cflow;
+    nic_options nic_opt;
+    vmm_stats_format stats;
+    const char *stats_file;       /* NULL: stderr */
+    uint64_t insn_limit;          /* Unicorn: stop after this many (0: none) */
+    double timeout_s;             /* wall-clock limit (0: none) */
+    bool quiet;                   /* no banner */
+} vmm_options;
+
+/* Counters of the VMM itself (the engine keeps its own, lc_stats). */
+typedef struct vmm_stats {
+    uint64_t exits;               /* returns from KVM_RUN / Unicorn stops */
+    uint64_t exits_io, exits_mmio, exits_hlt, exits_other, exits_intr;
+    uint64_t exits_handled_by_engine;
+    uint64_t coalesced_drained;   /* latch writes taken from the ring */
+    uint64_t insns;               /* Unicorn: guest instructions */
+    uint64_t unclaimed_pio, unclaimed_mmio;
+    double   wall_s;
+} vmm_stats;
+
+typedef struct vmm vmm;
+
+/* Per-vCPU state of the core, the opaque of libcluster's callbacks. */
+typedef struct vmm_vcpu {
+    vmm *vm;
+    unsigned id;
+    unsigned irq_epoch_seen;      /* vm->irq_epoch when the exit began */
+    lc_vcpu *lc;
+} vmm_vcpu;
+
+struct vmm {
+    vmm_options opt;
+    uint8_t *ram;
+    uint64_t ram_size;
+    bus pio, mmio;
+    /* Devices (the NIC is the only one with state worth a pointer here). */
+    nic *nic;
+    net_backend *net;
+    uint32_t nic_bar;             /* BAR base as the VMM assigned it */
+    void *uart, *pci;
+    pthread_mutex_t dev_lock;     /* serialises device models */
+    /* Interrupts: the back end's line setter, and an epoch bumped when a
+     * line goes high so clusters stop for the guest to take it. */
+    vm_irq irq;                   /* the back end's line setter */
+    vm_irq irq_line;              /* what the NIC gets: bumps the epoch */
+    vm_dma dma;
+    atomic_uint irq_epoch;
+    atomic_bool map_changed;      /* a BAR moved: flush the engine */
+    /* Ending the VM. */
+    atomic_bool stop;
+    int exit_code;
+    char stop_reason[160];
+    /* libcluster */
+    lc_engine *engine;
+    lc_vm_ops ops;
+    /* Back end. */
+    void *cpu;                    /* kvm_vm or uc_vm */
+    vmm_stats stats;
+    /* Unicorn: guest instructions between consecutive exits, in order
+     * (owned by the VM, freed by vmm_fini). */
+    uint64_t *gaps;
+    size_t ngaps;
+    /* I/O thread (TAP receive, send-combining ticks). */
+    pthread_t io_thread;
+    bool io_thread_running;
+    int io_stop_fd;
+};
+
+/* Guest-physical memory helpers (mem.c). */
+int  vmm_mem_init(vmm *vm, uint64_t bytes);
+void vmm_mem_fini(vmm *vm);
+/* Host pointer for [gpa, gpa + len) if all of it is RAM, else NULL. */
+void *vmm_gpa(vmm *vm, uint64_t gpa, uint64_t len);
+extern const vm_dma vmm_dma_template;   /* opaque = vm */
+void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops);
+
+/* End the VM (any thread): `code` is the process exit status. */
+void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Called by a back end on every exit before it handles it: the
+ * "next exit" of send combining (seeds/000 s3.3). `nic_kick` says whether
+ * the exit is an access to the NIC (which then decides itself). */
+void vmm_on_exit(vmm *vm, bool to_nic);
+bool vmm_is_nic_access(vmm *vm, bool is_pio, uint64_t addr);
+
+/* The I/O thread: backend receive and send-combining ticks. */
+int  vmm_io_start(vmm *vm);
+void vmm_io_stop(vmm *vm);
+
+/* Loader (loader.c): put a multiboot image into RAM and describe the
+ * entry state. */
+typedef struct vmm_boot {
+    uint32_t entry;
+    uint32_t mbi;        /* EBX */
+    uint32_t gdt;        /* a flat GDT the loader wrote: 0x08 code, 0x10 data */
+} vmm_boot;
+int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
+                       vmm_boot *boot, char *err, size_t errlen);
+
+/* The flat 32-bit protected-mode state of multiboot's entry. */
+void vmm_boot_state(const vmm_boot *boot, lc_cpu_state *st);
+
+/* Platform devices (devices/). */
+int  vmm_devices_init(vmm *vm, char *err, size_t errlen);
+void vmm_devices_fini(vmm *vm);
+
+/* Back ends. Each runs the VM until it stops and returns 0, or -1 with
+ * the reason in vm->stop_reason. */
+bool vmm_kvm_available(char *why, size_t len);
+int  vmm_kvm_run(vmm *vm, const vmm_boot *boot);
+bool vmm_unicorn_available(void);
+int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
+
+/* Statistics output (stats.c). */
+void vmm_print_stats(vmm *vm, const char *backend);
+
+#endif /* VMM_VMM_H */
