@@ -339,18 +339,62 @@ static uint64_t ip_trunc(const lcd_insn *in, uint64_t ip)
 
 /* ---- I/O ------------------------------------------------------------------- */
 
-/* I/O is allowed without consulting the TSS bitmap in real mode, or when
- * CPL <= IOPL in protected mode (SDM vol. 1 19.5). Otherwise the CPU checks
- * the TSS I/O bitmap; the runtime leaves that to the hardware. */
-static int io_allowed(const lcr_vcpu *v)
+/* The I/O permission bit map (SDM vol. 1 19.5.2): with CPL > IOPL (or in
+ * virtual-8086 mode) the CPU reads the 16-bit map base at offset 0x66 of
+ * the current 32- or 64-bit TSS, then the two bytes holding the bits of
+ * the accessed ports; every bit must be 0, and both bytes must lie within
+ * the TSS limit. These are implicit supervisor-mode reads. Anything this
+ * cannot decide (no usable TSS, a paging fault, the map outside RAM)
+ * answers "not allowed": the instruction is then a terminator and the
+ * CPU decides when the guest resumes. */
+/* An implicit supervisor-mode read of RAM at a linear address. */
+static int read_implicit(lcr_vcpu *v, uint64_t la, void *buf, unsigned len)
+{
+    lcr_xlat x;
+
+    if (lcr_translate(v, la, len, LCR_ACC_READ | LCR_ACC_IMPLICIT, &x) < 0)
+        return -1;
+    for (unsigned i = 0; i < x.nfrag; i++)
+        if (x.frag[i].kind != LC_GPA_RAM)
+            return -1;
+    return lcr_read(v, &x, buf);
+}
+
+static int io_bitmap_allows(lcr_vcpu *v, uint16_t port, unsigned size)
+{
+    const lc_segment *tr = &v->st->tr;
+    uint64_t mask = v->mode == LC_MODE_LONG64 || v->mode == LC_MODE_COMPAT16 ||
+                    v->mode == LC_MODE_COMPAT32 ? ~0ull : 0xffffffffull;
+    uint16_t map_base, bits;
+    uint64_t off;
+
+    if (tr->unusable || !tr->present || tr->s ||
+        (tr->type != 0x9 && tr->type != 0xb) || tr->limit < 0x67)
+        return 0;
+    if (read_implicit(v, (tr->base + 0x66) & mask, &map_base, 2) < 0)
+        return 0;
+    off = (uint64_t)map_base + port / 8;
+    if (off + 1 > tr->limit)
+        return 0;
+    if (read_implicit(v, (tr->base + off) & mask, &bits, 2) < 0)
+        return 0;
+    return ((bits >> (port % 8)) & ((1u << size) - 1)) == 0;
+}
+
+/* I/O is allowed without consulting the bit map in real mode, or when
+ * CPL <= IOPL in protected mode (SDM vol. 1 19.5.1). Otherwise the TSS
+ * bit map decides. Some hypervisors run CPL 3 guest code without
+ * honouring its IOPL, so guests that poll devices from CPL 3 grant their
+ * ports through the bit map (examples/guests/boot/long64.S). */
+static int io_allowed(lcr_vcpu *v, uint16_t port, unsigned size)
 {
     unsigned iopl = (unsigned)((v->st->rflags & LC_RFLAGS_IOPL) >> 12);
 
     if (v->mode == LC_MODE_REAL)
         return 1;
-    if (v->mode == LC_MODE_VM86)
-        return 0;
-    return v->cpl <= iopl;
+    if (v->mode != LC_MODE_VM86 && v->cpl <= iopl)
+        return 1;
+    return io_bitmap_allows(v, port, size);
 }
 
 /* A callback's answer: LC_CB_STOP/ERROR stop the run before the
@@ -727,10 +771,10 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
 
         if (!v->ops->pio)
             return stop(v, LC_STOP_TERMINATOR);
-        if (!io_allowed(v))
-            return stop(v, LC_STOP_TERMINATOR);
         p = port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
                                        : (uint16_t)s->gpr[LC_RDX];
+        if (!io_allowed(v, p, data->bytes))
+            return stop(v, LC_STOP_TERMINATOR);
         if (is_out)
             val = (uint32_t)reg_get(v, data->reg, data->bytes);
         if (pio(v, p, data->bytes, is_out, &val) < 0)
@@ -743,7 +787,8 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
     case LC_OP_OUTS: {
         uint32_t iters = 0;
         int r;
-        if (!v->ops->pio || !io_allowed(v))
+        if (!v->ops->pio ||
+            !io_allowed(v, (uint16_t)s->gpr[LC_RDX], in->mem.bytes))
             return stop(v, LC_STOP_TERMINATOR);
         r = exec_string_io(v, &c, ii->op == LC_OP_OUTS, &iters);
         if (iters)

@@ -288,12 +288,12 @@ static mres pg_setup(lcr_vcpu *v, unsigned access, pgctx *c)
     memset(c, 0, sizeof(*c));
     c->v = v;
     c->access = access;
-    c->user = v->cpl == 3;
+    c->user = v->cpl == 3 && !(access & LCR_ACC_IMPLICIT);
     c->wp = (st->cr0 & LC_CR0_WP) != 0;
     c->pse = (st->cr4 & LC_CR4_PSE) != 0;
     c->smep = (st->cr4 & LC_CR4_SMEP) != 0;
     c->smap = (st->cr4 & LC_CR4_SMAP) != 0;
-    c->ac = (st->rflags & LC_RFLAGS_AC) != 0;
+    c->ac = (st->rflags & LC_RFLAGS_AC) != 0 && !(access & LCR_ACC_IMPLICIT);
     c->pke = (st->cr4 & CR4_PKE) != 0;
     c->pks = (st->cr4 & CR4_PKS) != 0;
 

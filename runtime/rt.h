@@ -32,6 +32,10 @@ enum lcr_access {
     LCR_ACC_READ  = 1u << 0,
     LCR_ACC_WRITE = 1u << 1,   /* READ|WRITE for read-modify-write */
     LCR_ACC_FETCH = 1u << 2,
+    /* with READ: an implicit supervisor-mode access (SDM vol. 3 4.6),
+     * such as the CPU's read of the TSS I/O permission bit map at any
+     * CPL; SMAP applies to it whatever RFLAGS.AC says */
+    LCR_ACC_IMPLICIT = 1u << 3,
 };
 
 /* One physically contiguous piece of a translated access. */

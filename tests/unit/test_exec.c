@@ -280,6 +280,85 @@ START_TEST(stop_before_instruction)
 }
 END_TEST
 
+/* ---- the TSS I/O permission bit map (SDM vol. 1 19.5.2) ---------------- */
+
+typedef struct iomap_case {
+    int line;
+    const char *hex;        /* one I/O instruction */
+    uint16_t port;          /* DX */
+    uint32_t iopl;
+    uint8_t  tr_type;       /* 0xb busy 32-bit TSS, 0x2 an LDT: not a TSS */
+    uint32_t tr_limit;
+    uint16_t map_base;
+    uint16_t deny[2];       /* ports whose bit is set (0: none) */
+    int allowed;
+} iomap_case;
+
+static const iomap_case iomaps[] = {
+    { __LINE__, "ee",    0x3f8, 0, 0xb, 0x2068 + 0x81, 0x68, { 0x3f9, 0 }, 1 },
+    { __LINE__, "ee",    0x3f9, 0, 0xb, 0x2068 + 0x81, 0x68, { 0x3f9, 0 }, 0 },
+    { __LINE__, "66 ef", 0x3f8, 0, 0xb, 0x2068 + 0x81, 0x68, { 0x3f9, 0 }, 0 },
+    { __LINE__, "ec",    0x3f8, 0, 0x9, 0x2068 + 0x81, 0x68, { 0 },        1 },
+    /* a word access across a map byte: ports 0x3ff and 0x400 */
+    { __LINE__, "66 ed", 0x3ff, 0, 0xb, 0x2068 + 0x81, 0x68, { 0x400, 0 }, 0 },
+    { __LINE__, "66 ed", 0x3ff, 0, 0xb, 0x2068 + 0x81, 0x68, { 0x3fe, 0x401 }, 1 },
+    /* both bytes read (0x68 + 0x7f and the next) must lie within the limit */
+    { __LINE__, "ee",    0x3f8, 0, 0xb, 0x68 + 0x80,   0x68, { 0 },        1 },
+    { __LINE__, "ee",    0x3f8, 0, 0xb, 0x68 + 0x7f,   0x68, { 0 },        0 },
+    { __LINE__, "ee",    0x3f8, 0, 0xb, 0x66,          0x68, { 0 },        0 },
+    /* a map base beyond the limit: no bit map, nothing allowed */
+    { __LINE__, "ee",    0x10,  0, 0xb, 0x67,          0xdfff, { 0 },      0 },
+    { __LINE__, "ee",    0x3f8, 0, 0x2, 0x2068 + 0x81, 0x68, { 0 },        0 },
+    /* CPL <= IOPL: the map is not consulted */
+    { __LINE__, "ee",    0x3f9, 3, 0xb, 0x2068 + 0x81, 0x68, { 0x3f9, 0 }, 1 },
+    /* string I/O: the element size decides the ports */
+    { __LINE__, "6e",    0x3f8, 0, 0xb, 0x2068 + 0x81, 0x68, { 0x3f9, 0 }, 1 },
+    { __LINE__, "6f",    0x3f8, 0, 0xb, 0x2068 + 0x81, 0x68, { 0x3f9, 0 }, 0 },
+};
+
+START_TEST(io_permission_bitmap)
+{
+    const iomap_case *c = &iomaps[_i];
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+    const uint64_t tss = 0x9000;
+    uint8_t b[16];
+    size_t n = lc_test_hex(c->hex, b, sizeof b);
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 3);
+    s.rflags = 0x2 | (c->iopl << 12);
+    s.tr = (lc_segment){ .base = tss, .limit = c->tr_limit, .type = c->tr_type,
+                         .present = 1 };
+    memcpy(f.ram + tss + 0x66, &c->map_base, 2);
+    for (int i = 0; i < 2; i++)
+        if (c->deny[i])
+            f.ram[tss + c->map_base + c->deny[i] / 8] |=
+                (uint8_t)(1u << (c->deny[i] % 8));
+    s.rip = 0x7000;
+    memcpy(f.ram + s.rip, b, n);
+    s.gpr[LC_RDX] = c->port;
+    s.gpr[LC_RSI] = 0x8000;
+    s.gpr[LC_RCX] = 1;
+    before = s;
+    begin(&v, &f, &s);
+    if (c->allowed) {
+        ck_assert_msg(lcr_step(&v, &in) == LCR_DONE, "line %d: stopped (%s)",
+                      c->line, lc_stop_reason_name(v.stop));
+        ck_assert_msg(f.nlog >= 1 && f.log[0].addr == c->port,
+                      "line %d: no access to the port", c->line);
+    } else {
+        ck_assert_msg(lcr_step(&v, &in) == LCR_STOP, "line %d: ran",
+                      c->line);
+        ck_assert_msg(v.stop == LC_STOP_TERMINATOR, "line %d: stop %s",
+                      c->line, lc_stop_reason_name(v.stop));
+        ck_assert_msg(!memcmp(&before, &s, sizeof s), "line %d: state changed",
+                      c->line);
+        ck_assert_uint_eq(f.nlog, 0);
+    }
+    fvm_fini(&f);
+}
+END_TEST
+
 START_TEST(callback_stop_leaves_state)
 {
     fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
@@ -468,6 +547,8 @@ static Suite *exec_suite(void)
     t = tcase_create("contract");
     tcase_add_loop_test(t, stop_before_instruction, 0,
                         (int)(sizeof stops / sizeof stops[0]));
+    tcase_add_loop_test(t, io_permission_bitmap, 0,
+                        (int)(sizeof iomaps / sizeof iomaps[0]));
     tcase_add_test(t, callback_stop_leaves_state);
     tcase_add_test(t, smc_stops_after_write);
     tcase_add_test(t, rep_budget);
