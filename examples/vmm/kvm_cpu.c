@@ -183,6 +183,38 @@ static void dump_regs(kvm_vcpu_ctx *c)
                 (unsigned long long)r.rflags);
 }
 
+/* The exit trace: the exit is described before the engine sees it (the
+ * adapter may complete it and change kvm_run), and written with what the
+ * engine did. Only KVM_EXIT_IO and KVM_EXIT_MMIO are traced. */
+static void trace_exit(vmm *vm, const struct kvm_run *run,
+                       const lc_result *res)
+{
+    static __thread lc_exit x;
+    static __thread bool have;
+
+    if (run) {
+        memset(&x, 0, sizeof x);
+        have = true;
+        if (run->exit_reason == KVM_EXIT_IO) {
+            x.kind = LC_EXIT_IO;
+            x.u.io.port = run->io.port;
+            x.u.io.size = run->io.size;
+            x.u.io.is_out = run->io.direction == KVM_EXIT_IO_OUT;
+        } else if (run->exit_reason == KVM_EXIT_MMIO) {
+            x.kind = LC_EXIT_MMIO;
+            x.u.mmio.gpa = run->mmio.phys_addr;
+            x.u.mmio.len = (uint8_t)run->mmio.len;
+            x.u.mmio.is_write = run->mmio.is_write;
+        } else {
+            have = false;
+        }
+        return;
+    }
+    if (have)
+        vmm_trace_exit(vm, &x, -1, res);
+    have = false;
+}
+
 static void cpu_loop(kvm_vcpu_ctx *c)
 {
     vmm *vm = c->core.vm;
@@ -221,14 +253,20 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                 lc_engine_flush(vm->engine);
             zones_set(vm->cpu, vm);
         }
+        if (vm->trace)
+            trace_exit(vm, run, NULL);
         if (c->kv) {
             c->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
             if (lc_kvm_handle_exit(c->kv, &res) == LC_OK &&
                 res.disposition == LC_HANDLED) {
                 vm->stats.exits_handled_by_engine++;
+                if (vm->trace)
+                    trace_exit(vm, NULL, &res);
                 continue;
             }
         }
+        if (vm->trace)
+            trace_exit(vm, NULL, NULL);
         switch (run->exit_reason) {
         case KVM_EXIT_IO:
             handle_io(c);

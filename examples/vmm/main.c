@@ -32,6 +32,7 @@ static void usage(FILE *f)
 "      --stats FORMAT     table | json | none (default table)\n"
 "      --stats-file FILE  write the statistics there instead of stderr\n"
 "      --gaps-file FILE   Unicorn: instructions between exits, one per line\n"
+"      --trace-file FILE  one CSV line per exit (kind, address, gap, cluster)\n"
 "      --insn-limit N     Unicorn: stop after N guest instructions\n"
 "      --timeout SECONDS  stop the guest after this long (exit status 4)\n"
 "  -q, --quiet            no banner\n"
@@ -85,7 +86,7 @@ static int parse_uint(const char *s, unsigned long long lo,
 }
 
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
-       O_STATS, O_STATSFILE, O_GAPS, O_INSNLIMIT, O_TIMEOUT };
+       O_STATS, O_STATSFILE, O_GAPS, O_TRACE, O_INSNLIMIT, O_TIMEOUT };
 
 static const char *gaps_file;
 
@@ -106,6 +107,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "stats", required_argument, 0, O_STATS },
         { "stats-file", required_argument, 0, O_STATSFILE },
         { "gaps-file", required_argument, 0, O_GAPS },
+        { "trace-file", required_argument, 0, O_TRACE },
         { "insn-limit", required_argument, 0, O_INSNLIMIT },
         { "timeout", required_argument, 0, O_TIMEOUT },
         { "quiet", no_argument, 0, 'q' },
@@ -194,6 +196,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             break;
         case O_STATSFILE: o->stats_file = optarg; break;
         case O_GAPS: gaps_file = optarg; break;
+        case O_TRACE: o->trace_file = optarg; break;
         case O_INSNLIMIT:
             if (parse_uint(optarg, 1, ~0ull, &v, "--insn-limit"))
                 return -1;
@@ -321,6 +324,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "lcvmm: %s\n", err);
         return 2;
     }
+    if (o->trace_file && !(vm->trace = fopen(o->trace_file, "w"))) {
+        perror(o->trace_file);
+        return 2;
+    }
     if (o->cluster) {
         lc_config cfg;
         lc_config_init(&cfg);
@@ -368,6 +375,8 @@ int main(int argc, char **argv)
     vmm_print_stats(vm, backend);
     if (gaps_file && write_gaps(vm, gaps_file))
         rc = -1;
+    if (vm->trace && fclose(vm->trace))
+        perror(o->trace_file);
     vmm_devices_fini(vm);
     lc_engine_destroy(vm->engine);
     free(vm->gaps);

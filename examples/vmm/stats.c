@@ -14,7 +14,7 @@ typedef struct kv {
     bool is_float;
 } kv;
 
-#define MAX_KV 96
+#define MAX_KV 128
 
 static unsigned collect(vmm *vm, kv *t)
 {
@@ -51,6 +51,14 @@ static unsigned collect(vmm *vm, kv *t)
         U("libcluster", "evictions", ls.evictions);
         U("libcluster", "routed_accesses", ls.routed_accesses);
         U("libcluster", "tcache_bytes", ls.tcache_bytes);
+        for (int r = 0; r < LC_STOP_REASON_COUNT_; r++) {
+            static char names[LC_STOP_REASON_COUNT_][40];
+            if (!ls.stops[r])
+                continue;
+            snprintf(names[r], sizeof names[r], "stop_%s",
+                     lc_stop_reason_name((lc_stop_reason)r));
+            U("libcluster", names[r], ls.stops[r]);
+        }
     }
     if (vm->nic) {
         const nic_stats *s = nic_get_stats(vm->nic);
@@ -131,4 +139,31 @@ void vmm_print_stats(vmm *vm, const char *backend)
     }
     if (f != stderr)
         fclose(f);
+}
+
+void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap,
+                    const lc_result *res)
+{
+    uint64_t addr;
+    unsigned size, write;
+
+    if (!vm->trace)
+        return;
+    if (vm->trace_seq++ == 0)
+        fprintf(vm->trace, "seq,gap,kind,addr,size,write,handled,"
+                "cluster_insns,exits_saved\n");
+    if (ex->kind == LC_EXIT_IO) {
+        addr = ex->u.io.port;
+        size = ex->u.io.size;
+        write = ex->u.io.is_out;
+    } else {
+        addr = ex->u.mmio.gpa;
+        size = ex->u.mmio.len;
+        write = ex->u.mmio.is_write;
+    }
+    fprintf(vm->trace, "%llu,%lld,%s,%#llx,%u,%u,%d,%u,%u\n",
+            (unsigned long long)vm->trace_seq - 1, (long long)gap,
+            lc_exit_kind_name(ex->kind), (unsigned long long)addr, size,
+            write, res && res->disposition == LC_HANDLED,
+            res ? res->insns : 0, res ? res->exits_saved : 0);
 }

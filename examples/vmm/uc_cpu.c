@@ -427,6 +427,8 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
             continue;               /* stopped for another reason */
         u->exit_pending = false;
         vm->stats.exits++;
+        int64_t gap = (int64_t)(u->insns - u->last_exit_insns);
+        bool traced = false;
         gap_record(u);
         if (u->ex.kind == LC_EXIT_IO)
             vm->stats.exits_io++;
@@ -444,6 +446,8 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
                 UCK(UC_ERR_EXCEPTION, "reading the vCPU state");
             u->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
             lc_status s = lc_vcpu_handle_exit(u->core.lc, &st, &u->ex, &res);
+            vmm_trace_exit(vm, &u->ex, gap, &res);
+            traced = true;
             if (s == LC_OK && res.disposition == LC_HANDLED) {
                 vm->stats.exits_handled_by_engine++;
                 /* with RIP past the exit, res.insns counts only what
@@ -454,6 +458,8 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
                     UCK(UC_ERR_EXCEPTION, "writing the vCPU state");
             }
         }
+        if (!traced)
+            vmm_trace_exit(vm, &u->ex, gap, NULL);
     }
     rc = 0;
 out:

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cluster/cluster.h>
 
@@ -49,6 +50,7 @@ typedef struct vmm_options {
     uint64_t insn_limit;          /* Unicorn: stop after this many (0: none) */
     double timeout_s;             /* wall-clock limit (0: none) */
     bool quiet;                   /* no banner */
+    const char *trace_file;       /* --trace-file */
 } vmm_options;
 
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */
@@ -100,6 +102,8 @@ struct vmm {
     /* Back end. */
     void *cpu;                    /* kvm_vm or uc_vm */
     vmm_stats stats;
+    FILE *trace;                  /* --trace-file, or NULL */
+    uint64_t trace_seq;
     /* Unicorn: guest instructions between consecutive exits, in order
      * (owned by the VM, freed by vmm_fini). */
     uint64_t *gaps;
@@ -158,5 +162,12 @@ int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
 
 /* Statistics output (stats.c). */
 void vmm_print_stats(vmm *vm, const char *backend);
+
+/* The exit trace (--trace-file): one CSV line per exit taken, for the
+ * benchmarks' trace-driven models. `gap` is the number of guest
+ * instructions since the previous exit (Unicorn; -1 when unknown, KVM),
+ * `res` what the engine did with it (NULL: not offered). */
+void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap,
+                    const lc_result *res);
 
 #endif /* VMM_VMM_H */
