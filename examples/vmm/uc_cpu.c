@@ -21,8 +21,8 @@
  * ours do.
  *
  * No interrupt controller: guests run in poll mode (irq=0). A guest that
- * programs the 8259 is stopped with that reason rather than left waiting
- * for an interrupt that cannot come.
+ * unmasks an 8259 line is stopped with that reason rather than left
+ * waiting for an interrupt that cannot come (pic_bus below).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +56,13 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
 #define MMIO_HOLE_END 0x100000000ull
 #define UC_UNTIL    0xfffffffffffff000ull
 
+typedef struct pic_chip {
+    struct uc_vm *u;
+    unsigned idx;                   /* 0 master (0x20), 1 slave (0xA0) */
+    uint8_t icw_left;               /* ICWs still expected on the data port */
+    uint8_t mask;
+} pic_chip;
+
 typedef struct uc_vm {
     vmm_vcpu core;
     uc_engine *uc;
@@ -69,7 +76,7 @@ typedef struct uc_vm {
     uint64_t last_exit_insns;
     uint64_t *gaps;                 /* instructions between exits */
     size_t ngaps, capgaps;
-    const char *fatal;
+    pic_chip pic[2];
 } uc_vm;
 
 bool vmm_unicorn_available(void)
@@ -110,9 +117,43 @@ static void hk_code(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
     }
 }
 
-static bool pic_port(uint16_t port)
+/*
+ * The 8259s as far as the Unicorn back end needs them: enough of the
+ * initialisation sequence (ICW1 on the command port, then ICW2, ICW3 and,
+ * if ICW1 asked, ICW4 on the data port) to tell the interrupt mask (OCW1)
+ * apart. Masking everything, as firmware and poll-mode guests do, is
+ * fine; unmasking a line means the guest waits for interrupts that
+ * cannot come here, and the VM stops with that reason.
+ */
+
+/* On the port bus at 0x20 and 0xA0 (two ports each), so clusters run by
+ * the engine and exits reach the same model. */
+static void pic_bus(void *opaque, uint64_t off, unsigned size, bool w,
+                    uint64_t *v)
 {
-    return port == 0x20 || port == 0x21 || port == 0xa0 || port == 0xa1;
+    pic_chip *p = opaque;
+    (void)size;
+
+    if (!w) {
+        *v = off ? p->mask : 0;
+        return;
+    }
+    if (!off) {                     /* command: ICW1 or an OCW2/3 */
+        if (*v & 0x10)
+            p->icw_left = (*v & 1) ? 3 : 2;
+        return;
+    }
+    if (p->icw_left) {
+        p->icw_left--;
+        return;
+    }
+    p->mask = (uint8_t)*v;
+    /* all masked, or only the cascade input (IRQ 2) open on the master */
+    if (p->mask != 0xff && !(p->idx == 0 && p->mask == 0xfb))
+        vmm_request_stop(p->u->core.vm, 2, "the guest unmasks 8259 "
+                         "interrupts, but the Unicorn back end has no "
+                         "interrupt controller: run the guest in poll mode "
+                         "(irq=0)");
 }
 
 static uint32_t hk_in(uc_engine *uc, uint32_t port, int size, void *user)
@@ -142,12 +183,6 @@ static void hk_out(uc_engine *uc, uint32_t port, int size, uint32_t value,
     e.u.io.count = 1;
     e.u.io.value = value;
     note_exit(u, &e);
-    if (pic_port((uint16_t)port)) {
-        vmm_request_stop(u->core.vm, 2, "the guest programs the 8259 PIC, "
-                         "but the Unicorn back end has no interrupt "
-                         "controller: run the guest in poll mode (irq=0)");
-        return;
-    }
     bus_access(&u->core.vm->pio, port, (unsigned)size, true, &v);
 }
 
@@ -386,6 +421,15 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
     }
     u->core.vm = vm;
     u->entry = boot->entry;
+    for (unsigned i = 0; i < 2; i++) {
+        u->pic[i] = (pic_chip){ u, i, 0, 0xff };
+        if (bus_register(&vm->pio, i ? 0xa0 : 0x20, 2, pic_bus, &u->pic[i],
+                         i ? "pic-slave" : "pic-master")) {
+            vmm_request_stop(vm, 2, "cannot register the 8259 ports");
+            free(u);
+            return -1;
+        }
+    }
     vm->cpu = u;
     vm->irq = (vm_irq){ 0 };        /* lines are levels nobody delivers */
     UCK(uc_open(UC_ARCH_X86, UC_MODE_64, &u->uc), "uc_open");
