@@ -1,0 +1,306 @@
+/* examples/guests/pcnet.c: guest-pcnet, an AMD PCnet-PCI II
+ * (Am79C970A) driver in 16-bit word I/O mode, running the echo workload.
+ *
+ * Register references are to the Am79C970A datasheet (AMD publication
+ * 19436): the I/O resource map ("Word I/O mode": APROM at 00h-0Fh, RDP
+ * 10h, RAP 12h, RESET 14h, BDP 16h), CSR0 (controller status), CSR1/2
+ * (initialisation block address), CSR88/89 (chip ID), BCR20 (software
+ * style), the SSIZE32 initialisation block and the SWSTYLE 2 descriptor
+ * formats (RMD0-3, TMD0-3). The bring-up follows the order the Linux
+ * pcnet32 driver uses in word I/O mode: reset by reading RESET, check
+ * CSR0 = STOP and the RAP read-back, read the MAC from the APROM, select
+ * SWSTYLE 2 in BCR20, point CSR1/CSR2 at the initialisation block, set
+ * INIT and wait for IDON, then STRT (with INEA in interrupt mode).
+ * Transmission is kicked with TDMD. Every register access is a 16-bit
+ * IN/OUT (the APROM is read bytewise). */
+#include "net.h"
+
+#define PCNET_VENDOR 0x1022
+#define PCNET_DEVICE 0x2000
+
+/* Word I/O offsets from BAR0 (datasheet: "I/O Resources", WIO). */
+#define PCNET_APROM 0x00
+#define PCNET_RDP 0x10
+#define PCNET_RAP 0x12
+#define PCNET_RESET 0x14
+#define PCNET_BDP 0x16
+
+/* CSR0: controller status and control. */
+#define CSR0_INIT 0x0001
+#define CSR0_STRT 0x0002
+#define CSR0_STOP 0x0004
+#define CSR0_TDMD 0x0008
+#define CSR0_TXON 0x0010
+#define CSR0_RXON 0x0020
+#define CSR0_INEA 0x0040
+#define CSR0_INTR 0x0080
+#define CSR0_IDON 0x0100
+#define CSR0_TINT 0x0200
+#define CSR0_RINT 0x0400
+#define CSR0_MERR 0x0800
+#define CSR0_MISS 0x1000
+#define CSR0_CERR 0x2000
+#define CSR0_BABL 0x4000
+#define CSR0_ERR 0x8000
+/* Write-one-to-clear status bits (writing 0 to INIT/STRT/STOP/TDMD has
+ * no effect; STOP must never be written as 1 here). */
+#define CSR0_ACK (CSR0_BABL | CSR0_CERR | CSR0_MISS | CSR0_MERR | CSR0_RINT | \
+                  CSR0_TINT | CSR0_IDON)
+#define CSR1_IADR_LO 1
+#define CSR2_IADR_HI 2
+#define CSR88_CHIPID_LO 88
+#define CSR89_CHIPID_HI 89
+#define BCR20_SWSTYLE 20
+#define SWSTYLE_PCNET_PCI 2   /* 32-bit structures (SSIZE32 = 1) */
+
+/* Descriptor status (the upper half of RMD1/TMD1). */
+#define DESC_OWN 0x8000
+#define DESC_ERR 0x4000
+#define DESC_STP 0x0200
+#define DESC_ENP 0x0100
+#define DESC_ONES 0xf000   /* RMD1/TMD1 bits 15:12 must be written as ONES */
+
+#define RING_LOG2 3
+#define RING_SIZE (1 << RING_LOG2)
+#define BUF_SIZE 2048
+#define FCS_LEN 4          /* MCNT counts the FCS (no ASTRP_RCV) */
+#define IDON_POLL_BOUND 100000
+#define RESET_POLL_BOUND 10000
+
+/* SWSTYLE 2 receive descriptor: RMD0 buffer address, RMD1 BCNT (two's
+ * complement, 12 bits, ONES above) and status, RMD2 MCNT, RMD3 user. */
+struct rx_desc {
+    uint32_t rbadr;
+    uint16_t bcnt;
+    uint16_t status;
+    uint32_t mcnt;
+    uint32_t user;
+};
+/* SWSTYLE 2 transmit descriptor: TMD0 address, TMD1 BCNT and status,
+ * TMD2 error flags, TMD3 user. */
+struct tx_desc {
+    uint32_t tbadr;
+    uint16_t bcnt;
+    uint16_t status;
+    uint32_t misc;
+    uint32_t user;
+};
+/* Initialisation block with SSIZE32 = 1 (28 bytes). */
+struct init_block {
+    uint16_t mode;     /* CSR15: 0 = normal receive and transmit */
+    uint8_t rlen;      /* bits 7:4: log2 of the receive ring length */
+    uint8_t tlen;      /* bits 7:4: log2 of the transmit ring length */
+    uint8_t padr[6];   /* physical address */
+    uint16_t reserved;
+    uint32_t ladrf[2]; /* logical address filter: no multicast */
+    uint32_t rdra;     /* receive ring base */
+    uint32_t tdra;     /* transmit ring base */
+};
+
+static struct rx_desc rx_ring[RING_SIZE] __attribute__((aligned(16)));
+static struct tx_desc tx_ring[RING_SIZE] __attribute__((aligned(16)));
+static struct init_block iblock __attribute__((aligned(16)));
+static uint8_t rx_buf[RING_SIZE][BUF_SIZE] __attribute__((aligned(16)));
+static uint8_t tx_buf[RING_SIZE][BUF_SIZE] __attribute__((aligned(16)));
+static unsigned rx_next, tx_next;
+static uint16_t io;
+static uint32_t rx_errors, tx_errors;
+static struct nic nic;
+
+static uint16_t csr_read(uint16_t reg)
+{
+    outw(io + PCNET_RAP, reg);
+    return inw(io + PCNET_RDP);
+}
+
+static void csr_write(uint16_t reg, uint16_t v)
+{
+    outw(io + PCNET_RAP, reg);
+    outw(io + PCNET_RDP, v);
+}
+
+static void bcr_write(uint16_t reg, uint16_t v)
+{
+    outw(io + PCNET_RAP, reg);
+    outw(io + PCNET_BDP, v);
+}
+
+static uint16_t inea(void) { return nic.irq_mode ? CSR0_INEA : 0; }
+
+/* Interrupt handler and poll step alike: read CSR0, acknowledge its
+ * status bits by writing them back (keeping INEA in interrupt mode). */
+static void pcnet_ack(void)
+{
+    uint16_t csr0 = csr_read(0);
+    if (csr0 & CSR0_ACK)
+        csr_write(0, (uint16_t)((csr0 & CSR0_ACK) | inea()));
+}
+
+static uint16_t neg_bcnt(uint32_t len)
+{
+    return (uint16_t)(DESC_ONES | ((0u - len) & 0x0fff));
+}
+
+static bool pcnet_send(const void *frame, uint32_t len)
+{
+    struct tx_desc *d = &tx_ring[tx_next];
+    struct net_wait w;
+
+    net_wait_begin(&nic, &w);
+    while (*(volatile uint16_t *)&d->status & DESC_OWN)
+        if (!net_wait_step(&nic, &w))
+            return false;
+    if (d->status & DESC_ERR)
+        tx_errors++;
+    memcpy(tx_buf[tx_next], frame, len);
+    d->tbadr = (uint32_t)(uintptr_t)tx_buf[tx_next];
+    d->bcnt = neg_bcnt(len);
+    d->misc = 0;
+    barrier();
+    /* OWN last: the descriptor is the device's from here on. */
+    *(volatile uint16_t *)&d->status = DESC_OWN | DESC_STP | DESC_ENP;
+    barrier();
+    csr_write(0, (uint16_t)(CSR0_TDMD | inea()));   /* transmit demand */
+    tx_next = (tx_next + 1) % RING_SIZE;
+    return true;
+}
+
+static void rx_rearm(struct rx_desc *d)
+{
+    d->mcnt = 0;
+    d->bcnt = neg_bcnt(BUF_SIZE);
+    barrier();
+    *(volatile uint16_t *)&d->status = DESC_OWN;
+}
+
+static uint32_t pcnet_recv(void *buf, uint32_t max)
+{
+    for (int tries = 0; tries < RING_SIZE; tries++) {
+        struct rx_desc *d = &rx_ring[rx_next];
+        uint16_t status = *(volatile uint16_t *)&d->status;
+        if (status & DESC_OWN)
+            return 0;
+        barrier();
+        rx_next = (rx_next + 1) % RING_SIZE;
+        uint32_t mcnt = d->mcnt & 0x0fff;
+        if ((status & (DESC_ERR | DESC_STP | DESC_ENP)) != (DESC_STP | DESC_ENP) ||
+            mcnt <= FCS_LEN || mcnt > BUF_SIZE) {
+            rx_errors++;          /* chained, errored or nonsense: drop */
+            rx_rearm(d);
+            continue;
+        }
+        uint32_t len = mcnt - FCS_LEN;
+        memcpy(buf, rx_buf[d - rx_ring], len < max ? len : max);
+        rx_rearm(d);
+        return len < max ? len : max;
+    }
+    return 0;
+}
+
+static bool pcnet_init(const struct guest_args *args)
+{
+    struct pci_dev pci;
+    bool is_io;
+
+    if (!pci_find(PCNET_VENDOR, PCNET_DEVICE, &pci)) {
+        printf("error: no PCnet (1022:2000) on PCI bus 0\n");
+        return false;
+    }
+    uint64_t bar = pci_bar(&pci, 0, &is_io);
+    if (!is_io || bar == 0 || bar > 0xffe0) {
+        printf("error: pcnet BAR0 0x%llx is not an I/O BAR\n", (unsigned long long)bar);
+        return false;
+    }
+    io = (uint16_t)bar;
+    pci_enable(&pci, PCI_CMD_IO | PCI_CMD_MASTER);
+
+    /* S_RESET: a read of the RESET register (word I/O mode). The chip
+     * then reads CSR0 = STOP; RAP must read back what was written (the
+     * datasheet's check that the chip is in word I/O mode). */
+    (void)inw(io + PCNET_RESET);
+    uint16_t csr0 = 0;
+    for (int i = 0; i < RESET_POLL_BOUND && csr0 != CSR0_STOP; i++)
+        csr0 = csr_read(0);
+    outw(io + PCNET_RAP, 88);
+    if (csr0 != CSR0_STOP || inw(io + PCNET_RAP) != 88) {
+        printf("error: pcnet at 0x%x: no word-I/O response after reset (CSR0=0x%x)\n",
+               io, csr0);
+        return false;
+    }
+    uint32_t chip = ((uint32_t)csr_read(CSR88_CHIPID_LO) |
+                     (uint32_t)csr_read(CSR89_CHIPID_HI) << 16) >> 12 & 0xffff;
+
+    /* The station address: APROM bytes 0-5. */
+    for (int i = 0; i < 6; i++)
+        nic.mac[i] = inb((uint16_t)(io + PCNET_APROM + i));
+
+    /* BCR20: SWSTYLE 2, 32-bit descriptors and initialisation block. */
+    bcr_write(BCR20_SWSTYLE, SWSTYLE_PCNET_PCI);
+
+    for (int i = 0; i < RING_SIZE; i++) {
+        rx_ring[i].rbadr = (uint32_t)(uintptr_t)rx_buf[i];
+        rx_ring[i].user = 0;
+        rx_rearm(&rx_ring[i]);
+        tx_ring[i] = (struct tx_desc){0};
+    }
+    iblock.mode = 0;
+    iblock.rlen = RING_LOG2 << 4;
+    iblock.tlen = RING_LOG2 << 4;
+    memcpy(iblock.padr, nic.mac, 6);
+    iblock.ladrf[0] = iblock.ladrf[1] = 0;
+    iblock.rdra = (uint32_t)(uintptr_t)rx_ring;
+    iblock.tdra = (uint32_t)(uintptr_t)tx_ring;
+    rx_next = tx_next = 0;
+    barrier();
+
+    uint32_t ib = (uint32_t)(uintptr_t)&iblock;
+    csr_write(CSR1_IADR_LO, (uint16_t)ib);
+    csr_write(CSR2_IADR_HI, (uint16_t)(ib >> 16));
+    csr_write(0, CSR0_INIT);
+    csr0 = 0;
+    for (int i = 0; i < IDON_POLL_BOUND && !(csr0 & CSR0_IDON); i++)
+        csr0 = csr_read(0);
+    if (!(csr0 & CSR0_IDON)) {
+        printf("error: pcnet: initialisation did not complete (CSR0=0x%x)\n", csr0);
+        return false;
+    }
+    if (args->irq)
+        irq_attach(pci.irq_line, pcnet_ack);
+    /* Acknowledge IDON, start, and enable interrupts in irq mode. */
+    csr_write(0, (uint16_t)(CSR0_IDON | CSR0_STRT | inea()));
+    csr0 = csr_read(0);
+    printf("pcnet: 00:%02x.%u io=0x%x irq=%u chip=0x%x mac=%02x:%02x:%02x:%02x:%02x:%02x\n",
+           pci.dev, pci.fn, io, pci.irq_line, chip, nic.mac[0], nic.mac[1],
+           nic.mac[2], nic.mac[3], nic.mac[4], nic.mac[5]);
+    if (!(csr0 & CSR0_RXON) || !(csr0 & CSR0_TXON)) {
+        printf("error: pcnet: receiver/transmitter not on after STRT (CSR0=0x%x)\n", csr0);
+        return false;
+    }
+    return true;
+}
+
+static void pcnet_stats(void)
+{
+    if (rx_errors || tx_errors)
+        printf("pcnet: rx_errors=%u tx_errors=%u\n", rx_errors, tx_errors);
+}
+
+const struct guest_info guest_info = {.name = "pcnet", .default_n = 100};
+
+int guest_main(const struct guest_args *args)
+{
+    nic = (struct nic){
+        .name = "pcnet",
+        .irq_mode = args->irq != 0,
+        .send = pcnet_send,
+        .recv = pcnet_recv,
+        .poll = pcnet_ack,
+        .stats = pcnet_stats,
+    };
+    if (!pcnet_init(args)) {
+        printf("guest=pcnet cpl=%u irq=%u exchanges=0 ok=0 checksum=0x00000000\n",
+               args->cpl, args->irq);
+        return EXIT_NODEV;
+    }
+    return net_echo_workload(&nic, args);
+}
