@@ -387,6 +387,10 @@ static lc_status run_translation(lc_vcpu *vc, lcr_vcpu *v, lcx_cluster *cl,
         v->watch_gfn[0] = gfn[0];
         v->watch_gfn[1] = gfn[1];
     }
+    if (cl->ninsn == 0) {       /* an empty translation: nothing to run */
+        finish(vc, v, LC_STOP_TERMINATOR, first_done, res);
+        return LC_OK;
+    }
     stop = lcx_run(cl, v, cfg->weak_backedge_cap, start);
     if (stop == LC_STOP_SMC)
         STAT_INC(vc->stats.smc_stops);
@@ -456,7 +460,8 @@ anchor_again:
 
     /* Section 2 and 7: a cached translation, if its bytes still match. */
     te = (cfg->techniques & LC_TECH_SINGLE) ? tc_lookup(&vc->tc, &key) : NULL;
-    if (te && start && at + te->cl->insn[0].d.info.length != state->rip)
+    if (te && start && (te->cl->ninsn == 0 ||
+                        at + te->cl->insn[0].d.info.length != state->rip))
         te = NULL;      /* not the anchored instruction's end: decode */
     if (te) {
         lcx_cluster *cl = te->cl;
@@ -551,6 +556,16 @@ anchor_again:
         lcx_cluster *cl = &vc->scratch;
 
         if (lcx_form(&in, cl) != LC_OK) {
+            /* Nothing worth running here. Remember that too, as an empty
+             * translation checked like any other (section 7), so later
+             * exits at this site cost a lookup instead of a decode of the
+             * whole window. */
+            if (cl->ninsn == 0 && cl->nbytes > 0 &&
+                (cfg->techniques & LC_TECH_SINGLE)) {
+                te = tc_insert(&vc->tc, &key, cl, code);
+                if (te)
+                    te->rec = vc->rec;
+            }
             finish(vc, &v, LC_STOP_TERMINATOR, first_done, res);
             return LC_OK;
         }

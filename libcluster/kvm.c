@@ -40,12 +40,37 @@
 
 #define SYNC_RS (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)
 
+/*
+ * Read exits that KVM will complete on the next entry and that changing
+ * RIP does not cancel cost one extra KVM_RUN (immediate_exit) before the
+ * engine may run ahead of them: about 5 us here, more at CPL 3. Where
+ * running ahead saved no exit, that ioctl is pure loss, so such sites
+ * (exit RIP and CR3) are remembered and declined at once, and retried
+ * every SKIP_RETRY-th time in case the code or what the engine learned
+ * has changed. Direct-mapped; a collision only costs a retry.
+ */
+#define SKIP_SLOTS 64
+#define SKIP_RETRY 64
+
+typedef struct skip_slot {
+    uint64_t rip, cr3;
+    uint32_t hits;
+    uint8_t  used;
+} skip_slot;
+
 struct lc_kvm_vcpu {
     lc_vcpu *vcpu;
     int fd;
     struct kvm_run *run;
     lc_kvm_caps caps;
+    skip_slot skip[SKIP_SLOTS];
 };
+
+static skip_slot *skip_find(lc_kvm_vcpu *kv, uint64_t rip, uint64_t cr3)
+{
+    uint64_t h = (rip ^ (cr3 >> 12)) * 0x9e3779b97f4a7c15ull;
+    return &kv->skip[h >> 58];      /* 64 slots: the top 6 bits */
+}
 
 /* ---- state conversion ---------------------------------------------------- */
 
@@ -449,7 +474,8 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     struct kvm_run *run;
     lc_cpu_state st;
     lc_exit x;
-    int is_read, rip_past, cancels, done_by_adapter = 0;
+    int is_read, rip_past, cancels, costly, done_by_adapter = 0;
+    skip_slot *skip = NULL;
     uint64_t exit_rip;
     lc_status s;
 
@@ -496,6 +522,14 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     if (rip_past && is_read)
         return LC_OK;   /* a read completed later with RIP already moved:
                          * nothing safe to do here */
+    costly = is_read && !cancels && !rip_past;
+    if (costly) {
+        skip = skip_find(kv, run->s.regs.regs.rip, run->s.regs.sregs.cr3);
+        if (skip->used && skip->rip == run->s.regs.regs.rip &&
+            skip->cr3 == run->s.regs.sregs.cr3 &&
+            ++skip->hits % SKIP_RETRY != 0)
+            return LC_OK;           /* nothing to gain here lately */
+    }
     if (!is_read || !cancels) {
         /* Perform the exiting access now; for anything pending at the
          * instruction, let KVM complete it (RIP moves past it). The
@@ -520,6 +554,16 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
 
     exit_rip = st.rip;
     s = lc_vcpu_handle_exit(kv->vcpu, &st, &x, res);
+    if (costly) {
+        /* LC_STOP_NONE without a run: the engine is still learning the
+         * site (section 5's first exits); judge it once it has decided. */
+        int learning = res->disposition != LC_HANDLED &&
+                       res->stop == LC_STOP_NONE;
+        if (!learning && res->exits_saved == 0)
+            *skip = (skip_slot){ x.insn_rip, run->s.regs.sregs.cr3, 0, 1 };
+        else if (res->exits_saved && skip->used && skip->rip == x.insn_rip)
+            skip->used = 0;
+    }
     if (res->disposition != LC_HANDLED) {
         if (done_by_adapter) {
             /* The exiting access is done and RIP is past it (in the sync

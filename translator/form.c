@@ -160,7 +160,9 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
     if (window > LCX_MAX_INSNS)
         window = LCX_MAX_INSNS;
 
-    /* 1. Decode ahead. */
+    /* 1. Decode ahead. `seen` counts the bytes the decision depends on
+     * (the terminator's included), for an empty translation below. */
+    size_t seen = 0;
     while (n < window && off < in->code_len) {
         lcx_insn *x = &out->insn[n];
         lc_status st;
@@ -172,6 +174,7 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
                 return st;
             break;
         }
+        seen = off + x->d.info.length;
         if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
             break;
         specialize(x);
@@ -182,6 +185,10 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         if (ends_linear(&x->d))
             break;
     }
+    /* With nothing worth running, out describes an empty translation:
+     * ninsn 0, covering the `seen` bytes that made it empty. */
+    out->nbytes = (uint16_t)seen;
+    out->end_rip = in->rip;
     if (n == 0)
         return LC_ERR_UNSUPPORTED;
 
@@ -223,8 +230,10 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         /* Single-exit translations (and pairs, s3). */
         n = out->pair ? 2 : 1;
         last = out->pair ? 1 : 0;
-        if (!first_exiting)
+        if (!first_exiting) {
+            out->ninsn = 0;
             return LC_ERR_UNSUPPORTED;
+        }
     } else {
         for (unsigned i = first_exiting ? 1 : 0; i < n; i++) {
             lcx_insn *x = &out->insn[i];
@@ -267,8 +276,10 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
             }
         }
     }
-    if (last == (unsigned)-1)
+    if (last == (unsigned)-1) {
+        out->ninsn = 0;
         return LC_ERR_UNSUPPORTED;   /* nothing worth running */
+    }
 
     /* A forward target beyond the end is outside: taken ends the run. */
     out->ninsn = (uint16_t)(last + 1);

@@ -158,6 +158,51 @@ START_TEST(coherency_and_retranslation)
 }
 END_TEST
 
+/* A site with nothing worth running (RIP past an exit, a RET next) is
+ * remembered as an empty translation: later exits there cost a lookup,
+ * not a decode of the window, and it is checked for coherency like any
+ * translation, so new code there gets a real cluster. */
+START_TEST(empty_translation_cached)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+
+    x.rip = LC_EXIT_RIP_PAST;         /* the OUT at 0x7000 is done */
+    rig_up(&r, NULL);
+    fvm_state_real(&s0);
+    s0.rip = 0x7002;
+    r.f.ram[0x7000] = 0xe6;           /* out 0x80, al */
+    r.f.ram[0x7001] = 0x80;
+    r.f.ram[0x7002] = 0xc3;           /* ret: a terminator */
+    for (int i = 0; i < 10; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, LC_DECLINED);
+    }
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_gt(st.tcache_bytes, 0);
+    ck_assert_uint_eq(st.translations, 0);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+
+    memcpy(&r.f.ram[0x7002], "\xe6\x80\xc3", 3);   /* out 0x80, al; ret */
+    s = s0;
+    lc_vcpu_handle_exit(r.v, &s, &x, &res);          /* coherency fails */
+    ck_assert_int_eq(res.disposition, LC_DECLINED);
+    /* new bytes, a new identity for exit tracking: learnt again (s5) */
+    for (int i = 0; i < 4 && res.disposition != LC_HANDLED; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_uint_eq(res.exits_saved, 1);
+    ck_assert_uint_eq(s.rip, 0x7004);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.coherency_failures, 1);
+    ck_assert_uint_eq(st.translations, 1);
+    rig_down(&r);
+}
+END_TEST
+
 /* Section 7: a cluster that writes into its own code page stops right
  * after the write; the next exit fails coherency and retranslates. */
 START_TEST(self_modifying_cluster)
@@ -533,6 +578,7 @@ static Suite *suite(void)
     tcase_add_test(t, bios_saves_two_of_three);
     tcase_add_test(t, vmread_blocks);
     tcase_add_test(t, coherency_and_retranslation);
+    tcase_add_test(t, empty_translation_cached);
     tcase_add_test(t, self_modifying_cluster);
     tcase_add_test(t, mismatched_exit_declines);
     tcase_add_test(t, leak_guard_and_memory_cap);
