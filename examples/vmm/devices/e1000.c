@@ -1,0 +1,896 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Intel 82540EM (8086:100E) over its 128 KiB memory BAR: the legacy
+ * descriptor subset a simple driver (and Linux e1000) needs. Register and
+ * bit names follow the PCI/PCI-X Family of Gigabit Ethernet Controllers
+ * Software Developer's Manual (8254x SDM).
+ *
+ * Registers live in one array indexed by offset / 4 (0x0000-0x5FFF); one
+ * table (e1k_regs) says, per register, how it behaves: plain storage
+ * (with a write mask), read-only, clear-on-read statistics, or a handler.
+ * Offsets the table does not name read 0 and ignore writes.
+ * Sub-dword accesses act on the containing register (a byte read of ICR
+ * clears all of ICR); writes merge with the stored value, except for the
+ * write-1 registers (ICR, ICS, IMS, IMC) where other bytes write 0.
+ *
+ * EEPROM: 64 words, Microwire bit-bang through EECD (as Linux e1000 reads
+ * the 82540) and the EERD shortcut (START bit 0, DONE bit 4, ADDR 15:8,
+ * DATA 31:16). Words 0-2 are the MAC; word 0x3F makes the sum of words
+ * 0-0x3F equal 0xBABA. The PHY (an M88E1011, ID 0x01410C20) answers
+ * through MDIC with link up, 1000 Mb/s full duplex, autonegotiation done.
+ *
+ * Transmit, on a TDT write that leaves TDT != TDH (through send
+ * combining, nic_model.h) and when TCTL.EN is set: descriptors TDH..TDT are fetched, data gathered until
+ * EOP into a 16 KiB buffer that persists across kicks (a chain may be
+ * completed by a later TDT write, as on the chip), DD written back when
+ * RS is set, TDH advanced; ICR.TXDW when a descriptor was written back,
+ * TXQE when the ring ran empty. Legacy descriptors, and extended
+ * data/context descriptors read for their length only (no checksum
+ * offload, no TSO, no VLAN insertion). A frame over NET_FRAME_MAX (or
+ * over the 16 KiB buffer) is dropped with a guest error, checked before
+ * copying (CVE-2015-3209). With TCTL.PSP short frames are padded to 60.
+ *
+ * Receive, while RCTL.EN and RDH != RDT: frames pass the address filter
+ * (RAL/RAH with AV, MTA by RCTL.MO, UPE, MPE, BAM), are padded to 60 bytes
+ * and keep their FCS unless RCTL.SECRC. One that does not fit a buffer
+ * (RCTL.BSIZE/BSEX) is chained over several descriptors (EOP on the last).
+ * When the free descriptors are too few it waits in the chip (RXO is
+ * raised once for it, as when the ring runs out with a frame held); when
+ * even the whole ring could not hold it, it is dropped and counted in
+ * MPC. Frames are taken from the backend only while RDH != RDT. DD|EOP, RDH advanced, ICR.RXT0, and RXDMT0
+ * when the free descriptors fall to RCTL.RDMTS of the ring. No checksum
+ * offload (IXSM is set), no VLAN stripping, no interrupt delays (RDTR,
+ * RADV, TIDV, TADV, ITR are stored only).
+ *
+ * Hostile rings: RDLEN/TDLEN must be non-zero multiples of 128 and the
+ * heads and tails inside the ring, else no DMA and one guest error until
+ * the ring registers are written again (CVE-2016-7909, CVE-2016-1981). A
+ * failed descriptor fetch stops the ring the same way; a failed buffer
+ * copy loses the frame only. Each walk is bounded by the ring length.
+ */
+#include <string.h>
+
+#include "nic_model.h"
+
+/* Register offsets */
+#define CTRL     0x0000
+#define STATUS   0x0008
+#define EECD     0x0010
+#define EERD     0x0014
+#define CTRL_EXT 0x0018
+#define MDIC     0x0020
+#define ICR      0x00c0
+#define ITR      0x00c4
+#define ICS      0x00c8
+#define IMS      0x00d0
+#define IMC      0x00d8
+#define RCTL     0x0100
+#define TCTL     0x0400
+#define LEDCTL   0x0e00
+#define PBA      0x1000
+#define RDBAL    0x2800
+#define RDBAH    0x2804
+#define RDLEN    0x2808
+#define RDH      0x2810
+#define RDT      0x2818
+#define TDBAL    0x3800
+#define TDBAH    0x3804
+#define TDLEN    0x3808
+#define TDH      0x3810
+#define TDT      0x3818
+#define MPC      0x4010
+#define GPRC     0x4074
+#define GPTC     0x4080
+#define GORCL    0x4088
+#define GOTCL    0x4090
+#define TPR      0x40d0
+#define TPT      0x40d4
+#define MTA      0x5200
+#define RAL0     0x5400
+#define RAH0     0x5404
+#define E1K_NREGS (0x6000 / 4)
+
+#define CTRL_FD        0x00000001u
+#define CTRL_SLU       0x00000040u
+#define CTRL_SPEED_1000 0x00000200u
+#define CTRL_RST       0x04000000u
+#define CTRL_PHY_RST   0x80000000u
+#define STATUS_FD      0x00000001u
+#define STATUS_LU      0x00000002u
+#define STATUS_SPEED_1000 0x00000080u
+#define STATUS_ASDV_1000  0x00000200u
+
+#define EECD_SK   0x001u
+#define EECD_CS   0x002u
+#define EECD_DI   0x004u
+#define EECD_DO   0x008u
+#define EECD_FWE  0x030u
+#define EECD_REQ  0x040u
+#define EECD_GNT  0x080u
+#define EECD_PRES 0x100u
+#define EERD_START 0x01u
+#define EERD_DONE  0x10u
+
+#define MDIC_OP_WRITE 0x04000000u
+#define MDIC_OP_READ  0x08000000u
+#define MDIC_READY    0x10000000u
+#define MDIC_INT_EN   0x20000000u
+#define MDIC_ERROR    0x40000000u
+
+/* ICR / ICS / IMS / IMC interrupt causes */
+#define ICR_TXDW   0x00000001u
+#define ICR_TXQE   0x00000002u
+#define ICR_RXDMT0 0x00000010u
+#define ICR_RXO    0x00000040u
+#define ICR_RXT0   0x00000080u
+#define ICR_MDAC   0x00000200u
+
+#define RCTL_EN    0x00000002u
+#define RCTL_UPE   0x00000008u
+#define RCTL_MPE   0x00000010u
+#define RCTL_RDMTS_SHIFT 8
+#define RCTL_MO_SHIFT    12
+#define RCTL_BAM   0x00008000u
+#define RCTL_BSIZE_SHIFT 16
+#define RCTL_BSEX  0x02000000u
+#define RCTL_SECRC 0x04000000u
+#define TCTL_EN    0x00000002u
+#define TCTL_PSP   0x00000008u
+#define RAH_AV     0x80000000u
+
+/* Descriptor bits (legacy TX CMD / extended DCMD share byte 11) */
+#define TXD_CMD_EOP  0x01u
+#define TXD_CMD_RS   0x08u
+#define TXD_CMD_DEXT 0x20u
+#define TXD_STA_DD   0x01u
+#define RXD_STA_DD   0x01u
+#define RXD_STA_EOP  0x02u
+#define RXD_STA_IXSM 0x04u
+
+#define E1K_DESC     16
+#define E1K_TXBUF    16384
+#define E1K_EE_WORDS 64
+#define E1K_RX_BUDGET 64
+
+typedef enum reg_kind {
+    K_RW,           /* plain storage, written through wmask */
+    K_RO,           /* read-only */
+    K_STAT,         /* statistics: read-only, clear on read */
+    K_CTRL, K_EECD, K_EERD, K_MDIC,
+    K_ICR, K_ICS, K_IMS, K_IMC,
+    K_RCTL, K_TCTL, K_RING,         /* RING: head, tail, base or length */
+    K_RDT, K_TDT,
+} reg_kind;
+
+typedef struct e1k_reg {
+    uint16_t off, len;          /* bytes: one register or an array */
+    uint8_t  kind;
+    bool     latch;             /* plain memory semantics (nic.h) */
+    uint32_t wmask;
+} e1k_reg;
+
+/* Sorted by offset. Latch: registers a driver writes that only store. */
+static const e1k_reg e1k_regs[] = {
+    { CTRL,     4, K_CTRL, false, 0 },
+    { STATUS,   4, K_RO,   false, 0 },
+    { EECD,     4, K_EECD, false, 0 },
+    { EERD,     4, K_EERD, false, 0 },
+    { CTRL_EXT, 4, K_RW,   false, 0xffffdfffu },    /* EE_RST self-clears */
+    { MDIC,     4, K_MDIC, false, 0 },
+    { 0x0028,   8, K_RW,   true,  0xffffffffu },    /* FCAL, FCAH */
+    { 0x0030,   4, K_RW,   true,  0x0000ffffu },    /* FCT */
+    { 0x0038,   4, K_RW,   true,  0x0000ffffu },    /* VET */
+    { ICR,      4, K_ICR,  false, 0 },
+    { ITR,      4, K_RW,   true,  0x0000ffffu },
+    { ICS,      4, K_ICS,  false, 0 },
+    { IMS,      4, K_IMS,  false, 0 },
+    { IMC,      4, K_IMC,  false, 0 },
+    { RCTL,     4, K_RCTL, false, 0 },
+    { 0x0170,   4, K_RW,   true,  0x0000ffffu },    /* FCTTV */
+    { 0x0178,   4, K_RW,   false, 0xffffffffu },    /* TXCW */
+    { 0x0180,   4, K_RO,   false, 0 },              /* RXCW */
+    { TCTL,     4, K_TCTL, false, 0 },
+    { 0x0410,   4, K_RW,   true,  0x3fffffffu },    /* TIPG */
+    { LEDCTL,   4, K_RW,   false, 0xffffffffu },
+    { PBA,      4, K_RW,   false, 0x0000ffffu },
+    { RDBAL,    4, K_RING, true,  0xffffffffu },
+    { RDBAH,    4, K_RING, true,  0xffffffffu },
+    { RDLEN,    4, K_RING, true,  0x000fffffu },
+    { RDH,      4, K_RING, false, 0x0000ffffu },
+    { RDT,      4, K_RDT,  false, 0x0000ffffu },
+    { 0x2820,   4, K_RW,   true,  0x0000ffffu },    /* RDTR */
+    { 0x2828,   4, K_RW,   true,  0xffffffffu },    /* RXDCTL */
+    { 0x282c,   4, K_RW,   true,  0x0000ffffu },    /* RADV */
+    { 0x2c00,   4, K_RW,   true,  0x00000fffu },    /* RSRPD */
+    { TDBAL,    4, K_RING, true,  0xffffffffu },
+    { TDBAH,    4, K_RING, true,  0xffffffffu },
+    { TDLEN,    4, K_RING, true,  0x000fffffu },
+    { TDH,      4, K_RING, false, 0x0000ffffu },
+    { TDT,      4, K_TDT,  false, 0x0000ffffu },
+    { 0x3820,   4, K_RW,   true,  0x0000ffffu },    /* TIDV */
+    { 0x3828,   4, K_RW,   true,  0xffffffffu },    /* TXDCTL */
+    { 0x382c,   4, K_RW,   true,  0x0000ffffu },    /* TADV */
+    { 0x4000, 256, K_STAT, false, 0 },              /* statistics */
+    { 0x5000,   4, K_RW,   true,  0x000007ffu },    /* RXCSUM */
+    { MTA,    512, K_RW,   true,  0xffffffffu },
+    { RAL0,   128, K_RW,   true,  0xffffffffu },    /* RAL/RAH 0-15 */
+    { 0x5600, 512, K_RW,   true,  0xffffffffu },    /* VFTA */
+    { 0x5800,   4, K_RW,   false, 0xffffffffu },    /* WUC */
+    { 0x5808,   4, K_RW,   false, 0xffffffffu },    /* WUFC */
+    { 0x5820,   4, K_RW,   false, 0xffffffffu },    /* MANC */
+};
+#define E1K_NREG_ENTRIES (sizeof e1k_regs / sizeof e1k_regs[0])
+
+typedef struct e1000 {
+    uint32_t reg[E1K_NREGS];
+    uint16_t eeprom[E1K_EE_WORDS];
+    uint16_t phy[32];
+    /* Microwire state behind EECD */
+    unsigned ee_bits_in, ee_val_in, ee_addr, ee_bit_out;
+    bool     ee_reading;
+    /* a transmit frame gathered across descriptors (and kicks) */
+    size_t   tx_len;
+    bool     tx_oversize, tx_lost;
+    bool     rx_halted, tx_halted;  /* bad ring reported; wait for rewrite */
+    uint8_t  tx_buf[E1K_TXBUF];
+} e1000;
+
+static e1000 *S(nic *n) { return n->state; }
+static uint32_t *R(e1000 *s, uint32_t off) { return &s->reg[off / 4]; }
+
+static const e1k_reg *reg_find(uint32_t off)
+{
+    for (size_t i = 0; i < E1K_NREG_ENTRIES; i++) {
+        const e1k_reg *r = &e1k_regs[i];
+        if (off < r->off)
+            return NULL;
+        if (off - r->off < r->len)
+            return r;
+    }
+    return NULL;
+}
+
+/* ---- interrupts ----------------------------------------------------- */
+
+/* The one place that computes the line: (ICR & IMS) != 0. */
+static void e1k_update_irq(nic *n)
+{
+    e1000 *s = S(n);
+
+    nic_set_irq(n, (*R(s, ICR) & *R(s, IMS)) != 0);
+}
+
+static void e1k_cause(nic *n, uint32_t bits)
+{
+    *R(S(n), ICR) |= bits;
+}
+
+static void stat_add(e1000 *s, uint32_t off, uint32_t v)
+{
+    uint32_t *r = R(s, off);
+    *r = *r + v < *r ? 0xffffffffu : *r + v;    /* saturating */
+}
+
+/* Octet counters are 64-bit pairs (low, high). */
+static void stat_add64(e1000 *s, uint32_t off, uint64_t v)
+{
+    uint64_t t = *R(s, off) | (uint64_t)*R(s, off + 4) << 32;
+    t += v;
+    *R(s, off) = (uint32_t)t;
+    *R(s, off + 4) = (uint32_t)(t >> 32);
+}
+
+/* ---- EEPROM and PHY ------------------------------------------------- */
+
+static void eeprom_build(nic *n)
+{
+    e1000 *s = S(n);
+    uint16_t sum = 0;
+
+    memset(s->eeprom, 0, sizeof s->eeprom);
+    for (int i = 0; i < 3; i++)
+        s->eeprom[i] = (uint16_t)(n->mac[2 * i] | n->mac[2 * i + 1] << 8);
+    s->eeprom[0x04] = 0xffff;           /* LED settings: defaults */
+    s->eeprom[0x0b] = 0x001e;           /* subsystem ID */
+    s->eeprom[0x0c] = 0x8086;           /* subsystem vendor */
+    s->eeprom[0x0d] = 0x100e;           /* device ID */
+    s->eeprom[0x0e] = 0x8086;           /* vendor ID */
+    for (int i = 0; i < E1K_EE_WORDS - 1; i++)
+        sum = (uint16_t)(sum + s->eeprom[i]);
+    s->eeprom[E1K_EE_WORDS - 1] = (uint16_t)(0xbaba - sum);
+}
+
+/* Microwire (93C46-style) behind EECD: sample DI on each rising SK edge
+ * while CS is high; a start bit, opcode 10b (read) and 6 address bits,
+ * then 16 data bits per word on DO, sequentially. Other opcodes (write,
+ * erase) are ignored: the EEPROM is read-only here. */
+static void eecd_write(nic *n, uint32_t v)
+{
+    e1000 *s = S(n);
+    uint32_t old = *R(s, EECD);
+    uint32_t now = (v & (EECD_SK | EECD_CS | EECD_DI | EECD_FWE | EECD_REQ)) |
+                   EECD_PRES | ((v & EECD_REQ) ? EECD_GNT : 0) |
+                   (old & EECD_DO);
+
+    if (!(now & EECD_CS)) {
+        s->ee_bits_in = s->ee_val_in = 0;
+        s->ee_reading = false;
+        now &= ~EECD_DO;
+    } else if (!(old & EECD_SK) && (now & EECD_SK)) {
+        if (s->ee_reading) {
+            unsigned bit = s->eeprom[s->ee_addr] >> (15 - s->ee_bit_out) & 1;
+            now = (now & ~EECD_DO) | (bit ? EECD_DO : 0);
+            if (++s->ee_bit_out == 16) {
+                s->ee_bit_out = 0;
+                s->ee_addr = (s->ee_addr + 1) % E1K_EE_WORDS;
+            }
+        } else if (s->ee_bits_in > 0 || (now & EECD_DI)) {
+            s->ee_val_in = (s->ee_val_in << 1 | !!(now & EECD_DI)) & 0x1ff;
+            if (++s->ee_bits_in == 9) {
+                if ((s->ee_val_in >> 6) == 6) {     /* start, read */
+                    s->ee_reading = true;
+                    s->ee_addr = s->ee_val_in & 0x3f;
+                    s->ee_bit_out = 0;
+                    now &= ~EECD_DO;                /* the dummy 0 */
+                }
+                s->ee_bits_in = 10;                 /* nothing more in */
+            } else if (s->ee_bits_in > 9) {
+                s->ee_bits_in = 10;
+            }
+        }
+    }
+    *R(s, EECD) = now;
+}
+
+static void eerd_write(nic *n, uint32_t v)
+{
+    e1000 *s = S(n);
+    unsigned addr = (v >> 8) & 0xff;
+    uint16_t data;
+
+    if (!(v & EERD_START)) {
+        *R(s, EERD) = v & 0xff00u;
+        return;
+    }
+    data = addr < E1K_EE_WORDS ? s->eeprom[addr] : 0xffff;
+    *R(s, EERD) = (uint32_t)data << 16 | addr << 8 | EERD_DONE;
+}
+
+static void phy_reset(e1000 *s)
+{
+    static const uint16_t init[32] = {
+        [0] = 0x1140,   /* control: autoneg on, full duplex, 1000 */
+        [1] = 0x796d,   /* status: autoneg complete, link up */
+        [2] = 0x0141,   /* PHY ID (M88E1011) */
+        [3] = 0x0c20,
+        [4] = 0x0de1,   /* autoneg advertisement */
+        [5] = 0x41e1,   /* link partner ability */
+        [6] = 0x0001,   /* autoneg expansion */
+        [9] = 0x0e00,   /* 1000BASE-T control */
+        [10] = 0x3c00,  /* 1000BASE-T status */
+        [15] = 0x3000,  /* extended status */
+        [16] = 0x0068,  /* M88 specific control */
+        [17] = 0xac00,  /* M88 specific status: 1000 FD, resolved, link */
+        [20] = 0x0d60,  /* M88 extended control */
+    };
+    memcpy(s->phy, init, sizeof init);
+}
+
+static void mdic_write(nic *n, uint32_t v)
+{
+    e1000 *s = S(n);
+    unsigned phyadd = (v >> 21) & 0x1f, regadd = (v >> 16) & 0x1f;
+    /* Read-only PHY registers: status, IDs, partner, 1000T status, ... */
+    const uint32_t ro = 1u << 1 | 1u << 2 | 1u << 3 | 1u << 5 | 1u << 6 |
+                        1u << 10 | 1u << 15 | 1u << 17;
+    uint32_t out = v & 0x3fffffffu;
+
+    if (phyadd != 1) {
+        out |= MDIC_ERROR;
+    } else if (v & MDIC_OP_READ) {
+        out = (out & 0xffff0000u) | s->phy[regadd];
+    } else if ((v & MDIC_OP_WRITE) && !(ro >> regadd & 1)) {
+        uint16_t d = (uint16_t)v;
+        if (regadd == 0)                /* reset, restart autoneg: done */
+            d &= (uint16_t)~0x8200;
+        s->phy[regadd] = d;
+    }
+    *R(s, MDIC) = out | MDIC_READY;
+    if (v & MDIC_INT_EN)
+        e1k_cause(n, ICR_MDAC);
+}
+
+/* ---- reset ---------------------------------------------------------- */
+
+/* Power-on and CTRL.RST: every register to its default, the station
+ * address reloaded from the EEPROM into RAL0/RAH0. */
+static void e1k_reset_regs(nic *n)
+{
+    e1000 *s = S(n);
+
+    memset(s->reg, 0, sizeof s->reg);
+    *R(s, CTRL) = CTRL_FD | CTRL_SLU | CTRL_SPEED_1000;
+    *R(s, STATUS) = STATUS_FD | STATUS_LU | STATUS_SPEED_1000 |
+                    STATUS_ASDV_1000;
+    *R(s, EECD) = EECD_PRES;
+    *R(s, LEDCTL) = 0x07068302;
+    *R(s, PBA) = 0x00000030;
+    *R(s, RAL0) = nic_le32(n->mac);
+    *R(s, RAH0) = nic_le16(n->mac + 4) | RAH_AV;
+    s->ee_bits_in = s->ee_val_in = s->ee_addr = s->ee_bit_out = 0;
+    s->ee_reading = false;
+    s->tx_len = 0;
+    s->tx_oversize = s->tx_lost = false;
+    s->rx_halted = s->tx_halted = false;
+    phy_reset(s);
+    nic_tx_cancel(n);
+}
+
+static void e1k_reset(nic *n)
+{
+    eeprom_build(n);
+    e1k_reset_regs(n);
+}
+
+/* ---- rings ---------------------------------------------------------- */
+
+/* Checks a ring at entry (CVE-2016-7909, CVE-2016-1981): length a
+ * non-zero multiple of 128, head and tail inside. On failure reports once
+ * and halts the ring until its registers are written again. */
+static bool ring_ok(nic *n, bool tx, unsigned *ndesc)
+{
+    e1000 *s = S(n);
+    uint32_t len = *R(s, tx ? TDLEN : RDLEN);
+    uint32_t h = *R(s, tx ? TDH : RDH), t = *R(s, tx ? TDT : RDT);
+    bool *halted = tx ? &s->tx_halted : &s->rx_halted;
+    const char *name = tx ? "transmit" : "receive";
+
+    if (*halted)
+        return false;
+    if (len == 0 || len % 128) {
+        nic_guest_error(n, "%s ring length %#x is not a non-zero multiple "
+                        "of 128", name, len);
+        *halted = true;
+        return false;
+    }
+    *ndesc = len / E1K_DESC;
+    if (h >= *ndesc || t >= *ndesc) {
+        nic_guest_error(n, "%s head %u or tail %u beyond the ring of %u",
+                        name, h, t, *ndesc);
+        *halted = true;
+        return false;
+    }
+    return true;
+}
+
+static uint64_t ring_desc(e1000 *s, bool tx, uint32_t idx)
+{
+    uint64_t base = (uint64_t)*R(s, tx ? TDBAH : RDBAH) << 32 |
+                    (*R(s, tx ? TDBAL : RDBAL) & ~0xfu);
+    return base + (uint64_t)idx * E1K_DESC;
+}
+
+/* ---- transmit ------------------------------------------------------- */
+
+static void tx_deliver(nic *n)
+{
+    e1000 *s = S(n);
+    size_t len = s->tx_len;
+
+    if (s->tx_lost) {
+        /* the guest error was given when the copy failed */
+    } else if (s->tx_oversize || len > NET_FRAME_MAX) {
+        nic_guest_error(n, "transmit frame over %d bytes dropped",
+                        NET_FRAME_MAX);
+    } else {
+        if (len < NIC_FRAME_PAD && (*R(s, TCTL) & TCTL_PSP)) {
+            memset(s->tx_buf + len, 0, NIC_FRAME_PAD - len);
+            len = NIC_FRAME_PAD;
+        }
+        if (len < NET_FRAME_MIN) {
+            nic_guest_error(n, "runt transmit frame of %zu bytes dropped",
+                            len);
+        } else {
+            nic_tx_frame(n, s->tx_buf, len);
+            stat_add(s, GPTC, 1);
+            stat_add(s, TPT, 1);
+            stat_add64(s, GOTCL, len + NIC_FCS_LEN);
+        }
+    }
+    s->tx_len = 0;
+    s->tx_oversize = s->tx_lost = false;
+}
+
+/* Gather one descriptor's data. Returns false if the descriptor itself
+ * could not be written back (the ring halts). */
+static bool tx_desc(nic *n, uint64_t da, const uint8_t *d, bool *wrote)
+{
+    e1000 *s = S(n);
+    uint8_t cmd = d[11];
+    uint64_t addr = nic_le32(d) | (uint64_t)nic_le32(d + 4) << 32;
+    size_t len;
+    bool context = false;
+
+    if (cmd & TXD_CMD_DEXT) {           /* extended: DTYP in bits 23:20 */
+        uint32_t w = nic_le32(d + 8);
+        context = ((w >> 20) & 0xf) == 0;
+        len = context ? 0 : (w & 0xfffff);
+    } else {
+        len = nic_le16(d + 8);
+    }
+    if (len && !s->tx_oversize && !s->tx_lost) {
+        if (len > E1K_TXBUF - s->tx_len) {
+            s->tx_oversize = true;      /* before copying: CVE-2015-3209 */
+        } else if (nic_dma_read(n, addr, s->tx_buf + s->tx_len, len) < 0) {
+            nic_guest_error(n, "transmit buffer at %#llx unreadable",
+                            (unsigned long long)addr);
+            s->tx_lost = true;
+        } else {
+            s->tx_len += len;
+        }
+    }
+    if (!context && (cmd & TXD_CMD_EOP))
+        tx_deliver(n);
+    if (cmd & TXD_CMD_RS) {
+        uint8_t sta = (uint8_t)((d[12] & 0xf0) | TXD_STA_DD);  /* STA 3:0 */
+        if (nic_dma_write(n, da + 12, &sta, 1) < 0) {
+            nic_guest_error(n, "transmit descriptor write-back at %#llx "
+                            "failed", (unsigned long long)da);
+            return false;
+        }
+        *wrote = true;
+    }
+    return true;
+}
+
+static void e1k_transmit(nic *n)
+{
+    e1000 *s = S(n);
+    unsigned ndesc, budget;
+    bool wrote = false, progress = false;
+
+    if (!(*R(s, TCTL) & TCTL_EN) || !nic_can_dma(n) ||
+        !ring_ok(n, true, &ndesc))
+        return;
+    for (budget = ndesc; budget > 0 && *R(s, TDH) != *R(s, TDT); budget--) {
+        uint32_t h = *R(s, TDH);
+        uint64_t da = ring_desc(s, true, h);
+        uint8_t d[E1K_DESC];
+
+        if (nic_dma_read(n, da, d, sizeof d) < 0) {
+            nic_guest_error(n, "transmit descriptor at %#llx unreadable",
+                            (unsigned long long)da);
+            s->tx_halted = true;
+            break;
+        }
+        progress = true;
+        if (!tx_desc(n, da, d, &wrote)) {
+            s->tx_halted = true;
+            break;
+        }
+        *R(s, TDH) = (h + 1) % ndesc;
+    }
+    if (!progress)
+        return;
+    if (wrote)
+        e1k_cause(n, ICR_TXDW);
+    if (*R(s, TDH) == *R(s, TDT))
+        e1k_cause(n, ICR_TXQE);
+    e1k_update_irq(n);
+}
+
+/* ---- receive -------------------------------------------------------- */
+
+static size_t rx_buf_size(uint32_t rctl)
+{
+    static const size_t sz[2][4] = {
+        { 2048, 1024, 512, 256 },
+        { 2048, 16384, 8192, 4096 },    /* BSEX; 00b reserved */
+    };
+    return sz[!!(rctl & RCTL_BSEX)][(rctl >> RCTL_BSIZE_SHIFT) & 3];
+}
+
+/* Multicast table hash: 12 bits of the address chosen by RCTL.MO. */
+static unsigned mta_hash(uint32_t rctl, const uint8_t *a)
+{
+    static const unsigned shift[4] = { 4, 3, 2, 0 };   /* bits 47:36 .. 43:32 */
+    unsigned v = (unsigned)a[4] | (unsigned)a[5] << 8;
+
+    return (v >> shift[(rctl >> RCTL_MO_SHIFT) & 3]) & 0xfff;
+}
+
+static bool rx_accept(e1000 *s, const uint8_t *dst)
+{
+    uint32_t rctl = *R(s, RCTL);
+    static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+    for (unsigned i = 0; i < 16; i++) {
+        uint32_t lo = *R(s, RAL0 + 8 * i), hi = *R(s, RAH0 + 8 * i);
+        uint8_t a[6];
+        if (!(hi & RAH_AV))
+            continue;
+        nic_put32(a, lo);
+        nic_put16(a + 4, (uint16_t)hi);
+        if (!memcmp(a, dst, 6))
+            return true;
+    }
+    if (!memcmp(dst, bcast, 6))
+        return (rctl & RCTL_BAM) || (rctl & RCTL_MPE);
+    if (dst[0] & 1) {
+        unsigned h = mta_hash(rctl, dst);
+        return (rctl & RCTL_MPE) || (*R(s, MTA + 4 * (h >> 5)) >> (h & 31) & 1);
+    }
+    return (rctl & RCTL_UPE) != 0;
+}
+
+/* Write the held frame (total bytes) into `need` descriptors from RDH.
+ * Returns false on a DMA failure (frame lost, ring halted). */
+static bool rx_write(nic *n, size_t total, unsigned need, unsigned ndesc,
+                     size_t bsize)
+{
+    e1000 *s = S(n);
+    size_t done = 0;
+
+    for (unsigned i = 0; i < need; i++) {
+        uint32_t h = *R(s, RDH);
+        uint64_t da = ring_desc(s, false, h);
+        uint8_t d[E1K_DESC];
+        size_t part = total - done < bsize ? total - done : bsize;
+        uint64_t addr;
+
+        if (nic_dma_read(n, da, d, 8) < 0) {
+            nic_guest_error(n, "receive descriptor at %#llx unreadable",
+                            (unsigned long long)da);
+            return false;
+        }
+        addr = nic_le32(d) | (uint64_t)nic_le32(d + 4) << 32;
+        if (nic_dma_write(n, addr, n->rx_buf + done, part) < 0) {
+            nic_guest_error(n, "receive buffer at %#llx unwritable",
+                            (unsigned long long)addr);
+            return false;
+        }
+        done += part;
+        memset(d + 8, 0, 8);
+        nic_put16(d + 8, (uint16_t)part);               /* length */
+        d[12] = RXD_STA_DD | RXD_STA_IXSM |
+                (i == need - 1 ? RXD_STA_EOP : 0);      /* status */
+        if (nic_dma_write(n, da + 8, d + 8, 8) < 0) {
+            nic_guest_error(n, "receive descriptor write-back at %#llx "
+                            "failed", (unsigned long long)da);
+            return false;
+        }
+        *R(s, RDH) = (h + 1) % ndesc;
+    }
+    return true;
+}
+
+/* Free descriptors at or below RCTL.RDMTS (1/2, 1/4, 1/8 of the ring). */
+static void rx_check_threshold(e1000 *s, unsigned ndesc)
+{
+    unsigned free_desc = (*R(s, RDT) + ndesc - *R(s, RDH)) % ndesc;
+    unsigned rdmts = (*R(s, RCTL) >> RCTL_RDMTS_SHIFT) & 3;
+
+    if (free_desc <= ndesc >> (rdmts == 3 ? 3 : rdmts + 1))
+        *R(s, ICR) |= ICR_RXDMT0;
+}
+
+static void e1k_poll_rx(nic *n)
+{
+    e1000 *s = S(n);
+    uint32_t rctl = *R(s, RCTL);
+    size_t bsize = rx_buf_size(rctl);
+    unsigned ndesc;
+    bool progress = false;
+
+    if (!(rctl & RCTL_EN) || !nic_can_dma(n) || !ring_ok(n, false, &ndesc))
+        return;
+    for (int budget = E1K_RX_BUDGET; budget > 0; budget--) {
+        unsigned avail = (*R(s, RDT) + ndesc - *R(s, RDH)) % ndesc;
+        size_t flen, total;
+        unsigned need;
+
+        if (avail == 0) {               /* ring exhausted, frame held */
+            if (nic_rx_wait(n)) {
+                e1k_cause(n, ICR_RXO);
+                progress = true;
+            }
+            break;
+        }
+        flen = nic_rx_peek(n);
+        if (flen == 0)
+            break;
+        if (!rx_accept(s, n->rx_buf)) {
+            nic_rx_drop(n);
+            continue;
+        }
+        total = flen + ((rctl & RCTL_SECRC) ? 0 : NIC_FCS_LEN);
+        need = (unsigned)((total + bsize - 1) / bsize);
+        if (need > ndesc - 1) {         /* can never fit: missed */
+            nic_rx_drop(n);
+            stat_add(s, MPC, 1);
+            progress = true;
+            continue;
+        }
+        if (need > avail) {             /* wait for the guest */
+            if (nic_rx_wait(n)) {
+                e1k_cause(n, ICR_RXO);
+                progress = true;
+            }
+            break;
+        }
+        progress = true;
+        if (!rx_write(n, total, need, ndesc, bsize)) {
+            nic_rx_drop(n);
+            s->rx_halted = true;
+            break;
+        }
+        nic_rx_consume(n);
+        stat_add(s, GPRC, 1);
+        stat_add(s, TPR, 1);
+        stat_add64(s, GORCL, flen + NIC_FCS_LEN);
+        e1k_cause(n, ICR_RXT0);
+        rx_check_threshold(s, ndesc);
+    }
+    if (progress)
+        e1k_update_irq(n);
+}
+
+/* ---- register access ------------------------------------------------ */
+
+static uint32_t reg_read(nic *n, const e1k_reg *r, uint32_t off)
+{
+    e1000 *s = S(n);
+    uint32_t v = *R(s, off);
+
+    switch (r->kind) {
+    case K_ICR:                         /* clear on read */
+        *R(s, ICR) = 0;
+        e1k_update_irq(n);
+        return v;
+    case K_STAT:
+        *R(s, off) = 0;
+        return v;
+    case K_ICS: case K_IMC:             /* write-only */
+        return 0;
+    default:
+        return v;
+    }
+}
+
+static void reg_write(nic *n, const e1k_reg *r, uint32_t off, uint32_t v)
+{
+    e1000 *s = S(n);
+    uint32_t old = *R(s, off);
+
+    switch (r->kind) {
+    case K_RO: case K_STAT:
+        break;
+    case K_RW:
+        *R(s, off) = v & r->wmask;
+        break;
+    case K_CTRL:
+        if (v & CTRL_RST) {             /* self-clearing full reset */
+            e1k_reset_regs(n);
+            n->stats.resets++;
+            e1k_update_irq(n);
+            break;
+        }
+        *R(s, CTRL) = v & ~CTRL_PHY_RST;
+        break;
+    case K_EECD: eecd_write(n, v); break;
+    case K_EERD: eerd_write(n, v); break;
+    case K_MDIC: mdic_write(n, v); e1k_update_irq(n); break;
+    case K_ICR: *R(s, ICR) &= ~v; e1k_update_irq(n); break;
+    case K_ICS: *R(s, ICR) |= v; e1k_update_irq(n); break;
+    case K_IMS: *R(s, IMS) |= v; e1k_update_irq(n); break;
+    case K_IMC: *R(s, IMS) &= ~v; e1k_update_irq(n); break;
+    case K_RCTL:
+        *R(s, RCTL) = v;
+        s->rx_halted = false;
+        break;
+    case K_TCTL:
+        *R(s, TCTL) = v;
+        s->tx_halted = false;
+        if ((v & TCTL_EN) && !(old & TCTL_EN))
+            nic_tx_now(n);              /* descriptors already queued */
+        break;
+    case K_RING:
+        *R(s, off) = v & r->wmask;
+        if (off < TDBAL)
+            s->rx_halted = false;
+        else
+            s->tx_halted = false;
+        break;
+    case K_RDT:
+        *R(s, RDT) = v & r->wmask;
+        s->rx_halted = false;           /* received on after the access */
+        break;
+    case K_TDT:
+        *R(s, TDT) = v & r->wmask;
+        s->tx_halted = false;
+        if (*R(s, TDT) != *R(s, TDH))   /* a kick only if there is work */
+            nic_tx_kick(n);
+        break;
+    }
+}
+
+static void e1k_read(nic *n, uint32_t off, unsigned size, uint32_t *val)
+{
+    const e1k_reg *r = reg_find(off & ~3u);
+
+    (void)size;
+    *val = r ? reg_read(n, r, off & ~3u) >> (8 * (off & 3)) : 0;
+}
+
+static bool write_one_kind(uint8_t kind)
+{
+    return kind == K_ICR || kind == K_ICS || kind == K_IMS || kind == K_IMC;
+}
+
+static void e1k_write(nic *n, uint32_t off, unsigned size, uint32_t val)
+{
+    uint32_t base = off & ~3u;
+    const e1k_reg *r = reg_find(base);
+
+    if (!r)
+        return;
+    if (size < 4) {                     /* merge into the register */
+        unsigned sh = 8 * (off & 3);
+        uint32_t m = ((1u << (8 * size)) - 1) << sh;
+        uint32_t cur = write_one_kind(r->kind) ? 0 : *R(S(n), base);
+        val = (cur & ~m) | ((val << sh) & m);
+    }
+    reg_write(n, r, base, val);
+}
+
+static bool e1k_is_latch(const nic *n, uint32_t off, unsigned size)
+{
+    const e1k_reg *r = reg_find(off & ~3u);
+
+    (void)n;
+    (void)size;
+    return r && r->latch;
+}
+
+/* The latch registers as byte ranges, adjacent ones merged. */
+static unsigned e1k_latch_ranges(const nic *n, uint32_t (*ranges)[2],
+                                 unsigned max)
+{
+    unsigned k = 0;
+
+    (void)n;
+    for (size_t i = 0; i < E1K_NREG_ENTRIES; i++) {
+        const e1k_reg *r = &e1k_regs[i];
+        if (!r->latch)
+            continue;
+        if (k > 0 && ranges[k - 1][0] + ranges[k - 1][1] == r->off) {
+            ranges[k - 1][1] += r->len;
+            continue;
+        }
+        if (k == max)
+            break;
+        ranges[k][0] = r->off;
+        ranges[k][1] = r->len;
+        k++;
+    }
+    return k;
+}
+
+static void e1k_resume(nic *n)
+{
+    nic_tx_now(n);
+}
+
+const nic_model_ops nic_e1000_ops = {
+    .name = "e1000",
+    .state_size = sizeof(e1000),
+    .bar_size = 0x20000,
+    .reset = e1k_reset,
+    .read = e1k_read,
+    .write = e1k_write,
+    .is_latch = e1k_is_latch,
+    .latch_ranges = e1k_latch_ranges,
+    .transmit = e1k_transmit,
+    .poll_rx = e1k_poll_rx,
+    .resume = e1k_resume,
+};

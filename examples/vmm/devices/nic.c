@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NIC front: creation and dispatch to the two models, access checks,
+ * statistics, and the three optimizations of seeds/000 section 3.3 that
+ * do not depend on the model (nic.h):
+ *
+ *   irq_coalesce  nic_set_irq() drives vm_irq.set only when the level
+ *                 changes; without it every interrupt-state update of a
+ *                 model is a call. irq_raised counts low-to-high
+ *                 transitions in both modes.
+ *   send_combine  nic_tx_kick() queues transmit kicks: the frames stay in
+ *                 the guest's ring, still owned by the device, until
+ *                 combine_max kicks have arrived or nic_flush() runs; then
+ *                 one ring walk sends them all and the model raises one
+ *                 interrupt for the batch. tx_combined counts the kicks
+ *                 that waited (the kick that completes a batch does not
+ *                 wait), tx_batches the walks that served waiting kicks.
+ *   latch_fast    a property of the model (nic_access_is_latch); here it
+ *                 only means that a latch access does not pull received
+ *                 frames afterwards, so the VMM's fast path, which defers
+ *                 latch writes, behaves exactly like the slow path.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "nic_model.h"
+
+#define NIC_COMBINE_DEFAULT 3
+
+static const nic_model_ops *ops_of(nic_model m)
+{
+    switch (m) {
+    case NIC_PCNET: return &nic_pcnet_ops;
+    case NIC_E1000: return &nic_e1000_ops;
+    default:        return NULL;
+    }
+}
+
+nic *nic_create(nic_model model, const uint8_t mac[6], const vm_dma *dma,
+                const vm_irq *irq, net_backend *be, const nic_options *opt)
+{
+    const nic_model_ops *ops = ops_of(model);
+    nic *n;
+
+    if (!ops || !mac || !dma || !dma->read || !dma->write || !irq ||
+        !irq->set)
+        return NULL;
+    n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->state = calloc(1, ops->state_size);
+    if (!n->state) {
+        free(n);
+        return NULL;
+    }
+    n->model = model;
+    n->ops = ops;
+    memcpy(n->mac, mac, 6);
+    n->dma = dma;
+    n->irq = irq;
+    n->be = be;
+    if (opt)
+        n->opt = *opt;
+    if (n->opt.combine_max == 0)
+        n->opt.combine_max = NIC_COMBINE_DEFAULT;
+    ops->reset(n);
+    return n;
+}
+
+void nic_destroy(nic *n)
+{
+    if (!n)
+        return;
+    free(n->state);
+    free(n);
+}
+
+nic_model nic_model_of(const nic *n)
+{
+    return n ? n->model : NIC_NONE;
+}
+
+const char *nic_model_name(nic_model m)
+{
+    switch (m) {
+    case NIC_PCNET: return "pcnet";
+    case NIC_E1000: return "e1000";
+    default:        return "none";
+    }
+}
+
+nic_model nic_model_parse(const char *s)
+{
+    if (!s)
+        return NIC_NONE;
+    if (!strcasecmp(s, "pcnet") || !strcasecmp(s, "am79c970a"))
+        return NIC_PCNET;
+    if (!strcasecmp(s, "e1000") || !strcasecmp(s, "82540em"))
+        return NIC_E1000;
+    return NIC_NONE;
+}
+
+void nic_pci_identity(nic_model m, nic_pci_id *id)
+{
+    memset(id, 0, sizeof *id);
+    id->class_code = 0x02;                  /* network controller */
+    id->subclass = 0x00;                    /* Ethernet */
+    switch (m) {
+    case NIC_PCNET:                         /* AMD PCnet-PCI II */
+        id->vendor = 0x1022;
+        id->device = 0x2000;
+        id->subsys_vendor = 0x1022;
+        id->subsys = 0x2000;
+        id->revision = 0x10;
+        id->bar_is_io = true;
+        id->bar_size = 32;
+        break;
+    case NIC_E1000:                         /* Intel 82540EM */
+        id->vendor = 0x8086;
+        id->device = 0x100e;
+        id->subsys_vendor = 0x8086;
+        id->subsys = 0x001e;
+        id->revision = 0x03;
+        id->bar_is_io = false;
+        id->bar_size = 0x20000;
+        break;
+    default:
+        id->class_code = 0;
+        break;
+    }
+}
+
+/* ---- register access ------------------------------------------------ */
+
+/* All ones of an access of `size` bytes (of 4 bytes if not 1 or 2). */
+static uint32_t size_mask(unsigned size)
+{
+    return size == 1 || size == 2 ? (1u << (8 * size)) - 1 : 0xffffffffu;
+}
+
+static bool access_ok(const nic *n, uint32_t off, unsigned size)
+{
+    if (size != 1 && size != 2 && size != 4)
+        return false;
+    if (off % size)
+        return false;
+    return off < n->ops->bar_size && size <= n->ops->bar_size - off;
+}
+
+void nic_access(nic *n, uint32_t offset, unsigned size, bool is_write,
+                uint32_t *val)
+{
+    bool latch;
+
+    if (is_write)
+        n->stats.reg_writes++;
+    else
+        n->stats.reg_reads++;
+    if (!access_ok(n, offset, size)) {
+        nic_guest_error(n, "%s of size %u at BAR offset %#x ignored",
+                        is_write ? "write" : "read", size, offset);
+        if (!is_write)
+            *val = size_mask(size);
+        return;
+    }
+    if (n->busy) {              /* a VMM bug, not the guest's: refuse */
+        if (!is_write)
+            *val = size_mask(size);
+        return;
+    }
+    latch = n->ops->is_latch(n, offset, size);
+    if (latch)
+        n->stats.latch_accesses++;
+    n->busy = true;
+    if (is_write) {
+        n->ops->write(n, offset, size, *val & size_mask(size));
+    } else {
+        uint32_t v = 0;
+        n->ops->read(n, offset, size, &v);
+        *val = v & size_mask(size);
+    }
+    /* Frames the peer answered with (or that TAP delivered) reach the
+     * guest right away; a latch access stays free of side effects. */
+    if (!latch)
+        n->ops->poll_rx(n);
+    n->busy = false;
+}
+
+bool nic_access_is_latch(const nic *n, uint32_t offset, unsigned size)
+{
+    if (!access_ok(n, offset, size))
+        return false;
+    return n->ops->is_latch(n, offset, size);
+}
+
+unsigned nic_latch_ranges(const nic *n, uint32_t (*ranges)[2], unsigned max)
+{
+    return n->ops->latch_ranges(n, ranges, max);
+}
+
+void nic_poll_rx(nic *n)
+{
+    if (n->busy)
+        return;
+    n->busy = true;
+    n->ops->poll_rx(n);
+    n->busy = false;
+}
+
+void nic_set_bus_master(nic *n, bool enabled)
+{
+    bool was = n->bus_master;
+
+    n->bus_master = enabled;
+    if (!enabled || was || n->busy)
+        return;
+    n->busy = true;
+    n->ops->resume(n);
+    n->ops->poll_rx(n);
+    n->busy = false;
+}
+
+const nic_stats *nic_get_stats(const nic *n)
+{
+    return &n->stats;
+}
+
+/* ---- helpers for the models ----------------------------------------- */
+
+void nic_guest_error(nic *n, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    n->stats.guest_errors++;
+    dev_guest_error(n->ops->name, "%s", msg);
+}
+
+void nic_set_irq(nic *n, bool level)
+{
+    bool changed = level != n->irq_level;
+
+    if (changed && level)
+        n->stats.irq_raised++;
+    n->irq_level = level;
+    if (n->opt.irq_coalesce && !changed) {
+        n->stats.irq_suppressed++;
+        return;
+    }
+    n->stats.irq_line_calls++;
+    n->irq->set(n->irq->opaque, n->irq->gsi, level ? 1 : 0);
+}
+
+int nic_dma_read(nic *n, uint64_t gpa, void *buf, size_t len)
+{
+    if (!n->bus_master)
+        return -1;
+    return dma_read(n->dma, gpa, buf, len);
+}
+
+int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
+{
+    if (!n->bus_master)
+        return -1;
+    return dma_write(n->dma, gpa, buf, len);
+}
+
+/* Send combining (seeds/000 s3.3): leave the frames in the guest's ring
+ * and count the kick, until the batch is full. */
+void nic_tx_kick(nic *n)
+{
+    if (!n->opt.send_combine) {
+        n->ops->transmit(n);
+        return;
+    }
+    if (n->tx_queued + 1 < n->opt.combine_max) {
+        n->tx_queued++;
+        n->stats.tx_combined++;
+        return;
+    }
+    n->tx_queued++;
+    nic_tx_now(n);
+}
+
+void nic_tx_now(nic *n)
+{
+    if (n->tx_queued) {
+        n->tx_queued = 0;
+        n->stats.tx_batches++;
+    }
+    n->ops->transmit(n);
+}
+
+void nic_tx_cancel(nic *n)
+{
+    n->tx_queued = 0;
+}
+
+void nic_flush(nic *n)
+{
+    if (n->busy || !n->tx_queued)
+        return;
+    n->busy = true;
+    nic_tx_now(n);
+    n->ops->poll_rx(n);
+    n->busy = false;
+}
+
+void nic_tx_frame(nic *n, const uint8_t *frame, size_t len)
+{
+    n->stats.tx_frames++;
+    if (n->be)
+        net_tx(n->be, frame, len);
+}
+
+/* ---- received frames ------------------------------------------------ */
+
+uint32_t nic_crc32(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xffffffffu;
+
+    for (size_t i = 0; i < len; i++) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; b++)
+            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+    }
+    return crc;
+}
+
+size_t nic_rx_peek(nic *n)
+{
+    size_t len;
+    uint32_t fcs;
+
+    if (n->rx_len)
+        return n->rx_len;
+    if (!n->be)
+        return 0;
+    /* The buffer keeps NIC_FCS_LEN bytes past NET_FRAME_MAX for the FCS;
+     * a backend must not return more than the cap it was given. */
+    len = net_rx(n->be, n->rx_buf, NET_FRAME_MAX);
+    if (len == 0)
+        return 0;
+    if (len > NET_FRAME_MAX)
+        len = NET_FRAME_MAX;
+    if (len < NIC_FRAME_PAD) {          /* the sender's MAC pads */
+        memset(n->rx_buf + len, 0, NIC_FRAME_PAD - len);
+        len = NIC_FRAME_PAD;
+    }
+    fcs = ~nic_crc32(n->rx_buf, len);
+    nic_put32(n->rx_buf + len, fcs);
+    n->rx_len = len;
+    return len;
+}
+
+bool nic_rx_wait(nic *n)
+{
+    if (!n->rx_len || n->rx_waiting)
+        return false;
+    n->rx_waiting = true;
+    n->stats.rx_no_buffer++;
+    return true;
+}
+
+void nic_rx_consume(nic *n)
+{
+    n->rx_len = 0;
+    n->rx_waiting = false;
+    n->stats.rx_frames++;
+}
+
+void nic_rx_drop(nic *n)
+{
+    n->rx_len = 0;
+    n->rx_waiting = false;
+}

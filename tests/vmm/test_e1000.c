@@ -1,0 +1,1008 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/vmm/test_e1000.c: the Intel 82540EM model, driven the way a
+ * driver does (reset, MAC from the EEPROM, rings, RCTL/TCTL, TDT kicks,
+ * RDT refills) and by a hostile guest.
+ */
+#include <stdio.h>
+
+#include "../unit/harness.h"
+#include "nic_fake.h"
+
+/* registers */
+#define CTRL   0x0000
+#define STATUS 0x0008
+#define EECD   0x0010
+#define EERD   0x0014
+#define MDIC   0x0020
+#define ICR    0x00c0
+#define ITR    0x00c4
+#define ICS    0x00c8
+#define IMS    0x00d0
+#define IMC    0x00d8
+#define RCTL   0x0100
+#define TCTL   0x0400
+#define TIPG   0x0410
+#define RDBAL  0x2800
+#define RDBAH  0x2804
+#define RDLEN  0x2808
+#define RDH    0x2810
+#define RDT    0x2818
+#define TDBAL  0x3800
+#define TDBAH  0x3804
+#define TDLEN  0x3808
+#define TDH    0x3810
+#define TDT    0x3818
+#define MPC    0x4010
+#define GPRC   0x4074
+#define GPTC   0x4080
+#define MTA    0x5200
+#define RAL(i) (0x5400 + 8 * (i))
+#define RAH(i) (0x5404 + 8 * (i))
+
+#define CTRL_RST   0x04000000u
+#define TXDW       0x01u
+#define TXQE       0x02u
+#define LSC        0x04u
+#define RXDMT0     0x10u
+#define RXO        0x40u
+#define RXT0       0x80u
+#define RCTL_EN    0x00000002u
+#define RCTL_UPE   0x00000008u
+#define RCTL_MPE   0x00000010u
+#define RCTL_BAM   0x00008000u
+#define RCTL_SZ256 0x00030000u
+#define RCTL_SECRC 0x04000000u
+#define TCTL_EN    0x00000002u
+#define TCTL_PSP   0x00000008u
+#define CMD_EOP    0x01u
+#define CMD_IFCS   0x02u
+#define CMD_RS     0x08u
+#define CMD_DEXT   0x20u
+#define DD         0x01u
+#define EOP        0x02u
+
+/* guest memory layout */
+#define RXR     0x2000
+#define TXR     0x4000
+#define RXB(i)  (0x10000u + (i) * 0x800u)
+#define TXB(i)  (0x80000u + (i) * 0x800u)
+
+static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+static uint32_t rd(fake *f, uint32_t off)
+{
+    return reg_rd(f, off, 4);
+}
+
+static void wr(fake *f, uint32_t off, uint32_t v)
+{
+    reg_wr(f, off, 4, v);
+}
+
+static const nic_stats *st(fake *f)
+{
+    return nic_get_stats(f->n);
+}
+
+static void rxd_give(fake *f, unsigned i, uint64_t buf)
+{
+    uint64_t a = RXR + 16 * i;
+
+    mem_w32(f, a, (uint32_t)buf);
+    mem_w32(f, a + 4, (uint32_t)(buf >> 32));
+    memset(f->ram + a + 8, 0, 8);
+}
+
+static uint16_t rxd_len(fake *f, unsigned i)
+{
+    return mem_r16(f, RXR + 16 * i + 8);
+}
+
+static uint8_t rxd_sta(fake *f, unsigned i)
+{
+    return f->ram[RXR + 16 * i + 12];
+}
+
+static void txd_put(fake *f, unsigned i, const uint8_t *data, size_t len,
+                    uint8_t cmd)
+{
+    uint64_t a = TXR + 16 * i;
+
+    if (data)
+        memcpy(f->ram + TXB(i), data, len);
+    mem_w32(f, a, TXB(i));
+    mem_w32(f, a + 4, 0);
+    mem_w16(f, a + 8, (uint16_t)len);
+    f->ram[a + 10] = 0;
+    f->ram[a + 11] = cmd;
+    f->ram[a + 12] = 0;
+    f->ram[a + 13] = 0;
+    mem_w16(f, a + 14, 0);
+}
+
+static uint8_t txd_sta(fake *f, unsigned i)
+{
+    return f->ram[TXR + 16 * i + 12];
+}
+
+static uint16_t eerd(fake *f, unsigned addr)
+{
+    uint32_t v;
+
+    wr(f, EERD, addr << 8 | 1);
+    v = rd(f, EERD);
+    ck_assert_uint_eq(v & 0x10, 0x10);                  /* DONE */
+    ck_assert_uint_eq((v >> 8) & 0xff, addr);
+    return (uint16_t)(v >> 16);
+}
+
+/* A driver's bring-up: reset, MAC, rings of `n` descriptors with
+ * 2048-byte receive buffers (RDT = n - 1), RCTL/TCTL, interrupt mask. */
+static void setup_opt(fake *f, const nic_options *o, unsigned n,
+                      uint32_t rctl)
+{
+    fake_init(f, NIC_E1000, o);
+    wr(f, CTRL, rd(f, CTRL) | CTRL_RST);
+    ck_assert_uint_eq(rd(f, CTRL) & CTRL_RST, 0);
+    wr(f, IMC, 0xffffffffu);
+    rd(f, ICR);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_uint_eq(eerd(f, i),
+                          (uint32_t)(fake_mac[2 * i] | fake_mac[2 * i + 1] << 8));
+    for (unsigned i = 0; i < n; i++)
+        rxd_give(f, i, RXB(i));
+    wr(f, RDBAL, RXR);
+    wr(f, RDBAH, 0);
+    wr(f, RDLEN, n * 16);
+    wr(f, RDH, 0);
+    wr(f, RDT, n - 1);
+    wr(f, TDBAL, TXR);
+    wr(f, TDBAH, 0);
+    wr(f, TDLEN, n * 16);
+    wr(f, TDH, 0);
+    wr(f, TDT, 0);
+    wr(f, TIPG, 0x0060200a);
+    wr(f, TCTL, TCTL_EN | TCTL_PSP | 0x0f << 4 | 0x40 << 12);
+    wr(f, RCTL, RCTL_EN | rctl);
+    wr(f, IMS, TXDW | RXT0 | RXO | RXDMT0 | LSC);
+    ck_assert_int_eq(f->level, 0);
+}
+
+static void setup(fake *f)
+{
+    setup_opt(f, NULL, 8, RCTL_BAM | RCTL_SECRC);
+}
+
+/* ---- identity, EEPROM, PHY, reset ----------------------------------- */
+
+START_TEST(identity)
+{
+    nic_pci_id id;
+    fake f;
+
+    nic_pci_identity(NIC_E1000, &id);
+    ck_assert_uint_eq(id.vendor, 0x8086);
+    ck_assert_uint_eq(id.device, 0x100e);
+    ck_assert_uint_eq(id.class_code, 0x02);
+    ck_assert(!id.bar_is_io);
+    ck_assert_uint_eq(id.bar_size, 0x20000);
+    fake_init(&f, NIC_E1000, NULL);
+    ck_assert_int_eq(nic_model_of(f.n), NIC_E1000);
+    /* Link up, full duplex, 1000 Mb/s. */
+    ck_assert_uint_eq(rd(&f, STATUS) & 0xc3, 0x83);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(eeprom_eerd)
+{
+    fake f;
+    uint16_t sum = 0;
+
+    fake_init(&f, NIC_E1000, NULL);
+    for (unsigned i = 0; i < 64; i++)
+        sum = (uint16_t)(sum + eerd(&f, i));
+    ck_assert_uint_eq(sum, 0xbaba);
+    ck_assert_uint_eq(eerd(&f, 0), fake_mac[0] | fake_mac[1] << 8);
+    ck_assert_uint_eq(eerd(&f, 2), fake_mac[4] | fake_mac[5] << 8);
+    ck_assert_uint_eq(eerd(&f, 0x0d), 0x100e);
+    ck_assert_uint_eq(eerd(&f, 200), 0xffff);
+    wr(&f, EERD, 5 << 8);               /* no START: no DONE */
+    ck_assert_uint_eq(rd(&f, EERD) & 0x10, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* Microwire read as Linux e1000 does it for the 82540. */
+static void ee_clock(fake *f, uint32_t *eecd, int bit)
+{
+    *eecd = (*eecd & ~0x4u) | (bit ? 0x4u : 0);
+    wr(f, EECD, *eecd);
+    wr(f, EECD, *eecd | 1);             /* SK up */
+    *eecd = rd(f, EECD) & ~1u;
+    wr(f, EECD, *eecd);                 /* SK down */
+}
+
+static uint16_t ee_read_word(fake *f, unsigned addr)
+{
+    uint32_t eecd = rd(f, EECD);
+    uint16_t data = 0;
+
+    ck_assert(eecd & 0x100);            /* EE_PRES */
+    eecd |= 0x40;                       /* EE_REQ */
+    wr(f, EECD, eecd);
+    ck_assert(rd(f, EECD) & 0x80);      /* EE_GNT */
+    eecd = (rd(f, EECD) & ~0x0fu) | 0x2; /* CS */
+    wr(f, EECD, eecd);
+    ee_clock(f, &eecd, 1);              /* start bit, then opcode 10 */
+    ee_clock(f, &eecd, 1);
+    ee_clock(f, &eecd, 0);
+    for (int b = 5; b >= 0; b--)
+        ee_clock(f, &eecd, (addr >> b) & 1);
+    for (int b = 0; b < 16; b++) {
+        wr(f, EECD, eecd | 1);
+        data = (uint16_t)(data << 1 | !!(rd(f, EECD) & 0x8));
+        wr(f, EECD, eecd);
+    }
+    wr(f, EECD, 0x40);                  /* CS down */
+    wr(f, EECD, 0);                     /* release */
+    ck_assert_uint_eq(rd(f, EECD) & 0xc2, 0);
+    return data;
+}
+
+START_TEST(eeprom_microwire)
+{
+    fake f;
+
+    fake_init(&f, NIC_E1000, NULL);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_uint_eq(ee_read_word(&f, i),
+                          (uint32_t)(fake_mac[2 * i] | fake_mac[2 * i + 1] << 8));
+    ck_assert_uint_eq(ee_read_word(&f, 0x3f), eerd(&f, 0x3f));
+    ck_assert_uint_eq(ee_read_word(&f, 0x0e), 0x8086);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(phy_through_mdic)
+{
+    fake f;
+
+    fake_init(&f, NIC_E1000, NULL);
+    wr(&f, MDIC, 0x08000000u | 1u << 21 | 2u << 16);
+    ck_assert_uint_eq(rd(&f, MDIC), 0x18000000u | 1u << 21 | 2u << 16 | 0x0141);
+    wr(&f, MDIC, 0x08000000u | 1u << 21 | 3u << 16);
+    ck_assert_uint_eq(rd(&f, MDIC) & 0xffff, 0x0c20);
+    wr(&f, MDIC, 0x08000000u | 1u << 21 | 1u << 16);
+    ck_assert_uint_eq(rd(&f, MDIC) & 0x0024, 0x0024);  /* link, AN done */
+    wr(&f, MDIC, 0x04000000u | 1u << 21 | 0u << 16 | 0x9140);
+    wr(&f, MDIC, 0x08000000u | 1u << 21 | 0u << 16);
+    ck_assert_uint_eq(rd(&f, MDIC) & 0xffff, 0x1140);  /* reset done */
+    wr(&f, MDIC, 0x08000000u | 2u << 21 | 2u << 16);   /* no such PHY */
+    ck_assert_uint_eq(rd(&f, MDIC) & 0x50000000u, 0x50000000u);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(ctrl_reset)
+{
+    fake f;
+
+    setup(&f);
+    wr(&f, ICS, TXDW);
+    ck_assert_int_eq(f.level, 1);
+    wr(&f, RAL(0), 0);
+    wr(&f, CTRL, CTRL_RST);
+    ck_assert_uint_eq(rd(&f, CTRL) & CTRL_RST, 0);
+    ck_assert_int_eq(f.level, 0);
+    ck_assert_uint_eq(rd(&f, IMS), 0);
+    ck_assert_uint_eq(rd(&f, RDLEN), 0);
+    ck_assert_uint_eq(rd(&f, TCTL), 0);
+    ck_assert_uint_eq(rd(&f, RAL(0)), mem_r32(&(fake){ .ram = (uint8_t *)fake_mac }, 0));
+    ck_assert_uint_eq(rd(&f, RAH(0)), 0x80000000u | fake_mac[4] | fake_mac[5] << 8);
+    ck_assert_uint_eq(st(&f)->resets, 2);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(latch_registers)
+{
+    fake f;
+    uint32_t r[32][2];
+    unsigned n;
+    bool rd_ring = false, td_ring = false, mta_ra = false, itr = false,
+         tipg = false;
+    static const uint32_t not_latch[] = {
+        CTRL, STATUS, EECD, EERD, MDIC, ICR, ICS, IMS, IMC, RCTL, TCTL,
+        RDH, RDT, TDH, TDT, MPC, 0x1fffc,
+    };
+    uint8_t frame[64];
+
+    setup(&f);
+    for (uint32_t off = RDBAL; off <= RDLEN; off += 4)
+        ck_assert(nic_access_is_latch(f.n, off, 4));
+    for (uint32_t off = TDBAL; off <= TDLEN; off += 4)
+        ck_assert(nic_access_is_latch(f.n, off, 4));
+    ck_assert(nic_access_is_latch(f.n, RAL(0), 4));
+    ck_assert(nic_access_is_latch(f.n, RAH(15), 4));
+    ck_assert(nic_access_is_latch(f.n, MTA + 0x1fc, 4));
+    ck_assert(nic_access_is_latch(f.n, ITR, 4));
+    ck_assert(nic_access_is_latch(f.n, TIPG, 2));
+    for (size_t i = 0; i < sizeof not_latch / sizeof not_latch[0]; i++)
+        ck_assert_msg(!nic_access_is_latch(f.n, not_latch[i], 4), "%#x",
+                      not_latch[i]);
+    ck_assert(!nic_access_is_latch(f.n, RDBAL + 1, 4));  /* unaligned */
+    n = nic_latch_ranges(f.n, r, 32);
+    ck_assert_uint_le(n, 16);           /* what the VMM asks for */
+    for (unsigned i = 0; i < n; i++) {
+        rd_ring |= r[i][0] == RDBAL && r[i][1] == 12;
+        td_ring |= r[i][0] == TDBAL && r[i][1] == 12;
+        mta_ra |= r[i][0] == MTA && r[i][1] == 0x280;
+        itr |= r[i][0] == ITR;
+        tipg |= r[i][0] == TIPG;
+        for (uint32_t off = r[i][0]; off < r[i][0] + r[i][1]; off += 4)
+            ck_assert(nic_access_is_latch(f.n, off, 4));
+    }
+    ck_assert(rd_ring && td_ring && mta_ra && itr && tipg);
+    ck_assert_uint_eq(nic_latch_ranges(f.n, r, 2), 2);
+    /* Plain memory: what is written reads back, and nothing else
+     * happens (no receive after a latch write). */
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 1));
+    wr(&f, MTA + 8, 0x12345678);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 1);
+    ck_assert_uint_eq(rd(&f, MTA + 8), 0x12345678);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    rd(&f, STATUS);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_ge(st(&f)->latch_accesses, 2);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- transmit ------------------------------------------------------- */
+
+START_TEST(tx_one_frame)
+{
+    fake f;
+    uint8_t frame[300];
+    size_t len = fake_frame_make(frame, bcast, 300, 2);
+
+    setup(&f);
+    txd_put(&f, 0, frame, len, CMD_EOP | CMD_IFCS | CMD_RS);
+    wr(&f, TDT, 1);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, len);
+    ck_assert_mem_eq(f.be.tx[0].data, frame, len);
+    ck_assert_uint_eq(txd_sta(&f, 0), DD);
+    ck_assert_uint_eq(rd(&f, TDH), 1);
+    ck_assert_int_eq(f.level, 1);
+    ck_assert_uint_eq(rd(&f, ICR), TXDW | TXQE);        /* read clears */
+    ck_assert_int_eq(f.level, 0);
+    ck_assert_uint_eq(rd(&f, ICR), 0);
+    ck_assert_uint_eq(rd(&f, GPTC), 1);                 /* clear on read */
+    ck_assert_uint_eq(rd(&f, GPTC), 0);
+    ck_assert_uint_eq(st(&f)->tx_frames, 1);
+    fake_fini(&f);
+}
+END_TEST
+
+/* DD only with RS; short frames padded with TCTL.PSP; runts without. */
+START_TEST(tx_status_and_padding)
+{
+    fake f;
+    uint8_t frame[64];
+
+    setup(&f);
+    fake_frame_make(frame, bcast, 64, 3);
+    txd_put(&f, 0, frame, 20, CMD_EOP);
+    wr(&f, TDT, 1);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, 60);
+    ck_assert_uint_eq(txd_sta(&f, 0), 0);
+    ck_assert_uint_eq(rd(&f, ICR), TXQE);
+    wr(&f, TCTL, TCTL_EN);
+    txd_put(&f, 1, frame, 20, CMD_EOP | CMD_RS);
+    txd_put(&f, 2, frame, 10, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 3);
+    ck_assert_uint_eq(f.be.ntx, 2);
+    ck_assert_uint_eq(f.be.tx[1].len, 20);
+    ck_assert_uint_eq(txd_sta(&f, 2), DD);              /* runt: dropped */
+    ck_assert_uint_eq(st(&f)->guest_errors, 1);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(tx_chained_descriptors)
+{
+    fake f;
+    uint8_t frame[1514];
+    size_t len = fake_frame_make(frame, bcast, 1514, 4);
+
+    setup(&f);
+    txd_put(&f, 0, frame, 600, 0);
+    txd_put(&f, 1, frame + 600, 600, CMD_RS);
+    txd_put(&f, 2, frame + 1200, 314, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 3);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_mem_eq(f.be.tx[0].data, frame, len);
+    ck_assert_uint_eq(txd_sta(&f, 0), 0);
+    ck_assert_uint_eq(txd_sta(&f, 1), DD);
+    ck_assert_uint_eq(txd_sta(&f, 2), DD);
+    /* Extended descriptors: a context descriptor, then data. */
+    uint64_t a = TXR + 16 * 3;
+    memset(f.ram + a, 0, 16);
+    f.ram[a + 11] = CMD_DEXT | CMD_RS;                  /* DTYP 0 */
+    txd_put(&f, 4, frame, 100, 0);
+    mem_w32(&f, TXR + 16 * 4 + 8, 100 | 1u << 20 |
+            (uint32_t)(CMD_DEXT | CMD_EOP | CMD_RS) << 24);
+    wr(&f, TDT, 5);
+    ck_assert_uint_eq(f.be.ntx, 2);
+    ck_assert_uint_eq(f.be.tx[1].len, 100);
+    ck_assert_uint_eq(txd_sta(&f, 3), DD);
+    fake_fini(&f);
+}
+END_TEST
+
+/* A chain without EOP is held, and completed by a later TDT write. */
+START_TEST(tx_chain_completed_later)
+{
+    fake f;
+    uint8_t frame[300];
+    size_t len = fake_frame_make(frame, bcast, 300, 5);
+
+    setup(&f);
+    txd_put(&f, 0, frame, 100, CMD_RS);
+    txd_put(&f, 1, frame + 100, 100, CMD_RS);
+    wr(&f, TDT, 2);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(rd(&f, TDH), 2);
+    ck_assert_uint_eq(txd_sta(&f, 1), DD);
+    txd_put(&f, 2, frame + 200, 100, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 3);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_mem_eq(f.be.tx[0].data, frame, len);
+    fake_fini(&f);
+}
+END_TEST
+
+/* CVE-2015-3209: frames over NET_FRAME_MAX and over the 16 KiB buffer
+ * are dropped, checked before copying. */
+START_TEST(tx_oversize)
+{
+    fake f;
+    uint8_t frame[1514];
+    uint64_t errs;
+
+    setup_opt(&f, NULL, 16, RCTL_BAM);
+    fake_frame_make(frame, bcast, 1514, 6);
+    txd_put(&f, 0, frame, 1000, 0);
+    txd_put(&f, 1, frame, 1000, CMD_EOP | CMD_RS);
+    errs = st(&f)->guest_errors;
+    wr(&f, TDT, 2);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(txd_sta(&f, 1), DD);
+    ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
+    /* Five 4 KiB buffers: 20 KiB into a 16 KiB buffer. */
+    for (unsigned i = 2; i < 7; i++) {
+        txd_put(&f, i, NULL, 4096, i == 6 ? CMD_EOP | CMD_RS : 0);
+        mem_w32(&f, TXR + 16 * i, 0x40000 + 0x1000 * (i - 2));
+    }
+    wr(&f, TDT, 7);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(st(&f)->guest_errors, errs + 2);
+    ck_assert_uint_eq(rd(&f, TDH), 7);
+    /* A maximal frame still goes. */
+    txd_put(&f, 7, frame, 1514, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 8);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, 1514);
+    fake_fini(&f);
+}
+END_TEST
+
+/* CVE-2016-1981: head or tail beyond the ring stops the ring, one
+ * guest error, until the guest writes the ring registers again. */
+START_TEST(tx_tail_beyond_ring)
+{
+    fake f;
+    uint8_t frame[64];
+    unsigned reads;
+
+    setup(&f);
+    txd_put(&f, 0, frame, fake_frame_make(frame, bcast, 64, 7),
+            CMD_EOP | CMD_RS);
+    reads = f.dma_reads;
+    wr(&f, TDT, 100);
+    rd(&f, STATUS);
+    rd(&f, STATUS);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(f.dma_reads, reads);
+    ck_assert_uint_eq(rd(&f, TDH), 0);
+    ck_assert_uint_eq(st(&f)->guest_errors, 1);
+    wr(&f, TDT, 1);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    /* The head too. */
+    wr(&f, TDH, 9);
+    wr(&f, TDT, 2);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(st(&f)->guest_errors, 2);
+    /* And on the receive side. */
+    wr(&f, RDT, 8);
+    fake_rx_push(&f, frame, 64);
+    rd(&f, STATUS);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    ck_assert_uint_eq(st(&f)->guest_errors, 3);
+    wr(&f, RDT, 7);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    fake_fini(&f);
+}
+END_TEST
+
+/* CVE-2016-7909: ring lengths must be non-zero multiples of 128. */
+START_TEST(bad_ring_lengths)
+{
+    static const uint32_t lens[] = { 0, 16, 100, 200, 0xfffff };
+    fake f;
+    uint8_t frame[64];
+
+    setup(&f);
+    fake_frame_make(frame, fake_mac, 64, 8);
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        unsigned reads = f.dma_reads;
+        wr(&f, TDLEN, lens[i]);
+        wr(&f, RDLEN, lens[i]);
+        txd_put(&f, 0, frame, 64, CMD_EOP);
+        wr(&f, TDH, 0);
+        wr(&f, TDT, 1);
+        fake_rx_push(&f, frame, 64);
+        wr(&f, RDT, 1);
+        ck_assert_uint_eq(f.dma_reads, reads);
+        ck_assert_uint_eq(f.be.ntx, 0);
+        ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    }
+    ck_assert_uint_ge(st(&f)->guest_errors, 10);
+    fake_fini(&f);
+}
+END_TEST
+
+/* A ring of 65528 descriptors (the largest TDLEN) with every descriptor
+ * given: one bounded walk. */
+START_TEST(tx_huge_ring)
+{
+    fake f;
+
+    setup(&f);
+    wr(&f, TDBAL, 0);
+    wr(&f, TDLEN, 0xfff80);
+    wr(&f, TDH, 0);
+    memset(f.ram, 0, 0xfff80);          /* zero-length, no EOP */
+    wr(&f, TDT, 0xfff80 / 16 - 1);
+    ck_assert_uint_eq(rd(&f, TDH), 0xfff80 / 16 - 1);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(st(&f)->guest_errors, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(tx_bad_dma)
+{
+    fake f;
+    uint8_t frame[64];
+
+    setup(&f);
+    fake_frame_make(frame, bcast, 64, 9);
+    /* A buffer outside RAM: that frame is lost, the ring goes on. */
+    txd_put(&f, 0, frame, 64, CMD_EOP | CMD_RS);
+    mem_w32(&f, TXR + 4, 0x10);
+    txd_put(&f, 1, frame, 64, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 2);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(txd_sta(&f, 0), DD);
+    ck_assert_uint_eq(st(&f)->guest_errors, 1);
+    /* A ring outside RAM: stops. */
+    wr(&f, TDBAL, 0xfffff000u);
+    wr(&f, TDT, 3);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(rd(&f, TDH), 2);
+    ck_assert_uint_eq(st(&f)->guest_errors, 2);
+    rd(&f, STATUS);
+    ck_assert_uint_eq(st(&f)->guest_errors, 2);
+    wr(&f, TDBAH, 1);                   /* above 4 GiB: still outside */
+    wr(&f, TDT, 4);
+    ck_assert_uint_eq(st(&f)->guest_errors, 3);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- receive -------------------------------------------------------- */
+
+START_TEST(rx_one_frame)
+{
+    fake f;
+    uint8_t frame[42];
+
+    setup_opt(&f, NULL, 8, RCTL_BAM);   /* FCS kept */
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 42, 10));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(rxd_len(&f, 0), 64);
+    ck_assert_uint_eq(rxd_sta(&f, 0) & (DD | EOP), DD | EOP);
+    ck_assert_mem_eq(f.ram + RXB(0), frame, 42);
+    ck_assert_uint_eq(f.ram[RXB(0) + 59], 0);
+    ck_assert_uint_eq(rd(&f, RDH), 1);
+    ck_assert_int_eq(f.level, 1);
+    ck_assert_uint_eq(rd(&f, ICR), RXT0);
+    ck_assert_uint_eq(rd(&f, GPRC), 1);
+    /* SECRC: 60 bytes. */
+    wr(&f, RCTL, RCTL_EN | RCTL_BAM | RCTL_SECRC);
+    fake_rx_push(&f, frame, 42);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(rxd_len(&f, 1), 60);
+    fake_fini(&f);
+}
+END_TEST
+
+/* RDH == RDT: the ring is full; frames wait in the backend. */
+START_TEST(rx_waits_for_descriptors)
+{
+    fake f;
+    uint8_t frame[100];
+
+    setup_opt(&f, NULL, 8, RCTL_BAM | RCTL_SECRC);
+    wr(&f, RDT, 0);
+    fake_frame_make(frame, fake_mac, 100, 11);
+    for (int i = 0; i < 3; i++)
+        fake_rx_push(&f, frame, 100);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 3);
+    wr(&f, RDT, 2);
+    ck_assert_uint_eq(st(&f)->rx_frames, 2);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 1);
+    ck_assert_uint_eq(rd(&f, RDH), 2);
+    ck_assert(rd(&f, ICR) & RXDMT0);    /* no free descriptors left */
+    wr(&f, RDT, 3);
+    ck_assert_uint_eq(st(&f)->rx_frames, 3);
+    fake_fini(&f);
+}
+END_TEST
+
+/* BSIZE 256: a frame over several descriptors, EOP on the last; too few
+ * free descriptors: it waits, RXO once. */
+START_TEST(rx_chained_buffers)
+{
+    fake f;
+    uint8_t frame[1000];
+
+    setup_opt(&f, NULL, 8, RCTL_BAM | RCTL_SECRC | RCTL_SZ256);
+    wr(&f, RDT, 2);
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 1000, 12));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    ck_assert_uint_ge(st(&f)->rx_no_buffer, 1);
+    ck_assert_uint_eq(rd(&f, ICR), RXO);
+    rd(&f, STATUS);
+    ck_assert_uint_eq(rd(&f, ICR), 0);  /* raised once */
+    wr(&f, RDT, 6);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    for (unsigned i = 0; i < 4; i++) {
+        ck_assert_uint_eq(rxd_len(&f, i), i < 3 ? 256 : 1000 - 768);
+        ck_assert_uint_eq(rxd_sta(&f, i) & (DD | EOP), i < 3 ? DD : DD | EOP);
+        ck_assert_mem_eq(f.ram + RXB(i), frame + 256 * i, rxd_len(&f, i));
+    }
+    ck_assert_uint_eq(rd(&f, RDH), 4);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(rx_address_filter)
+{
+    fake f;
+    uint8_t frame[64];
+    static const uint8_t other[6] = { 0x02, 0, 0, 0, 0, 9 };
+    static const uint8_t mcast[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb };
+    unsigned h = (mcast[4] >> 4 | mcast[5] << 4) & 0xfff;  /* MO = 0 */
+
+    setup_opt(&f, NULL, 16, RCTL_SECRC);
+    fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 13));
+    fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 13));
+    fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 13));
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 13));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);            /* ours only */
+    wr(&f, RCTL, RCTL_EN | RCTL_SECRC | RCTL_BAM);
+    wr(&f, MTA + 4 * (h >> 5), 1u << (h & 31));
+    wr(&f, RAL(1), other[0] | other[1] << 8 | other[2] << 16 |
+       (uint32_t)other[3] << 24);
+    wr(&f, RAH(1), 0x80000000u | other[4] | other[5] << 8);
+    fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 14));
+    fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 14));
+    fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 14));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 4);
+    wr(&f, RAH(1), 0);
+    wr(&f, RCTL, RCTL_EN | RCTL_SECRC | RCTL_UPE);
+    fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 15));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 5);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(synchronous_reply)
+{
+    fake f;
+    uint8_t frame[98];
+
+    setup(&f);
+    f.be.echo = true;
+    txd_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 98, 16),
+            CMD_EOP | CMD_RS);
+    wr(&f, TDT, 1);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_mem_eq(f.ram + RXB(0), frame, 98);
+    ck_assert_uint_eq(rd(&f, ICR), TXDW | TXQE | RXT0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- interrupts ----------------------------------------------------- */
+
+START_TEST(interrupt_registers)
+{
+    fake f;
+
+    setup(&f);
+    wr(&f, ICS, 0x200);                 /* not in IMS */
+    ck_assert_int_eq(f.level, 0);
+    ck_assert_uint_eq(rd(&f, IMS), TXDW | RXT0 | RXO | RXDMT0 | LSC);
+    wr(&f, IMS, 0x200);
+    ck_assert_int_eq(f.level, 1);
+    wr(&f, IMC, 0x200);
+    ck_assert_int_eq(f.level, 0);
+    ck_assert_uint_eq(rd(&f, IMC), 0);
+    wr(&f, ICS, TXDW | RXT0);
+    ck_assert_int_eq(f.level, 1);
+    wr(&f, ICR, TXDW);                  /* write 1 to clear */
+    ck_assert_int_eq(f.level, 1);
+    reg_wr(&f, ICR, 1, RXT0);           /* a byte write clears its bits */
+    ck_assert_int_eq(f.level, 0);
+    ck_assert_uint_eq(rd(&f, ICR), 0x200);
+    /* ITR is stored, nothing throttles. */
+    wr(&f, ITR, 1000);
+    ck_assert_uint_eq(rd(&f, ITR), 1000);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(send_combining)
+{
+    nic_options o = { .send_combine = true, .combine_max = 3,
+                      .irq_coalesce = true };
+    fake f;
+    uint8_t frame[64];
+
+    setup_opt(&f, &o, 8, RCTL_BAM | RCTL_SECRC);
+    fake_frame_make(frame, bcast, 64, 17);
+    for (unsigned i = 0; i < 2; i++) {
+        txd_put(&f, i, frame, 64, CMD_EOP | CMD_RS);
+        wr(&f, TDT, i + 1);
+        ck_assert_uint_eq(f.be.ntx, 0);
+        ck_assert_uint_eq(txd_sta(&f, i), 0);           /* DD untouched */
+        ck_assert_uint_eq(rd(&f, TDH), 0);
+    }
+    txd_put(&f, 2, frame, 64, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 3);
+    ck_assert_uint_eq(f.be.ntx, 3);
+    ck_assert_uint_eq(st(&f)->tx_combined, 2);
+    ck_assert_uint_eq(st(&f)->tx_batches, 1);
+    ck_assert_uint_eq(st(&f)->irq_raised, 1);
+    ck_assert_uint_eq(f.irq_calls, 1);
+    rd(&f, ICR);
+    txd_put(&f, 3, frame, 64, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 4);
+    ck_assert_uint_eq(f.be.ntx, 3);
+    nic_flush(f.n);
+    ck_assert_uint_eq(f.be.ntx, 4);
+    ck_assert_uint_eq(txd_sta(&f, 3), DD);
+    ck_assert_uint_eq(st(&f)->tx_batches, 2);
+    /* CTRL.RST forgets what was queued. */
+    txd_put(&f, 4, frame, 64, CMD_EOP | CMD_RS);
+    wr(&f, TDT, 5);
+    wr(&f, CTRL, CTRL_RST);
+    nic_flush(f.n);
+    ck_assert_uint_eq(f.be.ntx, 4);
+    fake_fini(&f);
+}
+END_TEST
+
+static void irq_workload(fake *f, bool coalesce)
+{
+    nic_options o = { .irq_coalesce = coalesce };
+    uint8_t frame[64];
+
+    setup_opt(f, &o, 8, RCTL_BAM | RCTL_SECRC);
+    fake_frame_make(frame, bcast, 64, 18);
+    for (unsigned i = 0; i < 5; i++) {
+        txd_put(f, i, frame, 64, CMD_EOP | CMD_RS);
+        wr(f, TDT, i + 1);
+        wr(f, IMS, TXDW);               /* unchanged level */
+        rd(f, ICR);
+        wr(f, IMC, 0);
+    }
+}
+
+START_TEST(irq_coalescing)
+{
+    fake a, b;
+
+    irq_workload(&a, false);
+    irq_workload(&b, true);
+    ck_assert_uint_eq(a.be.ntx, 5);
+    ck_assert_uint_eq(nic_get_stats(a.n)->irq_raised, 5);
+    ck_assert_uint_eq(nic_get_stats(b.n)->irq_raised, 5);
+    ck_assert_uint_eq(a.irq_rises, 5);
+    ck_assert_uint_eq(b.irq_rises, 5);
+    ck_assert_uint_eq(b.irq_calls, 10);
+    ck_assert_uint_eq(nic_get_stats(b.n)->irq_line_calls, 10);
+    ck_assert_uint_gt(nic_get_stats(b.n)->irq_suppressed, 0);
+    ck_assert_uint_eq(nic_get_stats(a.n)->irq_suppressed, 0);
+    ck_assert_uint_gt(a.irq_calls, b.irq_calls);
+    fake_fini(&a);
+    fake_fini(&b);
+}
+END_TEST
+
+START_TEST(no_dma_without_bus_master)
+{
+    fake f;
+    uint8_t frame[64];
+    unsigned reads;
+
+    setup(&f);
+    nic_set_bus_master(f.n, false);
+    reads = f.dma_reads;
+    txd_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 64, 19),
+            CMD_EOP | CMD_RS);
+    wr(&f, TDT, 1);
+    fake_rx_push(&f, frame, 64);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(f.dma_reads, reads);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    nic_set_bus_master(f.n, true);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(st(&f)->guest_errors, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- hostile register traffic --------------------------------------- */
+
+START_TEST(sub_dword_and_bad_accesses)
+{
+    fake f;
+
+    fake_init(&f, NIC_E1000, NULL);
+    reg_wr(&f, RDBAL + 2, 2, 0x1234);
+    reg_wr(&f, RDBAL, 2, 0x5670);
+    ck_assert_uint_eq(rd(&f, RDBAL), 0x12345670);
+    ck_assert_uint_eq(reg_rd(&f, RDBAL + 3, 1), 0x12);
+    ck_assert_uint_eq(reg_rd(&f, STATUS, 1), rd(&f, STATUS) & 0xff);
+    ck_assert_uint_eq(reg_rd(&f, 0x20000, 4), 0xffffffffu);
+    ck_assert_uint_eq(reg_rd(&f, 0x1fffe, 4), 0xffffffffu);
+    ck_assert_uint_eq(reg_rd(&f, 0x0002, 4), 0xffffffffu);
+    ck_assert_uint_eq(reg_rd(&f, 0x0001, 2), 0xffff);
+    ck_assert_uint_eq(rd(&f, 0x1fffc), 0);              /* nothing there */
+    ck_assert_uint_eq(st(&f)->guest_errors, 4);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(garbage_everywhere)
+{
+    nic_options o = { .send_combine = (_i & 1) != 0, .irq_coalesce = true };
+    fake f;
+    uint64_t seed = 0x5678 + (uint64_t)_i;
+    uint8_t frame[200];
+
+    setup(&f);
+    f.be.echo = true;
+    for (size_t i = 0; i < FAKE_RAM; i += 4)
+        mem_w32(&f, i, fake_rand(&seed));
+    nic_destroy(f.n);
+    f.n = nic_create(NIC_E1000, fake_mac, &f.dma, &f.irq, &f.be.be, &o);
+    nic_set_bus_master(f.n, true);
+    for (uint32_t off = 0; off < 0x20000; off++) {
+        unsigned size = 1u << (off & 3 ? 0 : fake_rand(&seed) % 3);
+        uint32_t v = fake_rand(&seed);
+        if ((off & ~3u) == 0 && (v & CTRL_RST) && (off & 0x100))
+            v &= ~CTRL_RST;
+        if (off % 4 == 0 && off < 0x6000) {
+            /* near-valid rings now and then */
+            if (fake_rand(&seed) % 4 == 0)
+                v = (v & 0x7ff) * 16 % 0x800 * 8;
+        }
+        reg_wr(&f, off, size, v);
+        reg_rd(&f, off & ~(size - 1), size);
+        if (off % 64 == 0 && fake_rx_waiting(&f) < FAKE_FRAMES / 2)
+            fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac,
+                         14 + fake_rand(&seed) % 186, (uint8_t)off));
+        if (off % 256 == 0)
+            nic_flush(f.n);
+    }
+    /* Rings that the model accepts, over random memory. */
+    for (int r = 0; r < 200; r++) {
+        wr(&f, TDBAL, fake_rand(&seed) % FAKE_RAM);
+        wr(&f, TDLEN, 128 * (1 + fake_rand(&seed) % 64));
+        wr(&f, TDH, 0);
+        wr(&f, TCTL, TCTL_EN);
+        wr(&f, TDT, fake_rand(&seed) % 8);
+        wr(&f, RDBAL, fake_rand(&seed) % FAKE_RAM);
+        wr(&f, RDLEN, 128 * (1 + fake_rand(&seed) % 64));
+        wr(&f, RDH, 0);
+        wr(&f, RCTL, RCTL_EN | RCTL_UPE | (fake_rand(&seed) & 0x02030000u));
+        fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 200, 1));
+        wr(&f, RDT, fake_rand(&seed) % 8);
+        nic_flush(f.n);
+    }
+    /* Still an e1000. */
+    wr(&f, CTRL, CTRL_RST);
+    ck_assert_uint_eq(rd(&f, IMS), 0);
+    memset(f.ram + TXR, 0, 16 * 8);
+    wr(&f, TDBAL, TXR);
+    wr(&f, TDLEN, 128);
+    wr(&f, TCTL, TCTL_EN);
+    txd_put(&f, 0, frame, fake_frame_make(frame, bcast, 100, 2),
+            CMD_EOP | CMD_RS);
+    unsigned before = f.be.ntx;
+    wr(&f, TDT, 1);
+    nic_flush(f.n);
+    ck_assert_uint_eq(f.be.ntx, before + 1);
+    ck_assert_uint_eq(txd_sta(&f, 0), DD);
+    fake_fini(&f);
+}
+END_TEST
+
+static Suite *e1000_suite(void)
+{
+    Suite *s = suite_create("e1000");
+    TCase *t = tcase_create("driver");
+    TCase *h = tcase_create("hostile");
+
+    tcase_add_test(t, identity);
+    tcase_add_test(t, eeprom_eerd);
+    tcase_add_test(t, eeprom_microwire);
+    tcase_add_test(t, phy_through_mdic);
+    tcase_add_test(t, ctrl_reset);
+    tcase_add_test(t, latch_registers);
+    tcase_add_test(t, tx_one_frame);
+    tcase_add_test(t, tx_status_and_padding);
+    tcase_add_test(t, tx_chained_descriptors);
+    tcase_add_test(t, tx_chain_completed_later);
+    tcase_add_test(t, rx_one_frame);
+    tcase_add_test(t, rx_waits_for_descriptors);
+    tcase_add_test(t, rx_chained_buffers);
+    tcase_add_test(t, rx_address_filter);
+    tcase_add_test(t, synchronous_reply);
+    tcase_add_test(t, interrupt_registers);
+    tcase_add_test(t, send_combining);
+    tcase_add_test(t, irq_coalescing);
+    tcase_add_test(t, no_dma_without_bus_master);
+    suite_add_tcase(s, t);
+
+    tcase_add_test(h, tx_oversize);
+    tcase_add_test(h, tx_tail_beyond_ring);
+    tcase_add_test(h, bad_ring_lengths);
+    tcase_add_test(h, tx_huge_ring);
+    tcase_add_test(h, tx_bad_dma);
+    tcase_add_test(h, sub_dword_and_bad_accesses);
+    tcase_add_loop_test(h, garbage_everywhere, 0, 4);
+    suite_add_tcase(s, h);
+    return s;
+}
+
+int main(void)
+{
+    return lc_test_run(e1000_suite());
+}

@@ -1,0 +1,1142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/vmm/test_pcnet.c: the AMD PCnet-PCI II (Am79C970A) model, driven
+ * the way Linux pcnet32 drives it (reset port, SWSTYLE 2, init block,
+ * INIT, IDON, STRT, TDMD), and by a hostile guest.
+ */
+#include <stdio.h>
+
+#include "../unit/harness.h"
+#include "nic_fake.h"
+
+/* I/O ports (offsets in the BAR) */
+#define RDP   0x10
+#define RAP   0x12
+#define RESET 0x14
+#define BDP   0x16
+
+/* CSR0 */
+#define INIT 0x0001
+#define STRT 0x0002
+#define STOP 0x0004
+#define TDMD 0x0008
+#define TXON 0x0010
+#define RXON 0x0020
+#define INEA 0x0040
+#define INTR 0x0080
+#define IDON 0x0100
+#define TINT 0x0200
+#define RINT 0x0400
+#define MERR 0x0800
+#define MISS 0x1000
+#define BABL 0x4000
+#define ERR  0x8000
+
+/* descriptor status */
+#define OWN  0x8000
+#define DERR 0x4000
+#define STP  0x0200
+#define ENP  0x0100
+#define PAM  0x0040
+#define LAFM 0x0020
+#define BAM  0x0010
+
+/* guest memory layout */
+#define IB      0x1000
+#define RXR     0x2000
+#define TXR     0x4000
+#define RXB(i)  (0x10000u + (i) * 0x800u)
+#define TXB(i)  (0x80000u + (i) * 0x800u)
+
+static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+static void csr_w(fake *f, unsigned r, uint16_t v)
+{
+    reg_wr(f, RAP, 2, r);
+    reg_wr(f, RDP, 2, v);
+}
+
+static uint16_t csr_r(fake *f, unsigned r)
+{
+    reg_wr(f, RAP, 2, r);
+    return (uint16_t)reg_rd(f, RDP, 2);
+}
+
+static void bcr_w(fake *f, unsigned r, uint16_t v)
+{
+    reg_wr(f, RAP, 2, r);
+    reg_wr(f, BDP, 2, v);
+}
+
+static uint16_t bcr_r(fake *f, unsigned r)
+{
+    reg_wr(f, RAP, 2, r);
+    return (uint16_t)reg_rd(f, BDP, 2);
+}
+
+static const nic_stats *st(fake *f)
+{
+    return nic_get_stats(f->n);
+}
+
+/* Style 2 initialization block: MODE, RLEN/TLEN (log2), PADR, LADRF 0,
+ * RDRA, TDRA. */
+static void write_ib(fake *f, unsigned rlog, unsigned tlog, uint16_t mode)
+{
+    memset(f->ram + IB, 0, 28);
+    mem_w16(f, IB, mode);
+    f->ram[IB + 2] = (uint8_t)(rlog << 4);
+    f->ram[IB + 3] = (uint8_t)(tlog << 4);
+    memcpy(f->ram + IB + 4, fake_mac, 6);
+    mem_w32(f, IB + 20, RXR);
+    mem_w32(f, IB + 24, TXR);
+}
+
+static uint16_t bcnt(size_t len)
+{
+    return (uint16_t)(0xf000 | ((0x1000 - len) & 0x0fff));
+}
+
+/* Give receive descriptor i (style 2) with a buffer of buflen bytes. */
+static void rx_give(fake *f, unsigned i, size_t buflen)
+{
+    uint64_t a = RXR + 16 * i;
+
+    mem_w32(f, a, RXB(i));
+    mem_w16(f, a + 4, bcnt(buflen));
+    mem_w32(f, a + 8, 0);
+    mem_w16(f, a + 6, OWN);
+}
+
+static uint16_t rmd_status(fake *f, unsigned i)
+{
+    return mem_r16(f, RXR + 16 * i + 6);
+}
+
+static uint32_t rmd_mcnt(fake *f, unsigned i)
+{
+    return mem_r32(f, RXR + 16 * i + 8) & 0x0fff;
+}
+
+/* Fill transmit descriptor i (style 2) with len bytes of data. */
+static void tx_put(fake *f, unsigned i, const uint8_t *data, size_t len,
+                   uint16_t flags)
+{
+    uint64_t a = TXR + 16 * i;
+
+    memcpy(f->ram + TXB(i), data, len);
+    mem_w32(f, a, TXB(i));
+    mem_w16(f, a + 4, bcnt(len));
+    mem_w32(f, a + 8, 0);
+    mem_w16(f, a + 6, flags);
+}
+
+static uint16_t tmd_status(fake *f, unsigned i)
+{
+    return mem_r16(f, TXR + 16 * i + 6);
+}
+
+static uint32_t tmd_misc(fake *f, unsigned i)
+{
+    return mem_r32(f, TXR + 16 * i + 8);
+}
+
+/* pcnet32_open: reset, SWSTYLE 2, init block, CSR1/2, CSR4, INIT, wait
+ * for IDON, then IDON cleared with INEA | STRT. `nrx` buffers of 1544
+ * bytes (PKT_BUF_SKB) are given. */
+static void setup_opt(fake *f, const nic_options *o, unsigned rlog,
+                      unsigned tlog, unsigned nrx)
+{
+    fake_init(f, NIC_PCNET, o);
+    reg_rd(f, RESET, 2);
+    ck_assert_uint_eq(csr_r(f, 0), STOP);
+    bcr_w(f, 20, 2);
+    write_ib(f, rlog, tlog, 0);
+    for (unsigned i = 0; i < nrx; i++)
+        rx_give(f, i, 1544);
+    csr_w(f, 1, IB & 0xffff);
+    csr_w(f, 2, IB >> 16);
+    csr_w(f, 4, 0x0915);
+    csr_w(f, 0, INIT);
+    ck_assert(csr_r(f, 0) & IDON);
+    csr_w(f, 0, IDON | INEA | STRT);
+    ck_assert_uint_eq(csr_r(f, 0), INIT | STRT | TXON | RXON | INEA);
+    ck_assert_int_eq(f->level, 0);
+}
+
+static void setup(fake *f)
+{
+    setup_opt(f, NULL, 3, 3, 8);
+}
+
+static void kick(fake *f)
+{
+    csr_w(f, 0, INEA | TDMD);
+}
+
+/* ---- identity and probing ------------------------------------------- */
+
+START_TEST(identity_and_names)
+{
+    nic_pci_id id;
+
+    ck_assert_int_eq(nic_model_parse("pcnet"), NIC_PCNET);
+    ck_assert_int_eq(nic_model_parse("Am79C970A"), NIC_PCNET);
+    ck_assert_int_eq(nic_model_parse("e1000"), NIC_E1000);
+    ck_assert_int_eq(nic_model_parse("82540em"), NIC_E1000);
+    ck_assert_int_eq(nic_model_parse("ne2k"), NIC_NONE);
+    ck_assert_int_eq(nic_model_parse(NULL), NIC_NONE);
+    ck_assert_str_eq(nic_model_name(NIC_PCNET), "pcnet");
+    ck_assert_str_eq(nic_model_name(NIC_E1000), "e1000");
+    nic_pci_identity(NIC_PCNET, &id);
+    ck_assert_uint_eq(id.vendor, 0x1022);
+    ck_assert_uint_eq(id.device, 0x2000);
+    ck_assert_uint_eq(id.class_code, 0x02);
+    ck_assert(id.bar_is_io);
+    ck_assert_uint_eq(id.bar_size, 32);
+    ck_assert_ptr_null(nic_create(NIC_NONE, fake_mac, NULL, NULL, NULL, NULL));
+}
+END_TEST
+
+START_TEST(aprom_layout)
+{
+    fake f;
+    uint16_t sum = 0;
+    uint8_t p[16];
+
+    fake_init(&f, NIC_PCNET, NULL);
+    for (unsigned i = 0; i < 16; i++)
+        p[i] = (uint8_t)reg_rd(&f, i, 1);
+    ck_assert_mem_eq(p, fake_mac, 6);
+    ck_assert_uint_eq(p[14], 'W');
+    ck_assert_uint_eq(p[15], 'W');
+    for (unsigned i = 0; i < 16; i++)
+        if (i != 12 && i != 13)
+            sum = (uint16_t)(sum + p[i]);
+    ck_assert_uint_eq(p[12] | p[13] << 8, sum);
+    ck_assert_uint_eq(reg_rd(&f, 0, 2), (uint32_t)(p[0] | p[1] << 8));
+    ck_assert_uint_eq(reg_rd(&f, 4, 4), mem_r32(&(fake){ .ram = p }, 4));
+    reg_wr(&f, 0, 1, 0x00);             /* read-only */
+    ck_assert_uint_eq(reg_rd(&f, 0, 1), fake_mac[0]);
+    fake_fini(&f);
+}
+END_TEST
+
+/* pcnet32_probe1: reset, CSR0 == 4, RAP check, chip version, PADR. */
+START_TEST(probe_like_pcnet32)
+{
+    fake f;
+    uint32_t ver;
+
+    fake_init(&f, NIC_PCNET, NULL);
+    reg_rd(&f, RESET, 2);
+    ck_assert_uint_eq(csr_r(&f, 0), 4);
+    reg_wr(&f, RAP, 2, 88);
+    ck_assert_uint_eq(reg_rd(&f, RAP, 2), 88);
+    ver = csr_r(&f, 88) | (uint32_t)csr_r(&f, 89) << 16;
+    ck_assert_uint_eq(ver, 0x2621003);
+    ck_assert_uint_eq(ver & 0xfff, 0x003);
+    ck_assert_uint_eq((ver >> 12) & 0xffff, 0x2621);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_uint_eq(csr_r(&f, 12 + i),
+                          (uint32_t)(fake_mac[2 * i] | fake_mac[2 * i + 1] << 8));
+    /* BCR4 != 0xc0 means link up to pcnet32_check_media. */
+    ck_assert_uint_eq(bcr_r(&f, 4), 0x80c0);
+    ck_assert_uint_eq(bcr_r(&f, 2), 0x0002);
+    ck_assert_uint_eq(bcr_r(&f, 20) & 0xff, 0);
+    bcr_w(&f, 20, 2);
+    ck_assert_uint_eq(bcr_r(&f, 20) & 0x1ff, 0x102);    /* SSIZE32 */
+    ck_assert_uint_eq(csr_r(&f, 58) & 0xff, 2);          /* alias */
+    /* The reset port resets RAP and CSR0 again. */
+    csr_w(&f, 0, INIT);
+    reg_rd(&f, RESET, 2);
+    ck_assert_uint_eq(reg_rd(&f, RAP, 2), 0);
+    ck_assert_uint_eq(reg_rd(&f, RDP, 2), STOP);
+    ck_assert_uint_eq(st(&f)->resets, 2);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(rap_is_the_latch)
+{
+    fake f;
+    uint32_t r[4][2];
+    uint8_t frame[64];
+
+    setup(&f);
+    ck_assert(nic_access_is_latch(f.n, RAP, 2));
+    ck_assert(!nic_access_is_latch(f.n, RAP, 1));
+    ck_assert(!nic_access_is_latch(f.n, RDP, 2));
+    ck_assert(!nic_access_is_latch(f.n, RESET, 2));
+    ck_assert(!nic_access_is_latch(f.n, BDP, 2));
+    ck_assert(!nic_access_is_latch(f.n, 0x40, 2));
+    ck_assert_uint_eq(nic_latch_ranges(f.n, r, 4), 1);
+    ck_assert_uint_eq(r[0][0], 0x12);
+    ck_assert_uint_eq(r[0][1], 2);
+    ck_assert_uint_eq(nic_latch_ranges(f.n, r, 0), 0);
+    /* A RAP write neither receives nor interrupts... */
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 1));
+    uint64_t latches = st(&f)->latch_accesses;
+    reg_wr(&f, RAP, 2, 0);
+    ck_assert_uint_eq(st(&f)->latch_accesses, latches + 1);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 1);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    /* ...the next RDP access does. */
+    ck_assert(reg_rd(&f, RDP, 2) & INEA);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_int_eq(f.level, 1);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- initialization and interrupts ---------------------------------- */
+
+START_TEST(init_done_interrupt)
+{
+    fake f;
+
+    fake_init(&f, NIC_PCNET, NULL);
+    reg_rd(&f, RESET, 2);
+    bcr_w(&f, 20, 2);
+    write_ib(&f, 2, 2, 0);
+    csr_w(&f, 1, IB);
+    csr_w(&f, 2, 0);
+    csr_w(&f, 0, INIT | INEA);
+    ck_assert_uint_eq(csr_r(&f, 0), INIT | INEA | INTR | IDON);
+    ck_assert_int_eq(f.level, 1);
+    ck_assert_uint_eq(csr_r(&f, 76), (uint16_t)-4);     /* 2^2 */
+    ck_assert_uint_eq(csr_r(&f, 78), (uint16_t)-4);
+    ck_assert_uint_eq(csr_r(&f, 24), RXR);
+    ck_assert_uint_eq(csr_r(&f, 30), TXR);
+    /* IDONM masks INTR, not IDON. */
+    csr_w(&f, 3, 0x0100);
+    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | INTR), IDON);
+    ck_assert_int_eq(f.level, 0);
+    csr_w(&f, 3, 0);
+    ck_assert_int_eq(f.level, 1);
+    /* Write 1 to clear; writing the value read back clears it. */
+    csr_w(&f, 0, csr_r(&f, 0) & ~(INIT | STRT | TDMD));
+    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | INTR), 0);
+    ck_assert_int_eq(f.level, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(interrupt_enable_and_masks)
+{
+    fake f;
+    uint8_t frame[100];
+
+    setup(&f);
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 100, 2));
+    nic_poll_rx(f.n);
+    ck_assert(csr_r(&f, 0) & RINT);
+    ck_assert_int_eq(f.level, 1);
+    csr_w(&f, 0, 0);                    /* INEA off: INTR stays */
+    ck_assert(csr_r(&f, 0) & INTR);
+    ck_assert_int_eq(f.level, 0);
+    csr_w(&f, 0, INEA);
+    ck_assert_int_eq(f.level, 1);
+    csr_w(&f, 3, 0x0400);               /* RINTM */
+    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | INTR), RINT);
+    ck_assert_int_eq(f.level, 0);
+    csr_w(&f, 3, 0);
+    csr_w(&f, 0, INEA | RINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | INTR), 0);
+    ck_assert_int_eq(f.level, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- transmit ------------------------------------------------------- */
+
+START_TEST(tx_one_frame)
+{
+    fake f;
+    uint8_t frame[300];
+    size_t len = fake_frame_make(frame, bcast, 300, 3);
+
+    setup(&f);
+    tx_put(&f, 0, frame, len, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, len);
+    ck_assert_mem_eq(f.be.tx[0].data, frame, len);
+    ck_assert_uint_eq(tmd_status(&f, 0), STP | ENP);
+    ck_assert(csr_r(&f, 0) & TINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & TDMD, 0);
+    ck_assert_int_eq(f.level, 1);
+    ck_assert_uint_eq(st(&f)->tx_frames, 1);
+    ck_assert_uint_eq(st(&f)->irq_raised, 1);
+    /* The next descriptor is used next. */
+    tx_put(&f, 1, frame, 60, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 2);
+    ck_assert_uint_eq(f.be.tx[1].len, 60);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(tx_chained_buffers)
+{
+    fake f;
+    uint8_t frame[1514];
+    size_t len = fake_frame_make(frame, bcast, 1514, 4);
+
+    setup(&f);
+    tx_put(&f, 0, frame, 500, OWN | STP);
+    tx_put(&f, 1, frame + 500, 500, OWN);
+    tx_put(&f, 2, frame + 1000, 514, OWN | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, len);
+    ck_assert_mem_eq(f.be.tx[0].data, frame, len);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_uint_eq(tmd_status(&f, i) & OWN, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* TMD2.BUFF: a chain whose next descriptor is not owned. */
+START_TEST(tx_chain_without_enp)
+{
+    fake f;
+    uint8_t frame[200];
+    uint64_t errs;
+
+    setup(&f);
+    fake_frame_make(frame, bcast, 200, 5);
+    tx_put(&f, 0, frame, 100, OWN | STP);
+    tx_put(&f, 1, frame + 100, 100, OWN);
+    errs = st(&f)->guest_errors;
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(tmd_status(&f, 0), STP);
+    ck_assert_uint_eq(tmd_status(&f, 1), DERR);
+    ck_assert_uint_eq(tmd_misc(&f, 1) & 0xc0000000u, 0xc0000000u);
+    ck_assert_uint_eq(csr_r(&f, 0) & TXON, 0);          /* UFLO: off */
+    ck_assert(csr_r(&f, 0) & TINT);
+    ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
+    /* Nothing more goes out until STRT again. */
+    tx_put(&f, 2, frame, 100, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    csr_w(&f, 0, INEA | STRT | STOP);   /* STOP wins */
+    ck_assert_uint_eq(csr_r(&f, 0), STOP);
+    fake_fini(&f);
+}
+END_TEST
+
+/* Every descriptor owned, none with ENP: the walk ends at the ring's
+ * length. */
+START_TEST(tx_whole_ring_without_enp)
+{
+    fake f;
+    uint8_t frame[64];
+
+    setup(&f);
+    fake_frame_make(frame, bcast, 64, 6);
+    for (unsigned i = 0; i < 8; i++)
+        tx_put(&f, i, frame, 64, OWN | (i == 0 ? STP : 0));
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(tmd_status(&f, 7), DERR);
+    ck_assert_uint_eq(csr_r(&f, 0) & TXON, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* All descriptors owned with STP|ENP: each is sent once per pass; owned
+ * descriptors without STP are skipped (TMD1.STP) and never sent. */
+START_TEST(tx_all_owned)
+{
+    fake f;
+    uint8_t frame[64];
+
+    setup(&f);
+    fake_frame_make(frame, bcast, 64, 7);
+    for (unsigned i = 0; i < 8; i++)
+        tx_put(&f, i, frame, 64, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 8);
+    for (unsigned i = 0; i < 8; i++)
+        tx_put(&f, i, frame, 64, OWN);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 8);
+    ck_assert(csr_r(&f, 0) & TXON);
+    for (unsigned i = 0; i < 8; i++)
+        ck_assert_uint_eq(tmd_status(&f, i), OWN);
+    fake_fini(&f);
+}
+END_TEST
+
+/* Over NET_FRAME_MAX: dropped before copying, BABL, guest error; the
+ * transmitter goes on. */
+START_TEST(tx_oversize)
+{
+    fake f;
+    uint8_t frame[1514];
+    uint64_t errs;
+
+    setup(&f);
+    fake_frame_make(frame, bcast, 1514, 8);
+    tx_put(&f, 0, frame, 1000, OWN | STP);
+    tx_put(&f, 1, frame, 1000, OWN | ENP);
+    errs = st(&f)->guest_errors;
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(csr_r(&f, 0) & (BABL | ERR | TXON), BABL | ERR | TXON);
+    ck_assert_uint_eq(tmd_status(&f, 1) & OWN, 0);
+    ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
+    ck_assert_int_eq(f.level, 1);
+    csr_w(&f, 0, INEA | BABL);
+    ck_assert_uint_eq(csr_r(&f, 0) & (BABL | ERR), 0);
+    tx_put(&f, 2, frame, 1514, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    /* BCNT 0 is a 4096-byte buffer: over the limit. */
+    tx_put(&f, 3, frame, 100, OWN | STP | ENP);
+    mem_w16(&f, TXR + 16 * 3 + 4, 0xf000);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert(csr_r(&f, 0) & BABL);
+    fake_fini(&f);
+}
+END_TEST
+
+/* CSR4.APAD_XMT pads to 60; without it a runt under 14 bytes is dropped. */
+START_TEST(tx_padding_and_runts)
+{
+    fake f;
+    uint8_t frame[64];
+
+    setup(&f);
+    fake_frame_make(frame, bcast, 64, 9);
+    tx_put(&f, 0, frame, 10, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, 60);
+    ck_assert_mem_eq(f.be.tx[0].data, frame, 10);
+    ck_assert_uint_eq(f.be.tx[0].data[59], 0);
+    csr_w(&f, 4, 0x0115);
+    tx_put(&f, 1, frame, 10, OWN | STP | ENP);
+    tx_put(&f, 2, frame, 20, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 2);
+    ck_assert_uint_eq(f.be.tx[1].len, 20);
+    ck_assert_uint_eq(tmd_status(&f, 1) & OWN, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- receive -------------------------------------------------------- */
+
+START_TEST(rx_one_frame)
+{
+    fake f;
+    uint8_t frame[42], want[64];
+    uint32_t fcs = 0xffffffffu;
+
+    setup(&f);
+    fake_frame_make(frame, fake_mac, 42, 10);
+    fake_rx_push(&f, frame, 42);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(rmd_status(&f, 0), STP | ENP | PAM);
+    ck_assert_uint_eq(rmd_mcnt(&f, 0), 64);             /* 60 + FCS */
+    memset(want, 0, sizeof want);
+    memcpy(want, frame, 42);
+    ck_assert_mem_eq(f.ram + RXB(0), want, 60);
+    for (int i = 0; i < 60; i++) {                      /* FCS: CRC-32 */
+        fcs ^= want[i];
+        for (int b = 0; b < 8; b++)
+            fcs = (fcs >> 1) ^ (0xedb88320u & (0u - (fcs & 1)));
+    }
+    ck_assert_uint_eq(mem_r32(&f, RXB(0) + 60), ~fcs);
+    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | INTR), RINT | INTR);
+    ck_assert_int_eq(f.level, 1);
+    ck_assert_uint_eq(rmd_status(&f, 1), OWN);
+    fake_fini(&f);
+}
+END_TEST
+
+/* Frames wait in the backend while the guest owns no descriptor. */
+START_TEST(rx_waits_for_descriptors)
+{
+    fake f;
+    uint8_t frame[100];
+
+    setup_opt(&f, NULL, 2, 2, 0);
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 100, 11));
+    fake_rx_push(&f, frame, 100);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 2);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    rx_give(&f, 0, 1544);
+    csr_r(&f, 0);                       /* any access receives */
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 1);
+    rx_give(&f, 1, 1544);
+    rx_give(&f, 2, 1544);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 2);
+    ck_assert_uint_eq(rmd_status(&f, 2), OWN);
+    fake_fini(&f);
+}
+END_TEST
+
+/* A frame larger than one buffer is chained: STP first, ENP and MCNT
+ * last. */
+START_TEST(rx_chained_buffers)
+{
+    fake f;
+    uint8_t frame[1200];
+
+    setup_opt(&f, NULL, 3, 3, 0);
+    for (unsigned i = 0; i < 4; i++)
+        rx_give(&f, i, 512);
+    fake_frame_make(frame, fake_mac, 1200, 12);
+    fake_rx_push(&f, frame, 1200);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(rmd_status(&f, 0), STP);
+    ck_assert_uint_eq(rmd_status(&f, 1), 0);
+    ck_assert_uint_eq(rmd_status(&f, 2), ENP | PAM);
+    ck_assert_uint_eq(rmd_mcnt(&f, 2), 1204);
+    ck_assert_uint_eq(rmd_status(&f, 3), OWN);
+    ck_assert_mem_eq(f.ram + RXB(0), frame, 512);
+    ck_assert_mem_eq(f.ram + RXB(1), frame + 512, 512);
+    ck_assert_mem_eq(f.ram + RXB(2), frame + 1024, 176);
+    fake_fini(&f);
+}
+END_TEST
+
+/* Too few owned buffers now: the frame waits; more arrive: it goes. */
+START_TEST(rx_chain_waits)
+{
+    fake f;
+    uint8_t frame[1200];
+
+    setup_opt(&f, NULL, 3, 3, 0);
+    rx_give(&f, 0, 512);
+    rx_give(&f, 1, 512);
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 1200, 13));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    ck_assert_uint_ge(st(&f)->rx_no_buffer, 1);
+    ck_assert_uint_eq(rmd_status(&f, 0), OWN);
+    rx_give(&f, 2, 512);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(rmd_mcnt(&f, 2), 1204);
+    fake_fini(&f);
+}
+END_TEST
+
+/* A ring that can never hold the frame: missed (MISS, CSR112). */
+START_TEST(rx_missed_when_ring_too_small)
+{
+    fake f;
+    uint8_t frame[1000];
+
+    setup_opt(&f, NULL, 1, 1, 0);
+    rx_give(&f, 0, 256);
+    rx_give(&f, 1, 256);
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 1000, 14));
+    fake_rx_push(&f, frame, 100);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(csr_r(&f, 0) & (MISS | ERR | INTR), MISS | ERR | INTR);
+    ck_assert_uint_eq(csr_r(&f, 112), 1);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);            /* the small one */
+    ck_assert_uint_eq(rmd_mcnt(&f, 0), 104);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* Address filter: PADR, broadcast (DRCVBC), LADRF, PROM. */
+START_TEST(rx_address_filter)
+{
+    fake f;
+    uint8_t frame[64];
+    static const uint8_t other[6] = { 0x02, 0, 0, 0, 0, 9 };
+    static const uint8_t mcast[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+    uint32_t crc = 0xffffffffu;
+    unsigned h;
+
+    setup_opt(&f, NULL, 3, 3, 8);
+    fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 15));
+    fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 15));
+    fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 15));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(rmd_status(&f, 0), STP | ENP | BAM);
+    ck_assert_uint_eq(fake_rx_waiting(&f), 0);
+    /* Program LADRF for the group, and PROM, through a re-INIT. */
+    for (int i = 0; i < 6; i++) {
+        crc ^= mcast[i];
+        for (int b = 0; b < 8; b++)
+            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+    }
+    h = crc >> 26;
+    csr_w(&f, 0, STOP);
+    write_ib(&f, 3, 3, 0x8000);                         /* PROM */
+    f.ram[IB + 12 + h / 8] |= (uint8_t)(1u << (h % 8));
+    for (unsigned i = 0; i < 8; i++)
+        rx_give(&f, i, 1544);
+    csr_w(&f, 0, INIT);
+    csr_w(&f, 0, IDON | INEA | STRT);
+    fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 16));
+    fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 16));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 3);
+    ck_assert_uint_eq(rmd_status(&f, 0), STP | ENP | LAFM);
+    ck_assert_uint_eq(rmd_status(&f, 1), STP | ENP);    /* promiscuous */
+    /* DRCVBC: no broadcasts (PROM off). */
+    csr_w(&f, 0, STOP);
+    write_ib(&f, 3, 3, 0x4000);
+    for (unsigned i = 0; i < 8; i++)
+        rx_give(&f, i, 1544);
+    csr_w(&f, 0, INIT);
+    csr_w(&f, 0, IDON | INEA | STRT);
+    fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 17));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(st(&f)->rx_frames, 3);
+    fake_fini(&f);
+}
+END_TEST
+
+/* The peer answers inside net_tx: the reply is received in the same
+ * register access as the kick. */
+START_TEST(synchronous_reply)
+{
+    fake f;
+    uint8_t frame[98];
+
+    setup(&f);
+    f.be.echo = true;
+    tx_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 98, 18),
+           OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_mem_eq(f.ram + RXB(0), frame, 98);
+    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | TINT), RINT | TINT);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- send combining and interrupt coalescing ------------------------- */
+
+START_TEST(send_combining)
+{
+    nic_options o = { .send_combine = true, .combine_max = 3 };
+    fake f;
+    uint8_t frame[64];
+
+    setup_opt(&f, &o, 3, 3, 8);
+    fake_frame_make(frame, bcast, 64, 19);
+    for (unsigned i = 0; i < 2; i++) {
+        tx_put(&f, i, frame, 64, OWN | STP | ENP);
+        kick(&f);
+        ck_assert_uint_eq(f.be.ntx, 0);
+        ck_assert_uint_eq(tmd_status(&f, i), OWN | STP | ENP);
+        ck_assert(csr_r(&f, 0) & TDMD);                 /* pending */
+    }
+    ck_assert_uint_eq(st(&f)->tx_combined, 2);
+    ck_assert_int_eq(f.level, 0);
+    tx_put(&f, 2, frame, 64, OWN | STP | ENP);
+    kick(&f);                           /* the third sends the batch */
+    ck_assert_uint_eq(f.be.ntx, 3);
+    ck_assert_uint_eq(st(&f)->tx_batches, 1);
+    ck_assert_uint_eq(st(&f)->irq_raised, 1);           /* one for three */
+    ck_assert_int_eq(f.level, 1);
+    csr_w(&f, 0, INEA | TINT);
+    /* One waiting kick, then the VMM's next exit flushes it. */
+    tx_put(&f, 3, frame, 64, OWN | STP | ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 3);
+    nic_flush(f.n);
+    ck_assert_uint_eq(f.be.ntx, 4);
+    ck_assert_uint_eq(st(&f)->tx_batches, 2);
+    ck_assert_uint_eq(st(&f)->tx_combined, 3);
+    nic_flush(f.n);                     /* nothing queued: nothing */
+    ck_assert_uint_eq(st(&f)->tx_batches, 2);
+    /* STOP forgets the queue; the frames stay in the ring. */
+    tx_put(&f, 4, frame, 64, OWN | STP | ENP);
+    kick(&f);
+    csr_w(&f, 0, STOP);
+    nic_flush(f.n);
+    ck_assert_uint_eq(f.be.ntx, 4);
+    ck_assert_uint_eq(tmd_status(&f, 4), OWN | STP | ENP);
+    fake_fini(&f);
+}
+END_TEST
+
+/* The same traffic with and without irq_coalesce: the same level changes,
+ * fewer calls. */
+static void irq_workload(fake *f, bool coalesce)
+{
+    nic_options o = { .irq_coalesce = coalesce };
+    uint8_t frame[64];
+
+    setup_opt(f, &o, 3, 3, 8);
+    fake_frame_make(frame, fake_mac, 64, 20);
+    for (unsigned i = 0; i < 6; i++) {
+        tx_put(f, i, frame, 64, OWN | STP | ENP);
+        kick(f);
+        kick(f);                        /* nothing more to send */
+        csr_w(f, 3, 0);                 /* an interrupt-state update */
+        csr_w(f, 0, INEA | TINT);
+    }
+}
+
+START_TEST(irq_coalescing)
+{
+    fake a, b;
+
+    irq_workload(&a, false);
+    irq_workload(&b, true);
+    ck_assert_uint_eq(a.be.ntx, 6);
+    ck_assert_uint_eq(b.be.ntx, 6);
+    ck_assert_uint_eq(nic_get_stats(a.n)->irq_raised, 6);
+    ck_assert_uint_eq(nic_get_stats(b.n)->irq_raised, 6);
+    ck_assert_uint_eq(a.irq_rises, 6);
+    ck_assert_uint_eq(b.irq_rises, 6);
+    ck_assert_uint_eq(nic_get_stats(a.n)->irq_suppressed, 0);
+    ck_assert_uint_gt(nic_get_stats(b.n)->irq_suppressed, 0);
+    ck_assert_uint_eq(b.irq_calls, 12);                 /* rise and fall */
+    ck_assert_uint_eq(nic_get_stats(b.n)->irq_line_calls, 12);
+    ck_assert_uint_gt(a.irq_calls, b.irq_calls);
+    ck_assert_uint_eq(nic_get_stats(a.n)->irq_line_calls, a.irq_calls);
+    fake_fini(&a);
+    fake_fini(&b);
+}
+END_TEST
+
+/* ---- DMA failures, bus mastering, rings ------------------------------ */
+
+START_TEST(dma_failure_init_block)
+{
+    fake f;
+    uint64_t errs = dev_guest_errors();
+
+    fake_init(&f, NIC_PCNET, NULL);
+    reg_rd(&f, RESET, 2);
+    bcr_w(&f, 20, 2);
+    csr_w(&f, 1, 0xfff0);
+    csr_w(&f, 2, 0x7fff);               /* far beyond RAM */
+    csr_w(&f, 0, INIT | INEA);
+    ck_assert_uint_eq(csr_r(&f, 0) & (MERR | ERR | IDON | INTR),
+                      MERR | ERR | INTR);
+    ck_assert_int_eq(f.level, 1);
+    ck_assert_uint_eq(st(&f)->guest_errors, 1);
+    ck_assert_uint_gt(dev_guest_errors(), errs);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(dma_failure_buffer_and_ring)
+{
+    fake f;
+    uint8_t frame[64];
+
+    setup(&f);
+    tx_put(&f, 0, frame, 64, OWN | STP | ENP);
+    mem_w32(&f, TXR, 0xfffff000u);      /* buffer outside RAM */
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(csr_r(&f, 0) & (MERR | TXON | RXON), MERR);
+    ck_assert_uint_eq(st(&f)->guest_errors, 1);
+    /* A receive ring outside RAM. */
+    csr_w(&f, 0, STOP);
+    mem_w16(&f, TXR + 6, 0);
+    write_ib(&f, 3, 3, 0);
+    mem_w32(&f, IB + 20, 0xffff0000u);
+    csr_w(&f, 0, INIT);
+    csr_w(&f, 0, IDON | INEA | STRT);
+    fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 21));
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(csr_r(&f, 0) & (MERR | RXON), MERR);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(no_dma_without_bus_master)
+{
+    fake f;
+    uint8_t frame[64];
+    unsigned reads;
+
+    fake_init(&f, NIC_PCNET, NULL);
+    nic_set_bus_master(f.n, false);
+    reg_rd(&f, RESET, 2);
+    bcr_w(&f, 20, 2);
+    write_ib(&f, 3, 3, 0);
+    rx_give(&f, 0, 1544);
+    csr_w(&f, 1, IB);
+    csr_w(&f, 2, 0);
+    reads = f.dma_reads;
+    csr_w(&f, 0, INIT | INEA | STRT);   /* waits */
+    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | TXON), 0);
+    ck_assert_uint_eq(f.dma_reads, reads);
+    nic_set_bus_master(f.n, true);
+    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | TXON | RXON), IDON | TXON | RXON);
+    csr_w(&f, 0, INEA | IDON);
+    /* Transmit and receive stop while bus mastering is off. */
+    nic_set_bus_master(f.n, false);
+    tx_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 64, 22),
+           OWN | STP | ENP);
+    fake_rx_push(&f, frame, 64);
+    reads = f.dma_reads;
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(st(&f)->rx_frames, 0);
+    ck_assert_uint_eq(f.dma_reads, reads);
+    nic_set_bus_master(f.n, true);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(st(&f)->guest_errors, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* STRT without INIT after reset: zero-length rings, no DMA. CSRs that
+ * need STOP ignore writes while running. */
+START_TEST(zero_length_rings_and_stop_only_csrs)
+{
+    fake f;
+    unsigned reads;
+
+    fake_init(&f, NIC_PCNET, NULL);
+    reg_rd(&f, RESET, 2);
+    ck_assert_uint_eq(csr_r(&f, 76), 0);
+    reads = f.dma_reads;
+    csr_w(&f, 0, STRT | INEA);
+    ck_assert_uint_eq(csr_r(&f, 0) & (TXON | RXON | STRT), STRT);
+    ck_assert_uint_eq(st(&f)->guest_errors, 2);
+    kick(&f);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(f.dma_reads, reads);
+    csr_w(&f, 76, 0xfffc);              /* ignored: running */
+    ck_assert_uint_eq(csr_r(&f, 76), 0);
+    csr_w(&f, 0, STOP);
+    csr_w(&f, 76, 0xfffc);
+    ck_assert_uint_eq(csr_r(&f, 76), 0xfffc);
+    fake_fini(&f);
+}
+END_TEST
+
+/* The 16-bit software style (SWSTYLE 0): 24-byte init block and 8-byte
+ * descriptors. */
+START_TEST(style0_descriptors)
+{
+    fake f;
+    uint8_t frame[80];
+
+    fake_init(&f, NIC_PCNET, NULL);
+    reg_rd(&f, RESET, 2);
+    memset(f.ram + IB, 0, 24);
+    memcpy(f.ram + IB + 2, fake_mac, 6);
+    mem_w16(&f, IB + 16, RXR);
+    f.ram[IB + 19] = 1 << 5;            /* RLEN: 2 */
+    mem_w16(&f, IB + 20, TXR);
+    f.ram[IB + 23] = 1 << 5;            /* TLEN: 2 */
+    /* RMD: LADR, status|HADR, BCNT, MCNT */
+    mem_w16(&f, RXR, RXB(0) & 0xffff);
+    mem_w16(&f, RXR + 2, OWN | (RXB(0) >> 16));
+    mem_w16(&f, RXR + 4, bcnt(1544));
+    fake_frame_make(frame, bcast, 80, 23);
+    memcpy(f.ram + TXB(0), frame, 80);
+    mem_w16(&f, TXR, TXB(0) & 0xffff);
+    mem_w16(&f, TXR + 4, bcnt(80));
+    mem_w16(&f, TXR + 2, OWN | STP | ENP | (TXB(0) >> 16));
+    csr_w(&f, 1, IB);
+    csr_w(&f, 2, 0);
+    csr_w(&f, 0, INIT);
+    csr_w(&f, 0, IDON | INEA | STRT);
+    ck_assert_uint_eq(csr_r(&f, 76), (uint16_t)-2);
+    ck_assert_uint_eq(f.be.ntx, 1);                     /* sent at STRT */
+    ck_assert_mem_eq(f.be.tx[0].data, frame, 80);
+    ck_assert_uint_eq(mem_r16(&f, TXR + 2), STP | ENP | (TXB(0) >> 16));
+    fake_rx_push(&f, frame, 80);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(mem_r16(&f, RXR + 2), STP | ENP | (RXB(0) >> 16));
+    ck_assert_uint_eq(mem_r16(&f, RXR + 6), 84);
+    ck_assert_mem_eq(f.ram + RXB(0), frame, 80);
+    fake_fini(&f);
+}
+END_TEST
+
+START_TEST(style3_refused)
+{
+    fake f;
+
+    fake_init(&f, NIC_PCNET, NULL);
+    bcr_w(&f, 20, 2);
+    bcr_w(&f, 20, 3);
+    ck_assert_uint_eq(bcr_r(&f, 20) & 0xff, 2);
+    csr_w(&f, 58, 1);
+    ck_assert_uint_eq(csr_r(&f, 58) & 0xff, 2);
+    ck_assert_uint_eq(st(&f)->guest_errors, 2);
+    csr_w(&f, 58, 0);
+    ck_assert_uint_eq(bcr_r(&f, 20) & 0x1ff, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* ---- hostile register traffic --------------------------------------- */
+
+START_TEST(bad_accesses)
+{
+    fake f;
+    uint32_t v = 0;
+
+    fake_init(&f, NIC_PCNET, NULL);
+    ck_assert_uint_eq(reg_rd(&f, 0x20, 2), 0xffff);     /* out of range */
+    ck_assert_uint_eq(reg_rd(&f, 0x11, 2), 0xffff);     /* unaligned */
+    ck_assert_uint_eq(reg_rd(&f, 0x1e, 4), 0xffffffffu);
+    nic_access(f.n, 0x10, 3, false, &v);
+    ck_assert_uint_eq(v, 0xffffffffu);
+    nic_access(f.n, 0x10, 8, true, &v);
+    ck_assert_uint_eq(reg_rd(&f, RDP, 4), 0xffffffffu); /* no DWIO */
+    reg_wr(&f, RDP, 4, 0x12345678);
+    ck_assert_uint_eq(reg_rd(&f, RDP, 1), 0xff);
+    ck_assert_uint_eq(reg_rd(&f, 0x18, 2), 0xffff);     /* reserved */
+    ck_assert_uint_eq(st(&f)->guest_errors, 8);
+    ck_assert_uint_eq(st(&f)->reg_reads, 7);
+    ck_assert_uint_eq(st(&f)->reg_writes, 2);
+    ck_assert_uint_eq(csr_r(&f, 0), STOP);
+    ck_assert_uint_eq(csr_r(&f, 200), 0);               /* no such CSR */
+    ck_assert_uint_eq(bcr_r(&f, 100), 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* Random values to every offset at every size, to every CSR and BCR,
+ * with random guest memory, must not crash (ASan and UBSan watch); a
+ * reset brings the device back. */
+START_TEST(garbage_everywhere)
+{
+    nic_options o = { .send_combine = (_i & 1) != 0, .irq_coalesce = true,
+                      .combine_max = 2 };
+    fake f;
+    uint64_t seed = 0x1234 + (uint64_t)_i;
+    uint8_t frame[200];
+
+    setup_opt(&f, &o, 3, 3, 8);
+    f.be.echo = true;
+    for (size_t i = 0; i < FAKE_RAM; i += 4)
+        mem_w32(&f, i, fake_rand(&seed) & (i & 0x10 ? 0x8300ffffu :
+                                                      0x000fffffu));
+    for (int round = 0; round < 4; round++) {
+        for (uint32_t off = 0; off < 0x24; off++)
+            for (unsigned size = 1; size <= 4; size *= 2) {
+                if ((off & 0x1e) == RESET && round & 1)
+                    continue;
+                reg_wr(&f, off, size, fake_rand(&seed));
+                reg_rd(&f, off, size);
+            }
+        for (unsigned r = 0; r < 256; r++) {
+            uint16_t v = (uint16_t)fake_rand(&seed);
+            if (r == 0 && (round & 1))
+                v |= INIT | STRT | TDMD | INEA;
+            csr_w(&f, r, v);
+            csr_r(&f, r);
+            bcr_w(&f, r, (uint16_t)fake_rand(&seed));
+            bcr_r(&f, r);
+            if (fake_rx_waiting(&f) < FAKE_FRAMES / 2)
+                fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac,
+                             14 + fake_rand(&seed) % 186, (uint8_t)r));
+            nic_flush(f.n);
+        }
+        nic_set_bus_master(f.n, round & 1);
+    }
+    nic_set_bus_master(f.n, true);
+    /* Still a PCnet. */
+    reg_rd(&f, RESET, 2);
+    ck_assert_uint_eq(csr_r(&f, 0), STOP);
+    csr_w(&f, 58, 2);
+    write_ib(&f, 3, 3, 0);
+    memset(f.ram + TXR, 0, 16 * 8);
+    memset(f.ram + RXR, 0, 16 * 8);
+    csr_w(&f, 1, IB);
+    csr_w(&f, 2, 0);
+    csr_w(&f, 4, 0x0915);
+    csr_w(&f, 0, INIT);
+    csr_w(&f, 0, IDON | INEA | STRT);
+    tx_put(&f, 0, frame, fake_frame_make(frame, bcast, 100, 1),
+           OWN | STP | ENP);
+    unsigned before = f.be.ntx;
+    kick(&f);
+    nic_flush(f.n);
+    ck_assert_uint_eq(f.be.ntx, before + 1);
+    fake_fini(&f);
+}
+END_TEST
+
+/* The guest-error log is rate limited; the count is not. */
+START_TEST(guest_error_rate_limit)
+{
+    fake f;
+    uint64_t before = dev_guest_errors();
+
+    fake_init(&f, NIC_PCNET, NULL);
+    for (int i = 0; i < 1000; i++)
+        reg_rd(&f, 0x40, 2);
+    ck_assert_uint_eq(dev_guest_errors(), before + 1000);
+    ck_assert_uint_eq(st(&f)->guest_errors, 1000);
+    dev_guest_error("other", "a message with a newline\n");
+    ck_assert_uint_eq(dev_guest_errors(), before + 1001);
+    fake_fini(&f);
+}
+END_TEST
+
+static Suite *pcnet_suite(void)
+{
+    Suite *s = suite_create("pcnet");
+    TCase *t = tcase_create("driver");
+    TCase *h = tcase_create("hostile");
+
+    tcase_add_test(t, identity_and_names);
+    tcase_add_test(t, aprom_layout);
+    tcase_add_test(t, probe_like_pcnet32);
+    tcase_add_test(t, rap_is_the_latch);
+    tcase_add_test(t, init_done_interrupt);
+    tcase_add_test(t, interrupt_enable_and_masks);
+    tcase_add_test(t, tx_one_frame);
+    tcase_add_test(t, tx_chained_buffers);
+    tcase_add_test(t, tx_padding_and_runts);
+    tcase_add_test(t, rx_one_frame);
+    tcase_add_test(t, rx_waits_for_descriptors);
+    tcase_add_test(t, rx_chained_buffers);
+    tcase_add_test(t, rx_chain_waits);
+    tcase_add_test(t, rx_address_filter);
+    tcase_add_test(t, synchronous_reply);
+    tcase_add_test(t, send_combining);
+    tcase_add_test(t, irq_coalescing);
+    tcase_add_test(t, no_dma_without_bus_master);
+    tcase_add_test(t, style0_descriptors);
+    suite_add_tcase(s, t);
+
+    tcase_add_test(h, tx_chain_without_enp);
+    tcase_add_test(h, tx_whole_ring_without_enp);
+    tcase_add_test(h, tx_all_owned);
+    tcase_add_test(h, tx_oversize);
+    tcase_add_test(h, rx_missed_when_ring_too_small);
+    tcase_add_test(h, dma_failure_init_block);
+    tcase_add_test(h, dma_failure_buffer_and_ring);
+    tcase_add_test(h, zero_length_rings_and_stop_only_csrs);
+    tcase_add_test(h, style3_refused);
+    tcase_add_test(h, bad_accesses);
+    tcase_add_loop_test(h, garbage_everywhere, 0, 4);
+    tcase_add_test(h, guest_error_rate_limit);
+    suite_add_tcase(s, h);
+    return s;
+}
+
+int main(void)
+{
+    return lc_test_run(pcnet_suite());
+}
