@@ -6,7 +6,7 @@ off and on, and check that everything the guest can see is identical
 code) while the exits drop.
 
   run_guest.py LCVMM IMAGE --cpu kvm|unicorn [--nic pcnet|e1000|none]
-               [--params "n=20 irq=0"] [--expect-saved] [--extra ARG...]
+               [--params "n=20 irq=0"] [--expect-saved] [--extra-arg=ARG ...]
 
 Exit status 0 pass, 1 fail, 77 skip (with the reason printed), as Meson
 expects.
@@ -54,7 +54,8 @@ def main():
     ap.add_argument('--timeout', type=float, default=120)
     ap.add_argument('--expect-saved', action='store_true',
                     help='clustering must save exits')
-    ap.add_argument('--extra', nargs='*', default=[])
+    ap.add_argument('--extra-arg', action='append', default=[],
+                    help='an lcvmm argument, as --extra-arg=--nic-opt=none')
     args = ap.parse_args()
 
     if args.cpu == 'kvm':
@@ -68,7 +69,8 @@ def main():
 
     results = {}
     for cluster in (False, True):
-        cmd, p, stats = run(args, args.lcvmm, args.image, cluster, args.extra)
+        cmd, p, stats = run(args, args.lcvmm, args.image, cluster,
+                            args.extra_arg)
         tag = 'on' if cluster else 'off'
         print(f'--- clustering {tag}: {" ".join(cmd)}')
         print(p.stdout.decode(errors='replace'), end='')

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""lcvmm given mistaken arguments and broken or hostile images: each must
+end with exit status 2 and a clear message naming the problem, never a
+crash, a hang or a guest run.
+
+  cli_errors.py LCVMM
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+MAGIC = 0x1BADB002
+
+
+def header(flags=0x00010003, header_addr=0x100000, load_addr=0x100000,
+           load_end=0, bss_end=0, entry=0x100020, checksum=None):
+    if checksum is None:
+        checksum = (-(MAGIC + flags)) & 0xffffffff
+    return struct.pack('<8I', MAGIC, flags, checksum, header_addr, load_addr,
+                       load_end, bss_end, entry)
+
+
+def image(hdr, pad=64, prefix=b''):
+    return prefix + hdr + b'\xf4' * pad      # HLT after the header
+
+
+CASES = [
+    # (name, image bytes or None for a missing file, extra args, expected
+    #  text in the message)
+    ('missing file', None, [], 'No such file'),
+    ('empty file', b'', [], 'empty file'),
+    ('no header', b'\x90' * 9000, [], 'no Multiboot header'),
+    ('bad checksum', image(header(checksum=1)), [], 'no Multiboot header'),
+    ('truncated header', header()[:20], [], 'truncated Multiboot header'),
+    ('ELF multiboot', image(header(flags=0x3)), [], 'a.out kludge'),
+    ('video mode asked', image(header(flags=0x10007)), [], 'video mode'),
+    ('header_addr below load_addr',
+     image(header(header_addr=0xfff00)), [], 'disagree'),
+    ('load_end beyond the file',
+     image(header(load_end=0x200000)), [], 'does not fit'),
+    ('bss_end below load_end',
+     image(header(load_end=0x100040, bss_end=0x100010)), [], 'does not fit'),
+    ('below 1 MiB',
+     image(header(header_addr=0x1000, load_addr=0x1000, entry=0x1020)), [],
+     'above 1 MiB'),
+    ('bss beyond RAM',
+     image(header(load_end=0x100040, bss_end=0x7fffffff)), ['-m', '2'],
+     'not inside guest RAM'),
+    ('entry outside the image',
+     image(header(entry=0x300000)), [], 'entry'),
+    ('huge command line', image(header()), ['-p', 'x' * 2000],
+     'command line longer'),
+    ('unknown NIC', image(header()), ['--nic', 'rtl8139'],
+     "unknown NIC model 'rtl8139'"),
+    ('unknown backend', image(header()), ['--net', 'vde'],
+     "unknown network backend 'vde'"),
+    ('tap without ifname', image(header()), ['--net', 'tap'], 'ifname'),
+    ('bad memory size', image(header()), ['-m', '0'], '--mem must be'),
+    ('bad vCPU count', image(header()), ['-c', '99'], '--cpus must be'),
+    ('unknown technique', image(header()), ['--cluster', 'pairs,loops'],
+     "unknown technique 'loops'"),
+    ('unknown cflow', image(header()), ['--cflow', 'm4'],
+     "unknown control-flow method 'm4'"),
+    ('bad timeout', image(header()), ['--timeout', '-1'], '--timeout must'),
+    ('stray argument', image(header()), ['extra'], "unexpected argument"),
+]
+
+
+def main():
+    lcvmm = sys.argv[1]
+    failed = 0
+    with tempfile.TemporaryDirectory() as d:
+        for i, (name, data, extra, want) in enumerate(CASES):
+            path = os.path.join(d, f'img{i}.bin')
+            if data is not None:
+                with open(path, 'wb') as f:
+                    f.write(data)
+            cmd = [lcvmm, '-q', '-k', path, '--cpu', 'unicorn',
+                   '--stats', 'none', '--timeout', '10'] + extra
+            try:
+                p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, timeout=30)
+            except subprocess.TimeoutExpired:
+                print(f'not ok {i + 1} - {name}: hung')
+                failed += 1
+                continue
+            err = p.stderr.decode(errors='replace')
+            ok = p.returncode == 2 and want in err
+            print(f'{"ok" if ok else "not ok"} {i + 1} - {name}')
+            if not ok:
+                print(f'# exit status {p.returncode}, stderr: {err.strip()}')
+                failed += 1
+    print(f'1..{len(CASES)}')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
