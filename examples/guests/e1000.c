@@ -107,19 +107,9 @@ static bool eeprom_read(uint8_t addr, uint16_t *out)
 static bool e1000_init(const struct guest_args *args)
 {
     struct pci_dev pci;
-    bool is_io;
 
-    if (!pci_find(E1000_VENDOR, E1000_DEVICE, &pci)) {
-        printf("error: no e1000 (8086:100e) on PCI bus 0\n");
+    if (!pci_find_mmio(E1000_VENDOR, E1000_DEVICE, "e1000", &pci, &mmio))
         return false;
-    }
-    uint64_t bar = pci_bar(&pci, 0, &is_io);
-    if (is_io || bar == 0 || bar >= 0x100000000ull) {
-        printf("error: e1000 BAR0 0x%llx is not a memory BAR below 4 GiB\n",
-               (unsigned long long)bar);
-        return false;
-    }
-    mmio = (uintptr_t)bar;
     pci_enable(&pci, PCI_CMD_MEM | PCI_CMD_MASTER);
 
     /* Reset: interrupts masked before and after (SDM 14.5). */

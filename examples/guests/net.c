@@ -110,32 +110,33 @@ static bool send_frame(struct nic *nic, uint32_t len)
     return nic->send(tx_frame, len);
 }
 
-/* UDP checksum over the pseudo-header (RFC 768) and the datagram. */
+/* The folded sum over the UDP pseudo-header and the datagram (RFC 768). */
+static uint16_t udp_sum(const uint8_t *src, const uint8_t *dst,
+                        const uint8_t *udp, uint32_t len)
+{
+    uint8_t pseudo[12];
+    memcpy(pseudo, src, 4);
+    memcpy(pseudo + 4, dst, 4);
+    pseudo[8] = 0;
+    pseudo[9] = IPPROTO_UDP;
+    put16(pseudo + 10, len);
+    return csum_fold(csum_add(csum_add(0, pseudo, 12), udp, len));
+}
+
+/* The checksum to send; 0 is sent as 0xffff (0 means "none"). */
 static uint16_t udp_checksum(const uint8_t *src, const uint8_t *dst,
                              const uint8_t *udp, uint32_t len)
 {
-    uint8_t pseudo[12];
-    memcpy(pseudo, src, 4);
-    memcpy(pseudo + 4, dst, 4);
-    pseudo[8] = 0;
-    pseudo[9] = IPPROTO_UDP;
-    put16(pseudo + 10, len);
-    uint16_t c = csum_fold(csum_add(csum_add(0, pseudo, 12), udp, len));
+    uint16_t c = udp_sum(src, dst, udp, len);
     return c ? c : 0xffff;
 }
 
-/* A received datagram's checksum (RFC 768): the sum over the
- * pseudo-header and the datagram, checksum field included, is 0xffff. */
+/* A received datagram's checksum: with the checksum field included the
+ * folded complement is 0. */
 static bool udp_checksum_ok(const uint8_t *src, const uint8_t *dst,
                             const uint8_t *udp, uint32_t len)
 {
-    uint8_t pseudo[12];
-    memcpy(pseudo, src, 4);
-    memcpy(pseudo + 4, dst, 4);
-    pseudo[8] = 0;
-    pseudo[9] = IPPROTO_UDP;
-    put16(pseudo + 10, len);
-    return csum_fold(csum_add(csum_add(0, pseudo, 12), udp, len)) == 0;
+    return udp_sum(src, dst, udp, len) == 0;
 }
 
 /* ---- receiving ---- */

@@ -89,22 +89,14 @@ int guest_main(const struct guest_args *args)
 {
     struct pci_dev pci;
     struct prng rng;
-    bool is_io;
     uint32_t hash = FNV1A_INIT;
 
-    if (!pci_find(E1000_VENDOR, E1000_DEVICE, &pci)) {
-        printf("error: no e1000 (8086:100e) on PCI bus 0\n");
+    uintptr_t mmio;
+    if (!pci_find_mmio(E1000_VENDOR, E1000_DEVICE, "e1000", &pci, &mmio)) {
         printf("guest=pae paging=%s n=0 pairs=0 mismatches=0 checksum=0x00000000\n",
                pae_paging_on ? "pae" : "off");
         return EXIT_NODEV;
     }
-    uint64_t bar = pci_bar(&pci, 0, &is_io);
-    if (is_io || bar == 0 || bar >= 0x100000000ull) {
-        printf("error: e1000 BAR0 0x%llx is not a memory BAR below 4 GiB\n",
-               (unsigned long long)bar);
-        return EXIT_NODEV;
-    }
-    uintptr_t mmio = (uintptr_t)bar;
     pci_enable(&pci, PCI_CMD_MEM);   /* no bus master: no DMA wanted */
     mmio_write32(mmio + E1000_IMC, 0xffffffff);
     mmio_write32(mmio + E1000_RCTL, 0);

@@ -136,6 +136,11 @@ void pci_write16(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t off, uint16_t v);
 bool pci_find(uint16_t vendor, uint16_t device, struct pci_dev *out);
 /* BAR n: the base address (I/O or memory, 64-bit BARs combined). */
 uint64_t pci_bar(const struct pci_dev *d, int n, bool *is_io);
+/* The first vendor:device function and its BAR0, which must be a memory
+ * BAR below 4 GiB (as the e1000's is); prints what is wrong and returns
+ * false otherwise. `name` names the device in the message. */
+bool pci_find_mmio(uint16_t vendor, uint16_t device, const char *name,
+                   struct pci_dev *out, uintptr_t *base);
 /* Set bits in the command register (I/O / memory enable, bus master). */
 void pci_enable(const struct pci_dev *d, uint16_t bits);
 

@@ -84,6 +84,26 @@ uint64_t pci_bar(const struct pci_dev *d, int n, bool *is_io)
     return base;
 }
 
+bool pci_find_mmio(uint16_t vendor, uint16_t device, const char *name,
+                   struct pci_dev *out, uintptr_t *base)
+{
+    bool is_io;
+
+    if (!pci_find(vendor, device, out)) {
+        printf("error: no %s (%04x:%04x) on PCI bus 0\n", name, vendor,
+               device);
+        return false;
+    }
+    uint64_t bar = pci_bar(out, 0, &is_io);
+    if (is_io || bar == 0 || bar >= 0x100000000ull) {
+        printf("error: %s BAR0 0x%llx is not a memory BAR below 4 GiB\n",
+               name, (unsigned long long)bar);
+        return false;
+    }
+    *base = (uintptr_t)bar;
+    return true;
+}
+
 void pci_enable(const struct pci_dev *d, uint16_t bits)
 {
     uint16_t cmd = pci_read16(d->bus, d->dev, d->fn, PCI_COMMAND);
