@@ -353,6 +353,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "lcvmm: cannot start the watchdog\n");
         return 2;
     }
+    vm->ticks_by_insns = o->cpu == VMM_CPU_UNICORN;
     if (vmm_io_start(vm)) {
         fprintf(stderr, "lcvmm: cannot start the I/O thread\n");
         return 2;

@@ -71,6 +71,8 @@ typedef struct uc_vm {
     uint32_t entry;
     /* the exit taken in a hook, reported when emulation stops */
     bool exit_pending;
+    bool tick_pending;
+    uint64_t tick_at;               /* insns when the last tick stopped */
     lc_exit ex;
     uint64_t cur_rip;               /* the instruction being executed */
     uint64_t last_exit_insns;
@@ -109,6 +111,15 @@ static void hk_code(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
         u->at_entry = true;
     }
     u->cur_rip = addr;
+    if ((u->insns + 1) % VMM_UC_TICK_INSNS == 0 && u->tick_at != u->insns &&
+        u->core.vm->opt.nic_opt.send_combine) {
+        /* send combining's timer tick, before this instruction (which
+         * the hook sees again, uncounted so far, when emulation resumes) */
+        u->tick_at = u->insns;
+        u->tick_pending = true;
+        uc_emu_stop(uc);
+        return;
+    }
     u->insns++;
     if (u->core.vm->opt.insn_limit && u->insns > u->core.vm->opt.insn_limit) {
         vmm_request_stop(u->core.vm, 4, "instruction limit (%llu) reached",
@@ -421,6 +432,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
     }
     u->core.vm = vm;
     u->entry = boot->entry;
+    u->tick_at = ~0ull;
     for (unsigned i = 0; i < 2; i++) {
         u->pic[i] = (pic_chip){ u, i, 0, 0xff };
         if (bus_register(&vm->pio, i ? 0xa0 : 0x20, 2, pic_bus, &u->pic[i],
@@ -466,6 +478,12 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
             vmm_request_stop(vm, 3, "unicorn: guest fault: %s",
                              uc_strerror(e));
             break;
+        }
+        if (u->tick_pending && vm->nic) {
+            u->tick_pending = false;
+            pthread_mutex_lock(&vm->dev_lock);
+            nic_flush(vm->nic);
+            pthread_mutex_unlock(&vm->dev_lock);
         }
         if (!u->exit_pending)
             continue;               /* stopped for another reason */

@@ -349,7 +349,7 @@ static void *io_thread(void *arg)
                                                : -1;
     int tfd = -1;
 
-    if (vm->opt.nic_opt.send_combine) {
+    if (vm->opt.nic_opt.send_combine && !vm->ticks_by_insns) {
         struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
                                   { 0, SEND_COMBINE_TICK_NS } };
         tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -24,6 +24,7 @@
 #include "devices/nic.h"
 
 #define VMM_MAX_VCPUS 8
+#define VMM_UC_TICK_INSNS (1u << 20)
 
 typedef enum vmm_cpu_backend {
     VMM_CPU_AUTO = 0, VMM_CPU_KVM, VMM_CPU_UNICORN
@@ -108,6 +109,10 @@ struct vmm {
      * (owned by the VM, freed by vmm_fini). */
     uint64_t *gaps;
     size_t ngaps;
+    /* Send combining's timer tick: wall-clock in the I/O thread (KVM), or
+     * every VMM_UC_TICK_INSNS guest instructions (Unicorn, which stays
+     * deterministic that way). */
+    bool ticks_by_insns;
     /* I/O thread (TAP receive, send-combining ticks). */
     pthread_t io_thread;
     bool io_thread_running;

@@ -6,7 +6,8 @@ off and on, and check that everything the guest can see is identical
 code) while the exits drop.
 
   run_guest.py LCVMM IMAGE --cpu kvm|unicorn [--nic pcnet|e1000|none]
-               [--params "n=20 irq=0"] [--expect-saved] [--extra-arg=ARG ...]
+               [--params "n=20 irq=0"] [--expect-saved] [--same-insns]
+               [--extra-arg=ARG ...]
 
 Exit status 0 pass, 1 fail, 77 skip (with the reason printed), as Meson
 expects.
@@ -54,6 +55,9 @@ def main():
     ap.add_argument('--timeout', type=float, default=120)
     ap.add_argument('--expect-saved', action='store_true',
                     help='clustering must save exits')
+    ap.add_argument('--same-insns', action='store_true',
+                    help='Unicorn: the guest must retire exactly as many '
+                    'instructions with clustering as without')
     ap.add_argument('--extra-arg', action='append', default=[],
                     help='an lcvmm argument, as --extra-arg=--nic-opt=none')
     args = ap.parse_args()
@@ -101,6 +105,12 @@ def main():
     if errors:
         print(f'FAIL: {errors} guest errors logged by devices')
         return 1
+    if args.same_insns:
+        i_off, i_on = off['vmm']['guest_insns'], on['vmm']['guest_insns']
+        print(f'guest instructions off={i_off} on={i_on}')
+        if i_off != i_on or not i_off:
+            print('FAIL: clustering changed the instructions the guest ran')
+            return 1
     if args.expect_saved and not (saved > 0 and e_on < e_off):
         print('FAIL: clustering saved no exits')
         return 1
