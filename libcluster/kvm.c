@@ -63,6 +63,7 @@ struct lc_kvm_vcpu {
     int fd;
     struct kvm_run *run;
     lc_kvm_caps caps;
+    lc_kvm_stats stats;         /* written by the vCPU thread only */
     skip_slot skip[SKIP_SLOTS];
 };
 
@@ -469,7 +470,7 @@ static uint64_t out_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
     return candidates == 1 ? found : 0;
 }
 
-lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
+static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
 {
     struct kvm_run *run;
     lc_cpu_state st;
@@ -484,6 +485,7 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     if (!kv || !res)
         return LC_ERR_INVAL;
     run = kv->run;
+    kv->stats.exits_offered++;
     res->disposition = LC_DECLINED;
     if ((run->kvm_valid_regs & SYNC_RS) != SYNC_RS)
         return LC_OK;
@@ -491,8 +493,10 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     memset(&x, 0, sizeof x);
     if (run->exit_reason == KVM_EXIT_IO) {
         if (run->io.count != 1 ||
-            (run->io.size != 1 && run->io.size != 2 && run->io.size != 4))
+            (run->io.size != 1 && run->io.size != 2 && run->io.size != 4)) {
+            kv->stats.string_io_declined++;
             return LC_OK;                 /* string I/O: the VMM's */
+        }
         x.kind = LC_EXIT_IO;
         x.u.io.port = run->io.port;
         x.u.io.size = run->io.size;
@@ -527,8 +531,10 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
         skip = skip_find(kv, run->s.regs.regs.rip, run->s.regs.sregs.cr3);
         if (skip->used && skip->rip == run->s.regs.regs.rip &&
             skip->cr3 == run->s.regs.sregs.cr3 &&
-            ++skip->hits % SKIP_RETRY != 0)
+            ++skip->hits % SKIP_RETRY != 0) {
+            kv->stats.reads_skipped++;
             return LC_OK;           /* nothing to gain here lately */
+        }
     }
     if (!is_read || !cancels) {
         /* Perform the exiting access now; for anything pending at the
@@ -539,8 +545,11 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
         if (perform(kv) < 0)
             return LC_OK;                 /* the VMM handles it */
         done_by_adapter = 1;
-        if (!rip_past && complete_now(kv) < 0)
-            return LC_ERR_CALLBACK;
+        if (!rip_past) {
+            kv->stats.completions++;
+            if (complete_now(kv) < 0)
+                return LC_ERR_CALLBACK;
+        }
         x.rip = LC_EXIT_RIP_PAST;
         state_in(&st, &run->s.regs);
         if (!rip_past)
@@ -583,4 +592,21 @@ lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
             return LC_ERR_CALLBACK;
     }
     return s;
+}
+
+lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res)
+{
+    lc_status s = handle_exit(kv, res);
+
+    if (s == LC_OK && res->disposition == LC_HANDLED)
+        kv->stats.exits_handled++;
+    return s;
+}
+
+lc_status lc_kvm_vcpu_get_stats(const lc_kvm_vcpu *kv, lc_kvm_stats *out)
+{
+    if (!kv || !out)
+        return LC_ERR_INVAL;
+    *out = kv->stats;
+    return LC_OK;
 }

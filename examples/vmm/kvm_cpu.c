@@ -475,6 +475,12 @@ out:
     }
     for (unsigned i = 0; i < VMM_MAX_VCPUS; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
+        lc_kvm_stats ks;
+        if (c->kv && lc_kvm_vcpu_get_stats(c->kv, &ks) == LC_OK) {
+            vm->stats.adapter.completions += ks.completions;
+            vm->stats.adapter.reads_skipped += ks.reads_skipped;
+            vm->stats.adapter.string_io_declined += ks.string_io_declined;
+        }
         lc_kvm_vcpu_detach(c->kv);
         lc_vcpu_destroy(c->core.lc);
         if (c->run)

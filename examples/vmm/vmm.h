@@ -54,6 +54,12 @@ typedef struct vmm_options {
     const char *trace_file;       /* --trace-file */
 } vmm_options;
 
+/* The KVM adapter's counters (lc_kvm_stats), kept here so this header
+ * does not need <linux/kvm.h>. */
+typedef struct lc_kvm_stats_copy {
+    uint64_t completions, reads_skipped, string_io_declined;
+} lc_kvm_stats_copy;
+
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */
 typedef struct vmm_stats {
     uint64_t exits;               /* returns from KVM_RUN / Unicorn stops */
@@ -62,6 +68,7 @@ typedef struct vmm_stats {
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t insns;               /* Unicorn: guest instructions */
     uint64_t unclaimed_pio, unclaimed_mmio;
+    lc_kvm_stats_copy adapter;    /* KVM: the adapter's counters, summed */
     double   wall_s;
 } vmm_stats;
 

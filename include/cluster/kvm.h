@@ -80,6 +80,21 @@ void lc_kvm_vcpu_detach(lc_kvm_vcpu *kv);
  */
 lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res);
 
+/* What the adapter did, for a VMM's statistics and for tests. */
+typedef struct lc_kvm_stats {
+    uint64_t exits_offered;     /* calls to lc_kvm_handle_exit */
+    uint64_t exits_handled;     /* answered LC_HANDLED */
+    uint64_t completions;       /* immediate_exit KVM_RUNs to complete a
+                                 * pending read before running ahead */
+    uint64_t reads_skipped;     /* reads declined at once: running ahead
+                                 * there saved nothing lately, so the
+                                 * completion ioctl would be pure cost */
+    uint64_t string_io_declined;/* INS/OUTS exits (not handled here) */
+} lc_kvm_stats;
+
+/* Copy the adapter's counters for this vCPU. LC_ERR_INVAL on NULL. */
+lc_status lc_kvm_vcpu_get_stats(const lc_kvm_vcpu *kv, lc_kvm_stats *out);
+
 #ifdef __cplusplus
 }
 #endif
