@@ -21,6 +21,7 @@
  *                 latch writes, behaves exactly like the slow path.
  */
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,15 +322,29 @@ void nic_tx_frame(nic *n, const uint8_t *frame, size_t len)
 
 /* ---- received frames ------------------------------------------------ */
 
+/* The Ethernet CRC-32 (reflected polynomial 0xEDB88320), a byte at a time
+ * from a table built once: every received frame gets its FCS here, and
+ * the bitwise loop showed in profiles of the e1000 guest. */
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_table_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int b = 0; b < 8; b++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+        crc_table[i] = c;
+    }
+}
+
 uint32_t nic_crc32(const uint8_t *p, size_t len)
 {
     uint32_t crc = 0xffffffffu;
 
-    for (size_t i = 0; i < len; i++) {
-        crc ^= p[i];
-        for (int b = 0; b < 8; b++)
-            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
-    }
+    pthread_once(&crc_once, crc_table_init);
+    for (size_t i = 0; i < len; i++)
+        crc = (crc >> 8) ^ crc_table[(crc ^ p[i]) & 0xff];
     return crc;
 }
 
