@@ -11,37 +11,48 @@ void bus_init(bus *b, const char *name)
     b->name = name;
 }
 
-int bus_register(bus *b, uint64_t base, uint64_t len, bus_handler fn,
-                 void *opaque, const char *name)
+/* Add a range; `quiet` leaves reporting to the caller (a guest moving a
+ * BAR onto another device must not be able to flood the log). */
+static int add(bus *b, uint64_t base, uint64_t len, bus_handler fn,
+               void *opaque, const char *name, bool quiet)
 {
     unsigned i;
 
     if (!len || !fn || base + len - 1 < base) {
-        fprintf(stderr, "lcvmm: %s bus: bad range %#llx+%#llx for %s\n",
-                b->name, (unsigned long long)base, (unsigned long long)len,
-                name);
+        if (!quiet)
+            fprintf(stderr, "lcvmm: %s bus: bad range %#llx+%#llx for %s\n",
+                    b->name, (unsigned long long)base,
+                    (unsigned long long)len, name);
         return -1;
     }
     if (b->n == BUS_MAX_RANGES) {
-        fprintf(stderr, "lcvmm: %s bus: full, cannot add %s\n", b->name,
-                name);
+        if (!quiet)
+            fprintf(stderr, "lcvmm: %s bus: full, cannot add %s\n", b->name,
+                    name);
         return -1;
     }
     for (i = 0; i < b->n; i++) {
         const bus_range *r = &b->r[i];
         if (base <= r->base + r->len - 1 && r->base <= base + len - 1) {
-            fprintf(stderr, "lcvmm: %s bus: %s [%#llx, %#llx] overlaps %s\n",
-                    b->name, name, (unsigned long long)base,
-                    (unsigned long long)(base + len - 1), r->name);
+            if (!quiet)
+                fprintf(stderr, "lcvmm: %s bus: %s [%#llx, %#llx] overlaps "
+                        "%s\n", b->name, name, (unsigned long long)base,
+                        (unsigned long long)(base + len - 1), r->name);
             return -1;
         }
-        if (r->base > base)
-            break;
     }
+    for (i = 0; i < b->n && b->r[i].base < base; i++)
+        ;
     memmove(&b->r[i + 1], &b->r[i], (b->n - i) * sizeof b->r[0]);
     b->r[i] = (bus_range){ base, len, fn, opaque, name };
     b->n++;
     return 0;
+}
+
+int bus_register(bus *b, uint64_t base, uint64_t len, bus_handler fn,
+                 void *opaque, const char *name)
+{
+    return add(b, base, len, fn, opaque, name, false);
 }
 
 int bus_move(bus *b, uint64_t old_base, uint64_t new_base)
@@ -51,7 +62,7 @@ int bus_move(bus *b, uint64_t old_base, uint64_t new_base)
             bus_range r = b->r[i];
             memmove(&b->r[i], &b->r[i + 1], (b->n - i - 1) * sizeof r);
             b->n--;
-            return bus_register(b, new_base, r.len, r.fn, r.opaque, r.name);
+            return add(b, new_base, r.len, r.fn, r.opaque, r.name, true);
         }
     }
     return -1;

@@ -115,6 +115,10 @@ static void ring_drain(kvm_vcpu_ctx *c)
     if (!ring)
         return;
     while (ring->first != ring->last) {
+        if (ring->first >= max || ring->last >= max) {
+            vmm_request_stop(vm, 2, "coalesced ring indices out of range");
+            return;
+        }
         struct kvm_coalesced_mmio *m = &ring->coalesced_mmio[ring->first];
         uint64_t v = 0;
         unsigned len = m->len <= 8 ? m->len : 8;

@@ -52,10 +52,11 @@ static void irq_set(void *opaque, unsigned gsi, int level)
 typedef struct nic_glue {
     vmm *vm;
     pci_bus *pci;
-    bool mapped;
+    bool mapped;                /* BAR0 is on the bus */
+    bool placed;                /* set up by the VMM: later moves are the
+                                 * guest's */
 } nic_glue;
 
-static nic_glue glue_;
 
 static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
                     uint64_t *val)
@@ -99,6 +100,10 @@ static void nic_bar_moved(void *opaque, uint32_t base)
     else
         rc = bus_register(b, base, id.bar_size, nic_bus, g,
                           nic_model_name(nic_model_of(vm->nic)));
+    if (rc && g->placed)
+        dev_guest_error("pci", "BAR0 of 00:%02x.0 moved to %#x, onto "
+                        "another device: it decodes nothing there",
+                        NIC_PCI_DEV, base);
     g->mapped = rc == 0;
     vm->nic_bar = base;
     /* translations remember device frames (lc_vm_ops.gpa_map contract) */
@@ -220,17 +225,24 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     uint8_t cfg[64];
     nic_pci_identity(vm->opt.nic, &id);
     identity(cfg, &id);
-    glue_ = (nic_glue){ vm, pci, false };
-    pci_function_ops ops = { &glue_, nic_bar_moved, nic_command };
+    nic_glue *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *g = (nic_glue){ vm, pci, false, false };
+    vm->nic_glue = g;
+    pci_function_ops ops = { g, nic_bar_moved, nic_command };
     if (pci_add_function(pci, NIC_PCI_DEV, cfg,
                          (pci_bar_info){ id.bar_size, id.bar_is_io },
                          id.bar_is_io ? PCNET_IO_BASE : E1000_MMIO_BASE,
-                         NIC_IRQ_LINE, &ops) || !glue_.mapped) {
+                         NIC_IRQ_LINE, &ops) || !g->mapped) {
         snprintf(err, errlen, "cannot place the %s on PCI",
                  nic_model_name(vm->opt.nic));
         return -1;
     }
     atomic_store(&vm->map_changed, false);
+    g->placed = true;
     return 0;
 }
 
@@ -243,6 +255,8 @@ void vmm_devices_fini(vmm *vm)
     net_destroy(vm->net);
     uart_destroy(vm->uart);
     pci_destroy(vm->pci);
+    free(vm->nic_glue);
+    vm->nic_glue = NULL;
     vm->nic = NULL;
     vm->net = NULL;
     vm->uart = vm->pci = NULL;

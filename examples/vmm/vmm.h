@@ -92,6 +92,7 @@ struct vmm {
     net_backend *net;
     uint32_t nic_bar;             /* BAR base as the VMM assigned it */
     void *uart, *pci;
+    void *nic_glue;               /* vm.c: the NIC on its PCI BAR */
     pthread_mutex_t dev_lock;     /* serialises device models */
     /* Interrupts: the back end's line setter, and an epoch bumped when a
      * line goes high so clusters stop for the guest to take it. */
