@@ -470,6 +470,47 @@ static uint64_t out_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
     return candidates == 1 ? found : 0;
 }
 
+/* With RIP already past an MMIO store (this KVM completes writes before
+ * exiting), where did the store start? An instruction is 1 to 15 bytes,
+ * and decoding backwards is ambiguous, so a candidate must decode to
+ * exactly the bytes that end at RIP, be a plain MOV store of the reported
+ * width (which changes no register its address uses, unlike PUSH, string
+ * or exchange forms), and its memory operand must point, with the
+ * registers as they are now, at the very guest-physical address KVM
+ * reported. The shortest such candidate is taken: a longer one differs
+ * only by bytes in front that leave the store the same (a redundant
+ * prefix, or the tail of the previous instruction read as one), and the
+ * anchor only names the translation and the target a loop must branch to
+ * to stay inside it (a branch to the true start, one byte earlier, just
+ * leaves the cluster). No candidate: 0 (no anchor: the engine starts at
+ * RIP, still correct, just unanchored). */
+static uint64_t store_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
+{
+    const struct kvm_run *run = kv->run;
+    lcr_vcpu v;
+
+    memset(&v, 0, sizeof v);
+    lcr_begin(&v, st, lci_vcpu_ops(kv->vcpu), lci_vcpu_opaque(kv->vcpu));
+    for (unsigned k = 1; k <= LC_INSN_MAX_LEN && k <= st->rip; k++) {
+        uint8_t buf[LC_INSN_MAX_LEN];
+        uint64_t gfn[2], gpa;
+        unsigned ngfn;
+        lcd_insn d;
+
+        if (lcr_fetch_at(&v, st->rip - k, buf, k, gfn, &ngfn) != k ||
+            lcd_decode(v.mode, buf, k, &d) != LC_OK ||
+            d.info.length != k || d.info.exit_class != LC_CLASS_WEAK ||
+            !d.mem.present || !d.mem.write || d.mem.read ||
+            d.mem.bytes != run->mmio.len ||
+            d.info.op != LC_OP_MOV ||
+            lcr_mem_gpa(&v, &d, st->rip - k, &gpa) < 0 ||
+            gpa != run->mmio.phys_addr)
+            continue;
+        return st->rip - k;         /* the shortest */
+    }
+    return 0;
+}
+
 static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
 {
     struct kvm_run *run;
@@ -556,6 +597,8 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
             x.insn_rip = at_rip;
         else if (run->exit_reason == KVM_EXIT_IO)
             x.insn_rip = out_start(kv, &st);
+        else
+            x.insn_rip = store_start(kv, &st);
     } else {
         x.rip = LC_EXIT_RIP_AT;
         state_in(&st, &run->s.regs);

@@ -145,6 +145,27 @@ static int mem_xlat(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned bytes,
     return lcr_translate(v, la, bytes, access, x);
 }
 
+int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
+                uint64_t *gpa)
+{
+    uint64_t saved = v->st->rip, ea;
+    lcr_xlat x;
+    int r;
+
+    if (!in->mem.present || in->mem.agen || !in->mem.bytes)
+        return -1;
+    v->st->rip = insn_rip;          /* RIP-relative operands */
+    ea = eff_addr(v, in, 0);
+    v->st->rip = saved;
+    r = mem_xlat(v, in->mem.seg, ea, in->mem.bytes, LCR_ACC_READ, &x);
+    v->stop = LC_STOP_NONE;         /* a probe: no fault to report */
+    v->fault_vector = 0;
+    if (r < 0 || x.nfrag == 0)
+        return -1;
+    *gpa = x.frag[0].gpa;
+    return 0;
+}
+
 static void note_vmm_access(const lcr_xlat *x, int *went)
 {
     for (unsigned i = 0; i < x->nfrag; i++)

@@ -190,6 +190,15 @@ int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
 int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
                   lcr_xlat *x);
 
+/* Where the explicit memory operand of `in`, an instruction starting at
+ * `insn_rip`, points in guest-physical space with the current registers:
+ * segmentation and paging as a read (accessed bits only; nothing is
+ * stored or executed). 0 with *gpa, or -1 (no memory operand, a fault,
+ * not mapped). Used to confirm which instruction made an exit that was
+ * reported after it completed. */
+int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
+                uint64_t *gpa);
+
 /* Read or write through a translation. RAM is copied; MMIO goes to
  * ops->mmio with the whole access (split at the page boundary if the
  * access crosses into a second fragment); traced RAM writes go to

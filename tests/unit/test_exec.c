@@ -359,6 +359,48 @@ START_TEST(io_permission_bitmap)
 }
 END_TEST
 
+/* lcr_mem_gpa: where an instruction's memory operand points, for a given
+ * instruction address (RIP-relative operands use it), with no effect. */
+START_TEST(mem_gpa_probe)
+{
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+    uint8_t b[16];
+    uint64_t gpa = 0;
+    size_t n;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.rip = 0x9000;                       /* not the instruction's address */
+    s.gpr[LC_RBX] = 0x5000;
+    before = s;
+    begin(&v, &f, &s);
+    n = lc_test_hex("89 05 10 00 00 00", b, sizeof b);  /* mov [rip+0x10], eax */
+    ck_assert_int_eq(lcd_decode(v.mode, b, n, &in), LC_OK);
+    ck_assert_int_eq(lcr_mem_gpa(&v, &in, 0x7000, &gpa), 0);
+    ck_assert_uint_eq(gpa, 0x7000 + 6 + 0x10);
+    n = lc_test_hex("89 43 08", b, sizeof b);            /* mov [rbx+8], eax */
+    ck_assert_int_eq(lcd_decode(v.mode, b, n, &in), LC_OK);
+    ck_assert_int_eq(lcr_mem_gpa(&v, &in, 0x7000, &gpa), 0);
+    ck_assert_uint_eq(gpa, 0x5008);
+    n = lc_test_hex("01 c8", b, sizeof b);               /* add eax, ecx */
+    ck_assert_int_eq(lcd_decode(v.mode, b, n, &in), LC_OK);
+    ck_assert_int_eq(lcr_mem_gpa(&v, &in, 0x7000, &gpa), -1);
+    n = lc_test_hex("8d 43 08", b, sizeof b);            /* lea: no access */
+    ck_assert_int_eq(lcd_decode(v.mode, b, n, &in), LC_OK);
+    ck_assert_int_eq(lcr_mem_gpa(&v, &in, 0x7000, &gpa), -1);
+    /* a non-canonical address faults: -1, and nothing is left to report */
+    s.gpr[LC_RBX] = 0x0000800000000000ull;
+    n = lc_test_hex("89 03", b, sizeof b);
+    ck_assert_int_eq(lcd_decode(v.mode, b, n, &in), LC_OK);
+    ck_assert_int_eq(lcr_mem_gpa(&v, &in, 0x7000, &gpa), -1);
+    ck_assert_int_eq(v.stop, LC_STOP_NONE);
+    s.gpr[LC_RBX] = before.gpr[LC_RBX];
+    ck_assert_uint_eq(s.rip, 0x9000);
+    ck_assert_uint_eq(f.nlog, 0);
+    fvm_fini(&f);
+}
+END_TEST
+
 START_TEST(callback_stop_leaves_state)
 {
     fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
@@ -549,6 +591,7 @@ static Suite *exec_suite(void)
                         (int)(sizeof stops / sizeof stops[0]));
     tcase_add_loop_test(t, io_permission_bitmap, 0,
                         (int)(sizeof iomaps / sizeof iomaps[0]));
+    tcase_add_test(t, mem_gpa_probe);
     tcase_add_test(t, callback_stop_leaves_state);
     tcase_add_test(t, smc_stops_after_write);
     tcase_add_test(t, rep_budget);
