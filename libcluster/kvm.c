@@ -58,6 +58,13 @@ typedef struct skip_slot {
     uint8_t  used;
 } skip_slot;
 
+/* Where the MMIO stores seen last began (store_start), by the RIP after
+ * them: a site's next exit then costs one decode instead of up to 15. */
+typedef struct anchor_slot {
+    uint64_t rip, cr3;
+    uint8_t  len;                   /* 0: empty */
+} anchor_slot;
+
 struct lc_kvm_vcpu {
     lc_vcpu *vcpu;
     int fd;
@@ -65,6 +72,7 @@ struct lc_kvm_vcpu {
     lc_kvm_caps caps;
     lc_kvm_stats stats;         /* written by the vCPU thread only */
     skip_slot skip[SKIP_SLOTS];
+    anchor_slot anchors[64];
 };
 
 static skip_slot *skip_find(lc_kvm_vcpu *kv, uint64_t rip, uint64_t cr3)
@@ -470,6 +478,26 @@ static uint64_t out_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
     return candidates == 1 ? found : 0;
 }
 
+/* Is the instruction of k bytes ending at RIP a plain MOV store of the
+ * reported width to the reported guest-physical address? */
+static int store_candidate(lcr_vcpu *v, const struct kvm_run *run,
+                           uint64_t rip, unsigned k)
+{
+    uint8_t buf[LC_INSN_MAX_LEN];
+    uint64_t gfn[2], gpa;
+    unsigned ngfn;
+    lcd_insn d;
+
+    return k <= rip &&
+           lcr_fetch_at(v, rip - k, buf, k, gfn, &ngfn) == k &&
+           lcd_decode(v->mode, buf, k, &d) == LC_OK &&
+           d.info.length == k && d.info.exit_class == LC_CLASS_WEAK &&
+           d.info.op == LC_OP_MOV && d.mem.present && d.mem.write &&
+           !d.mem.read && d.mem.bytes == run->mmio.len &&
+           lcr_mem_gpa(v, &d, rip - k, &gpa) == 0 &&
+           gpa == run->mmio.phys_addr;
+}
+
 /* With RIP already past an MMIO store (this KVM completes writes before
  * exiting), where did the store start? An instruction is 1 to 15 bytes,
  * and decoding backwards is ambiguous, so a candidate must decode to
@@ -487,26 +515,21 @@ static uint64_t out_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
 static uint64_t store_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
 {
     const struct kvm_run *run = kv->run;
+    anchor_slot *a = &kv->anchors[((st->rip ^ (st->cr3 >> 12)) *
+                                   0x9e3779b97f4a7c15ull) >> 58];
     lcr_vcpu v;
 
     memset(&v, 0, sizeof v);
     lcr_begin(&v, st, lci_vcpu_ops(kv->vcpu), lci_vcpu_opaque(kv->vcpu));
-    for (unsigned k = 1; k <= LC_INSN_MAX_LEN && k <= st->rip; k++) {
-        uint8_t buf[LC_INSN_MAX_LEN];
-        uint64_t gfn[2], gpa;
-        unsigned ngfn;
-        lcd_insn d;
-
-        if (lcr_fetch_at(&v, st->rip - k, buf, k, gfn, &ngfn) != k ||
-            lcd_decode(v.mode, buf, k, &d) != LC_OK ||
-            d.info.length != k || d.info.exit_class != LC_CLASS_WEAK ||
-            !d.mem.present || !d.mem.write || d.mem.read ||
-            d.mem.bytes != run->mmio.len ||
-            d.info.op != LC_OP_MOV ||
-            lcr_mem_gpa(&v, &d, st->rip - k, &gpa) < 0 ||
-            gpa != run->mmio.phys_addr)
-            continue;
-        return st->rip - k;         /* the shortest */
+    /* the same site as last time: one decode confirms it */
+    if (a->len && a->rip == st->rip && a->cr3 == st->cr3 &&
+        store_candidate(&v, run, st->rip, a->len))
+        return st->rip - a->len;
+    for (unsigned k = 1; k <= LC_INSN_MAX_LEN; k++) {
+        if (store_candidate(&v, run, st->rip, k)) {
+            *a = (anchor_slot){ st->rip, st->cr3, (uint8_t)k };
+            return st->rip - k;     /* the shortest */
+        }
     }
     return 0;
 }
