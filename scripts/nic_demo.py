@@ -149,10 +149,11 @@ def main():
             print('nic_demo: the guest saw different results', file=sys.stderr)
             return 1
     if cpu == 'kvm':
-        print('An exit costs about 8 us at CPL 0 and 35 us at CPL 3 here; '
-              'CPL 0 guest code is\nemulated by this host (about 0.6 us '
-              'per instruction), so at CPL 0 the time per\nexchange is '
-              'mostly guest code and a saved exit is within the noise.')
+        print('An exit costs about 5 us at CPL 0 and 25 us at CPL 3 here '
+              '(bench/); CPL 0 guest code\nis emulated by this host (about '
+              '0.3-0.6 us per instruction), so at CPL 0 the time per\n'
+              'exchange is mostly guest code and a saved exit is within the '
+              'noise.')
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(rows, f, indent=2)
