@@ -41,20 +41,26 @@
 #define SYNC_RS (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)
 
 /*
- * Read exits that KVM will complete on the next entry and that changing
- * RIP does not cancel cost one extra KVM_RUN (immediate_exit) before the
- * engine may run ahead of them: about 5 us here, more at CPL 3. Where
- * running ahead saved no exit, that ioctl is pure loss, so such sites
- * (exit RIP and CR3) are remembered and declined at once, and retried
- * every SKIP_RETRY-th time in case the code or what the engine learned
- * has changed. Direct-mapped; a collision only costs a retry.
+ * Sites where running ahead buys nothing. Every exit offered costs the
+ * adapter something before the engine can run: reads that changing RIP
+ * does not cancel need one extra KVM_RUN (immediate_exit) to complete,
+ * about 2-5 us here, more at CPL 3; stores and OUTs reported with RIP
+ * past them need a backward decode to find the instruction. Where the
+ * engine, once it has decided what to do at a site, keeps saving no exit
+ * (SKIP_MISSES runs in a row), the site (exit RIP as reported, and CR3) is
+ * declined at once, so the VMM handles it as it would without libcluster;
+ * every SKIP_RETRY-th exit there is offered again in case the code or what
+ * the engine learned has changed, and a run that saves an exit clears the
+ * site. Direct-mapped; a collision only costs a retry.
  */
 #define SKIP_SLOTS 64
 #define SKIP_RETRY 64
+#define SKIP_MISSES 2
 
 typedef struct skip_slot {
     uint64_t rip, cr3;
     uint32_t hits;
+    uint8_t  misses;                /* decided runs in a row saving none */
     uint8_t  used;
 } skip_slot;
 
@@ -539,8 +545,9 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     struct kvm_run *run;
     lc_cpu_state st;
     lc_exit x;
-    int is_read, rip_past, cancels, costly, done_by_adapter = 0;
-    skip_slot *skip = NULL;
+    int is_read, rip_past, cancels, done_by_adapter = 0;
+    skip_slot *skip;
+    uint64_t site;
     uint64_t exit_rip;
     lc_status s;
 
@@ -590,15 +597,13 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     if (rip_past && is_read)
         return LC_OK;   /* a read completed later with RIP already moved:
                          * nothing safe to do here */
-    costly = is_read && !cancels && !rip_past;
-    if (costly) {
-        skip = skip_find(kv, run->s.regs.regs.rip, run->s.regs.sregs.cr3);
-        if (skip->used && skip->rip == run->s.regs.regs.rip &&
-            skip->cr3 == run->s.regs.sregs.cr3 &&
-            ++skip->hits % SKIP_RETRY != 0) {
-            kv->stats.reads_skipped++;
-            return LC_OK;           /* nothing to gain here lately */
-        }
+    site = run->s.regs.regs.rip;
+    skip = skip_find(kv, site, run->s.regs.sregs.cr3);
+    if (skip->used && skip->rip == site &&
+        skip->cr3 == run->s.regs.sregs.cr3 && skip->misses >= SKIP_MISSES &&
+        ++skip->hits % SKIP_RETRY != 0) {
+        kv->stats.exits_skipped++;
+        return LC_OK;               /* nothing to gain here lately */
     }
     if (!is_read || !cancels) {
         /* Perform the exiting access now; for anything pending at the
@@ -629,15 +634,22 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
 
     exit_rip = st.rip;
     s = lc_vcpu_handle_exit(kv->vcpu, &st, &x, res);
-    if (costly) {
+    {
         /* LC_STOP_NONE without a run: the engine is still learning the
          * site (section 5's first exits); judge it once it has decided. */
         int learning = res->disposition != LC_HANDLED &&
                        res->stop == LC_STOP_NONE;
-        if (!learning && res->exits_saved == 0)
-            *skip = (skip_slot){ x.insn_rip, run->s.regs.sregs.cr3, 0, 1 };
-        else if (res->exits_saved && skip->used && skip->rip == x.insn_rip)
-            skip->used = 0;
+        int mine = skip->used && skip->rip == site &&
+                   skip->cr3 == run->s.regs.sregs.cr3;
+        if (res->exits_saved) {
+            if (mine)
+                skip->misses = 0;
+        } else if (!learning) {
+            if (!mine)
+                *skip = (skip_slot){ site, run->s.regs.sregs.cr3, 0, 0, 1 };
+            if (skip->misses < 255)
+                skip->misses++;
+        }
     }
     if (res->disposition != LC_HANDLED) {
         if (done_by_adapter) {

@@ -482,7 +482,7 @@ out:
         lc_kvm_stats ks;
         if (c->kv && lc_kvm_vcpu_get_stats(c->kv, &ks) == LC_OK) {
             vm->stats.adapter.completions += ks.completions;
-            vm->stats.adapter.reads_skipped += ks.reads_skipped;
+            vm->stats.adapter.exits_skipped += ks.exits_skipped;
             vm->stats.adapter.string_io_declined += ks.string_io_declined;
         }
         lc_kvm_vcpu_detach(c->kv);

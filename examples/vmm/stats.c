@@ -52,7 +52,7 @@ static unsigned collect(vmm *vm, kv *t)
         U("libcluster", "routed_accesses", ls.routed_accesses);
         U("libcluster", "tcache_bytes", ls.tcache_bytes);
         U("libcluster", "kvm_completions", vm->stats.adapter.completions);
-        U("libcluster", "kvm_reads_skipped", vm->stats.adapter.reads_skipped);
+        U("libcluster", "kvm_exits_skipped", vm->stats.adapter.exits_skipped);
         U("libcluster", "kvm_string_io_declined",
           vm->stats.adapter.string_io_declined);
         for (int r = 0; r < LC_STOP_REASON_COUNT_; r++) {

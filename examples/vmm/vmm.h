@@ -57,7 +57,7 @@ typedef struct vmm_options {
 /* The KVM adapter's counters (lc_kvm_stats), kept here so this header
  * does not need <linux/kvm.h>. */
 typedef struct lc_kvm_stats_copy {
-    uint64_t completions, reads_skipped, string_io_declined;
+    uint64_t completions, exits_skipped, string_io_declined;
 } lc_kvm_stats_copy;
 
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */

@@ -86,9 +86,10 @@ typedef struct lc_kvm_stats {
     uint64_t exits_handled;     /* answered LC_HANDLED */
     uint64_t completions;       /* immediate_exit KVM_RUNs to complete a
                                  * pending read before running ahead */
-    uint64_t reads_skipped;     /* reads declined at once: running ahead
-                                 * there saved nothing lately, so the
-                                 * completion ioctl would be pure cost */
+    uint64_t exits_skipped;     /* declined at once: running ahead there
+                                 * saved nothing lately, so the completion
+                                 * ioctl or backward decode would be pure
+                                 * cost */
     uint64_t string_io_declined;/* INS/OUTS exits (not handled here) */
 } lc_kvm_stats;
 
