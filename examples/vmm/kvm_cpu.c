@@ -225,7 +225,6 @@ static void cpu_loop(kvm_vcpu_ctx *c)
     struct kvm_run *run = c->run;
 
     while (!atomic_load(&vm->stop)) {
-        bool to_nic = false;
         lc_result res;
 
         if (ioctl(c->fd, KVM_RUN, 0) < 0) {
@@ -237,25 +236,13 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             vmm_request_stop(vm, 2, "KVM_RUN: %s", strerror(errno));
             break;
         }
-        vm->stats.exits++;
         ring_drain(c);
-        switch (run->exit_reason) {
-        case KVM_EXIT_IO:
-            vm->stats.exits_io++;
-            to_nic = vmm_is_nic_access(vm, true, run->io.port);
-            break;
-        case KVM_EXIT_MMIO:
-            vm->stats.exits_mmio++;
-            to_nic = vmm_is_nic_access(vm, false, run->mmio.phys_addr);
-            break;
-        default:
-            break;
-        }
-        vmm_on_exit(vm, to_nic);
-        if (atomic_exchange(&vm->map_changed, false)) {
-            if (vm->engine)
-                lc_engine_flush(vm->engine);
-            zones_set(vm->cpu, vm);
+        if (run->exit_reason == KVM_EXIT_IO ||
+            run->exit_reason == KVM_EXIT_MMIO) {
+            if (vmm_exit_begin(vm, run->exit_reason == KVM_EXIT_IO))
+                zones_set(vm->cpu, vm);     /* the latch zones moved too */
+        } else {
+            vm->stats.exits++;
         }
         if (vm->trace)
             trace_exit(vm, run, NULL);

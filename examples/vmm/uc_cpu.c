@@ -488,19 +488,10 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         if (!u->exit_pending)
             continue;               /* stopped for another reason */
         u->exit_pending = false;
-        vm->stats.exits++;
         int64_t gap = (int64_t)(u->insns - u->last_exit_insns);
         bool traced = false;
         gap_record(u);
-        if (u->ex.kind == LC_EXIT_IO)
-            vm->stats.exits_io++;
-        else
-            vm->stats.exits_mmio++;
-        vmm_on_exit(vm, u->ex.kind == LC_EXIT_IO
-                            ? vmm_is_nic_access(vm, true, u->ex.u.io.port)
-                            : vmm_is_nic_access(vm, false, u->ex.u.mmio.gpa));
-        if (atomic_exchange(&vm->map_changed, false) && vm->engine)
-            lc_engine_flush(vm->engine);
+        vmm_exit_begin(vm, u->ex.kind == LC_EXIT_IO);
         if (u->core.lc && !atomic_load(&vm->stop)) {
             lc_cpu_state st;
             lc_result res;

@@ -262,29 +262,33 @@ void vmm_devices_fini(vmm *vm)
     vm->uart = vm->pci = NULL;
 }
 
-/* Send combining's "next world switch" (seeds/000 s3.3). Here every exit
- * reaches the VMM, so the frames a kick queued go out at the next exit of
- * any kind, before it is handled (a guest polling for the reply sees it
- * at once). What gets combined is what the guest kicks without exiting in
- * between: several transmits inside one cluster run by libcluster. */
-void vmm_on_exit(vmm *vm, bool to_nic)
+/* What every back end does first at an exit, whatever it was:
+ *  - count it (`is_io`: port I/O, else MMIO; other exits are counted by
+ *    the back end);
+ *  - send combining's "next world switch" (seeds/000 s3.3): every exit
+ *    reaches the VMM here, so frames a kick queued go out at the next exit
+ *    of any kind, before it is handled (a guest polling for the reply sees
+ *    it at once); what gets combined is what the guest kicks without
+ *    exiting in between, several transmits inside one cluster;
+ *  - after a BAR move, flush the engine (lc_vm_ops.gpa_map contract).
+ * Returns true if the guest-physical map changed since the last exit. */
+bool vmm_exit_begin(vmm *vm, bool is_io)
 {
-    (void)to_nic;
+    vm->stats.exits++;
+    if (is_io)
+        vm->stats.exits_io++;
+    else
+        vm->stats.exits_mmio++;
     if (vm->nic && vm->opt.nic_opt.send_combine) {
         pthread_mutex_lock(&vm->dev_lock);
         nic_flush(vm->nic);
         pthread_mutex_unlock(&vm->dev_lock);
     }
-}
-
-bool vmm_is_nic_access(vmm *vm, bool is_pio, uint64_t addr)
-{
-    nic_pci_id id;
-    if (!vm->nic)
+    if (!atomic_exchange(&vm->map_changed, false))
         return false;
-    nic_pci_identity(nic_model_of(vm->nic), &id);
-    return id.bar_is_io == is_pio && addr >= vm->nic_bar &&
-           addr - vm->nic_bar < id.bar_size;
+    if (vm->engine)
+        lc_engine_flush(vm->engine);
+    return true;
 }
 
 /* ---- libcluster's callbacks ---------------------------------------------- */

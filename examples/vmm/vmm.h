@@ -139,11 +139,10 @@ void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops);
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Called by a back end on every exit before it handles it: the
- * "next exit" of send combining (seeds/000 s3.3). `nic_kick` says whether
- * the exit is an access to the NIC (which then decides itself). */
-void vmm_on_exit(vmm *vm, bool to_nic);
-bool vmm_is_nic_access(vmm *vm, bool is_pio, uint64_t addr);
+/* Called by a back end first at every port or MMIO exit: counts it,
+ * sends what send combining queued, flushes the engine after a BAR move
+ * (then returns true). */
+bool vmm_exit_begin(vmm *vm, bool is_io);
 
 /* The I/O thread: backend receive and send-combining ticks. */
 int  vmm_io_start(vmm *vm);
