@@ -187,36 +187,22 @@ static void dump_regs(kvm_vcpu_ctx *c)
                 (unsigned long long)r.rflags);
 }
 
-/* The exit trace: the exit is described before the engine sees it (the
- * adapter may complete it and change kvm_run), and written with what the
- * engine did. Only KVM_EXIT_IO and KVM_EXIT_MMIO are traced. */
-static void trace_exit(vmm *vm, const struct kvm_run *run,
-                       const lc_result *res)
+/* The exit as libcluster describes it, taken before the adapter sees it
+ * (it may complete the exit and change kvm_run): for vmm_exit_end. */
+static void exit_of(const struct kvm_run *run, lc_exit *x)
 {
-    static __thread lc_exit x;
-    static __thread bool have;
-
-    if (run) {
-        memset(&x, 0, sizeof x);
-        have = true;
-        if (run->exit_reason == KVM_EXIT_IO) {
-            x.kind = LC_EXIT_IO;
-            x.u.io.port = run->io.port;
-            x.u.io.size = run->io.size;
-            x.u.io.is_out = run->io.direction == KVM_EXIT_IO_OUT;
-        } else if (run->exit_reason == KVM_EXIT_MMIO) {
-            x.kind = LC_EXIT_MMIO;
-            x.u.mmio.gpa = run->mmio.phys_addr;
-            x.u.mmio.len = (uint8_t)run->mmio.len;
-            x.u.mmio.is_write = run->mmio.is_write;
-        } else {
-            have = false;
-        }
-        return;
+    memset(x, 0, sizeof *x);
+    if (run->exit_reason == KVM_EXIT_IO) {
+        x->kind = LC_EXIT_IO;
+        x->u.io.port = run->io.port;
+        x->u.io.size = run->io.size;
+        x->u.io.is_out = run->io.direction == KVM_EXIT_IO_OUT;
+    } else {
+        x->kind = LC_EXIT_MMIO;
+        x->u.mmio.gpa = run->mmio.phys_addr;
+        x->u.mmio.len = (uint8_t)run->mmio.len;
+        x->u.mmio.is_write = run->mmio.is_write;
     }
-    if (have)
-        vmm_trace_exit(vm, &x, -1, res);
-    have = false;
 }
 
 static void cpu_loop(kvm_vcpu_ctx *c)
@@ -237,27 +223,23 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             break;
         }
         ring_drain(c);
-        if (run->exit_reason == KVM_EXIT_IO ||
-            run->exit_reason == KVM_EXIT_MMIO) {
-            if (vmm_exit_begin(vm, run->exit_reason == KVM_EXIT_IO))
-                zones_set(vm->cpu, vm);     /* the latch zones moved too */
-        } else {
-            vm->stats.exits++;
-        }
-        if (vm->trace)
-            trace_exit(vm, run, NULL);
-        if (c->kv) {
-            c->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
-            if (lc_kvm_handle_exit(c->kv, &res) == LC_OK &&
-                res.disposition == LC_HANDLED) {
-                vm->stats.exits_handled_by_engine++;
-                if (vm->trace)
-                    trace_exit(vm, NULL, &res);
-                continue;
+        bool pio = run->exit_reason == KVM_EXIT_IO,
+             dev = pio || run->exit_reason == KVM_EXIT_MMIO;
+        if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0))
+            zones_set(vm->cpu, vm);         /* the latch zones moved too */
+        if (dev) {
+            lc_exit ex;
+            bool handled = false;
+            exit_of(run, &ex);
+            if (c->kv) {
+                c->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
+                handled = lc_kvm_handle_exit(c->kv, &res) == LC_OK &&
+                          res.disposition == LC_HANDLED;
             }
+            vmm_exit_end(vm, &ex, -1, handled ? &res : NULL);
+            if (handled)
+                continue;
         }
-        if (vm->trace)
-            trace_exit(vm, NULL, NULL);
         switch (run->exit_reason) {
         case KVM_EXIT_IO:
             handle_io(c);
@@ -468,6 +450,8 @@ out:
         kvm_vcpu_ctx *c = &k->cpu[i];
         lc_kvm_stats ks;
         if (c->kv && lc_kvm_vcpu_get_stats(c->kv, &ks) == LC_OK) {
+            vm->stats.adapter.exits_offered += ks.exits_offered;
+            vm->stats.adapter.exits_handled += ks.exits_handled;
             vm->stats.adapter.completions += ks.completions;
             vm->stats.adapter.exits_skipped += ks.exits_skipped;
             vm->stats.adapter.string_io_declined += ks.string_io_declined;

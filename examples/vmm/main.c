@@ -31,8 +31,8 @@ static void usage(FILE *f)
 "                         all | none (default all)\n"
 "      --stats FORMAT     table | json | none (default table)\n"
 "      --stats-file FILE  write the statistics there instead of stderr\n"
-"      --gaps-file FILE   Unicorn: instructions between exits, one per line\n"
-"      --trace-file FILE  one CSV line per exit (kind, address, gap, cluster)\n"
+"      --trace-file FILE  one CSV line per exit (kind, address, cluster; on\n"
+"                         Unicorn also the guest instructions since the last)\n"
 "      --insn-limit N     Unicorn: stop after N guest instructions\n"
 "      --timeout SECONDS  stop the guest after this long (exit status 4)\n"
 "  -q, --quiet            no banner\n"
@@ -86,9 +86,8 @@ static int parse_uint(const char *s, unsigned long long lo,
 }
 
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
-       O_STATS, O_STATSFILE, O_GAPS, O_TRACE, O_INSNLIMIT, O_TIMEOUT };
+       O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT };
 
-static const char *gaps_file;
 
 static int parse_args(int argc, char **argv, vmm_options *o)
 {
@@ -106,7 +105,6 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "nic-opt", required_argument, 0, O_NICOPT },
         { "stats", required_argument, 0, O_STATS },
         { "stats-file", required_argument, 0, O_STATSFILE },
-        { "gaps-file", required_argument, 0, O_GAPS },
         { "trace-file", required_argument, 0, O_TRACE },
         { "insn-limit", required_argument, 0, O_INSNLIMIT },
         { "timeout", required_argument, 0, O_TIMEOUT },
@@ -195,7 +193,6 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             }
             break;
         case O_STATSFILE: o->stats_file = optarg; break;
-        case O_GAPS: gaps_file = optarg; break;
         case O_TRACE: o->trace_file = optarg; break;
         case O_INSNLIMIT:
             if (parse_uint(optarg, 1, ~0ull, &v, "--insn-limit"))
@@ -263,18 +260,6 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int write_gaps(const vmm *vm, const char *path)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
-    for (size_t i = 0; i < vm->ngaps; i++)
-        fprintf(f, "%llu\n", (unsigned long long)vm->gaps[i]);
-    return fclose(f);
-}
-
 int main(int argc, char **argv)
 {
     static vmm vm_;
@@ -285,7 +270,6 @@ int main(int argc, char **argv)
     vmm_boot boot;
     pthread_t wd;
     double t0;
-    int rc;
 
     *o = (vmm_options){ .ram_mib = 64, .vcpus = 1, .nic = NIC_PCNET,
                         .net = "peer", .cluster = true,
@@ -353,14 +337,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "lcvmm: cannot start the watchdog\n");
         return 2;
     }
-    vm->ticks_by_insns = o->cpu == VMM_CPU_UNICORN;
     if (vmm_io_start(vm)) {
         fprintf(stderr, "lcvmm: cannot start the I/O thread\n");
         return 2;
     }
     t0 = now_s();
-    rc = o->cpu == VMM_CPU_KVM ? vmm_kvm_run(vm, &boot)
-                               : vmm_unicorn_run(vm, &boot);
+    /* the back end's failure is in vm->exit_code and vm->stop_reason */
+    if (o->cpu == VMM_CPU_KVM)
+        vmm_kvm_run(vm, &boot);
+    else
+        vmm_unicorn_run(vm, &boot);
     vm->stats.wall_s = now_s() - t0;
     vmm_io_stop(vm);
     if (vm->nic) {
@@ -374,14 +360,10 @@ int main(int argc, char **argv)
                 vm->stop_reason[0] ? vm->stop_reason : "stopped",
                 vm->exit_code);
     vmm_print_stats(vm, backend);
-    if (gaps_file && write_gaps(vm, gaps_file))
-        rc = -1;
     if (vm->trace && fclose(vm->trace))
         perror(o->trace_file);
     vmm_devices_fini(vm);
     lc_engine_destroy(vm->engine);
-    free(vm->gaps);
     vmm_mem_fini(vm);
-    (void)rc;
     return vm->exit_code;
 }

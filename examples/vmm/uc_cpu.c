@@ -76,8 +76,7 @@ typedef struct uc_vm {
     lc_exit ex;
     uint64_t cur_rip;               /* the instruction being executed */
     uint64_t last_exit_insns;
-    uint64_t *gaps;                 /* instructions between exits */
-    size_t ngaps, capgaps;
+    bool tick_enabled;              /* a NIC with send combining */
     pic_chip pic[2];
 } uc_vm;
 
@@ -111,8 +110,8 @@ static void hk_code(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
         u->at_entry = true;
     }
     u->cur_rip = addr;
-    if ((u->insns + 1) % VMM_UC_TICK_INSNS == 0 && u->tick_at != u->insns &&
-        u->core.vm->opt.nic_opt.send_combine) {
+    if (u->tick_enabled && (u->insns + 1) % VMM_UC_TICK_INSNS == 0 &&
+        u->tick_at != u->insns) {
         /* send combining's timer tick, before this instruction (which
          * the hook sees again, uncounted so far, when emulation resumes) */
         u->tick_at = u->insns;
@@ -332,21 +331,6 @@ static int write_state(uc_vm *u, const lc_cpu_state *st, uint32_t dirty)
     return 0;
 }
 
-static void gap_record(uc_vm *u)
-{
-    uint64_t gap = u->insns - u->last_exit_insns;
-    u->last_exit_insns = u->insns;
-    if (u->ngaps == u->capgaps) {
-        size_t cap = u->capgaps ? u->capgaps * 2 : 4096;
-        uint64_t *g = realloc(u->gaps, cap * sizeof *g);
-        if (!g)
-            return;
-        u->gaps = g;
-        u->capgaps = cap;
-    }
-    u->gaps[u->ngaps++] = gap;
-}
-
 /* ---- boot ---------------------------------------------------------------- */
 
 static int boot_trampoline(uc_vm *u, const vmm_boot *boot)
@@ -433,6 +417,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
     u->core.vm = vm;
     u->entry = boot->entry;
     u->tick_at = ~0ull;
+    u->tick_enabled = vm->nic && vm->opt.nic_opt.send_combine;
     for (unsigned i = 0; i < 2; i++) {
         u->pic[i] = (pic_chip){ u, i, 0, 0xff };
         if (bus_register(&vm->pio, i ? 0xa0 : 0x20, 2, pic_bus, &u->pic[i],
@@ -489,20 +474,18 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
             continue;               /* stopped for another reason */
         u->exit_pending = false;
         int64_t gap = (int64_t)(u->insns - u->last_exit_insns);
-        bool traced = false;
-        gap_record(u);
-        vmm_exit_begin(vm, u->ex.kind == LC_EXIT_IO);
+        const lc_result *done = NULL;
+        lc_result res;
+        u->last_exit_insns = u->insns;
+        vmm_exit_begin(vm, u->ex.kind);
         if (u->core.lc && !atomic_load(&vm->stop)) {
             lc_cpu_state st;
-            lc_result res;
             if (read_state(u, &st))
                 UCK(UC_ERR_EXCEPTION, "reading the vCPU state");
             u->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
             lc_status s = lc_vcpu_handle_exit(u->core.lc, &st, &u->ex, &res);
-            vmm_trace_exit(vm, &u->ex, gap, &res);
-            traced = true;
             if (s == LC_OK && res.disposition == LC_HANDLED) {
-                vm->stats.exits_handled_by_engine++;
+                done = &res;
                 /* with RIP past the exit, res.insns counts only what
                  * the engine ran after the instruction Unicorn did */
                 u->insns += res.insns;
@@ -511,8 +494,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
                     UCK(UC_ERR_EXCEPTION, "writing the vCPU state");
             }
         }
-        if (!traced)
-            vmm_trace_exit(vm, &u->ex, gap, NULL);
+        vmm_exit_end(vm, &u->ex, gap, done);
     }
     rc = 0;
 out:
@@ -521,8 +503,6 @@ out:
     if (u->uc)
         uc_close(u->uc);
     vm->cpu = NULL;
-    vm->gaps = u->gaps;             /* ownership passes to the VM */
-    vm->ngaps = u->ngaps;
     free(u);
     return rc;
 }

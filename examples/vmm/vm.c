@@ -263,8 +263,7 @@ void vmm_devices_fini(vmm *vm)
 }
 
 /* What every back end does first at an exit, whatever it was:
- *  - count it (`is_io`: port I/O, else MMIO; other exits are counted by
- *    the back end);
+ *  - count it (`kind`: LC_EXIT_IO, LC_EXIT_MMIO, or 0 for any other);
  *  - send combining's "next world switch" (seeds/000 s3.3): every exit
  *    reaches the VMM here, so frames a kick queued go out at the next exit
  *    of any kind, before it is handled (a guest polling for the reply sees
@@ -272,14 +271,15 @@ void vmm_devices_fini(vmm *vm)
  *    exiting in between, several transmits inside one cluster;
  *  - after a BAR move, flush the engine (lc_vm_ops.gpa_map contract).
  * Returns true if the guest-physical map changed since the last exit. */
-bool vmm_exit_begin(vmm *vm, bool is_io)
+bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
 {
     vm->stats.exits++;
-    if (is_io)
+    if (kind == LC_EXIT_IO)
         vm->stats.exits_io++;
-    else
+    else if (kind == LC_EXIT_MMIO)
         vm->stats.exits_mmio++;
-    if (vm->nic && vm->opt.nic_opt.send_combine) {
+    /* the lock only when something waits: nearly every exit has nothing */
+    if (vm->nic && nic_tx_pending(vm->nic)) {
         pthread_mutex_lock(&vm->dev_lock);
         nic_flush(vm->nic);
         pthread_mutex_unlock(&vm->dev_lock);
@@ -289,6 +289,17 @@ bool vmm_exit_begin(vmm *vm, bool is_io)
     if (vm->engine)
         lc_engine_flush(vm->engine);
     return true;
+}
+
+/* And last, for a port or MMIO exit offered to libcluster: count what the
+ * engine handled and write the trace line (`res`: the engine's result if
+ * it handled the exit, else NULL). */
+void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap,
+                  const lc_result *res)
+{
+    if (res)
+        vm->stats.exits_handled_by_engine++;
+    vmm_trace_exit(vm, ex, gap, res);
 }
 
 /* ---- libcluster's callbacks ---------------------------------------------- */
@@ -367,7 +378,7 @@ static void *io_thread(void *arg)
                                                : -1;
     int tfd = -1;
 
-    if (vm->opt.nic_opt.send_combine && !vm->ticks_by_insns) {
+    if (vm->opt.nic_opt.send_combine && vm->opt.cpu != VMM_CPU_UNICORN) {
         struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
                                   { 0, SEND_COMBINE_TICK_NS } };
         tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

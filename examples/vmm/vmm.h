@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include <cluster/cluster.h>
+#include <cluster/kvm.h>
 
 #include "backends/net.h"
 #include "bus.h"
@@ -24,6 +25,8 @@
 #include "devices/nic.h"
 
 #define VMM_MAX_VCPUS 8
+/* Send combining's timer tick on Unicorn: every this many guest
+ * instructions, so runs stay deterministic (KVM: 1 ms of wall clock). */
 #define VMM_UC_TICK_INSNS (1u << 20)
 
 typedef enum vmm_cpu_backend {
@@ -54,12 +57,6 @@ typedef struct vmm_options {
     const char *trace_file;       /* --trace-file */
 } vmm_options;
 
-/* The KVM adapter's counters (lc_kvm_stats), kept here so this header
- * does not need <linux/kvm.h>. */
-typedef struct lc_kvm_stats_copy {
-    uint64_t completions, exits_skipped, string_io_declined;
-} lc_kvm_stats_copy;
-
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */
 typedef struct vmm_stats {
     uint64_t exits;               /* returns from KVM_RUN / Unicorn stops */
@@ -67,8 +64,7 @@ typedef struct vmm_stats {
     uint64_t exits_handled_by_engine;
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t insns;               /* Unicorn: guest instructions */
-    uint64_t unclaimed_pio, unclaimed_mmio;
-    lc_kvm_stats_copy adapter;    /* KVM: the adapter's counters, summed */
+    lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
     double   wall_s;
 } vmm_stats;
 
@@ -113,14 +109,6 @@ struct vmm {
     vmm_stats stats;
     FILE *trace;                  /* --trace-file, or NULL */
     uint64_t trace_seq;
-    /* Unicorn: guest instructions between consecutive exits, in order
-     * (owned by the VM, freed by vmm_fini). */
-    uint64_t *gaps;
-    size_t ngaps;
-    /* Send combining's timer tick: wall-clock in the I/O thread (KVM), or
-     * every VMM_UC_TICK_INSNS guest instructions (Unicorn, which stays
-     * deterministic that way). */
-    bool ticks_by_insns;
     /* I/O thread (TAP receive, send-combining ticks). */
     pthread_t io_thread;
     bool io_thread_running;
@@ -139,10 +127,14 @@ void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops);
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Called by a back end first at every port or MMIO exit: counts it,
- * sends what send combining queued, flushes the engine after a BAR move
- * (then returns true). */
-bool vmm_exit_begin(vmm *vm, bool is_io);
+/* Called by a back end first at every exit (`kind`: LC_EXIT_IO,
+ * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,
+ * flushes the engine after a BAR move (then returns true). */
+bool vmm_exit_begin(vmm *vm, lc_exit_kind kind);
+/* Called last at a port or MMIO exit offered to libcluster: counts what
+ * the engine handled (`res`, or NULL if it declined) and traces it. */
+void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap,
+                  const lc_result *res);
 
 /* The I/O thread: backend receive and send-combining ticks. */
 int  vmm_io_start(vmm *vm);

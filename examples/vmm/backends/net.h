@@ -12,9 +12,10 @@
  * so a backend never drops a frame because the guest is slow; it queues
  * (bounded) and drops only when its own queue is full.
  *
- * A backend that receives asynchronously (TAP) tells the VMM through the
- * `notify` callback given at creation that frames are waiting; the VMM
- * then lets the NIC pull (from its I/O thread, under the device lock).
+ * A backend that receives asynchronously (TAP) has a `poll_fd`: the
+ * VMM's I/O thread polls it and, when readable, lets the NIC pull (under
+ * the device lock). The peer produces its replies inside tx(), so the NIC
+ * pulls them at the end of the same register access.
  */
 #ifndef VMM_NET_H
 #define VMM_NET_H

@@ -281,18 +281,19 @@ void nic_tx_kick(nic *n)
         return;
     }
     if (n->tx_queued + 1 < n->opt.combine_max) {
-        n->tx_queued++;
+        /* read without the device lock by nic_tx_pending() */
+        __atomic_store_n(&n->tx_queued, n->tx_queued + 1, __ATOMIC_RELAXED);
         n->stats.tx_combined++;
         return;
     }
-    n->tx_queued++;
+    __atomic_store_n(&n->tx_queued, n->tx_queued + 1, __ATOMIC_RELAXED);
     nic_tx_now(n);
 }
 
 void nic_tx_now(nic *n)
 {
     if (n->tx_queued) {
-        n->tx_queued = 0;
+        __atomic_store_n(&n->tx_queued, 0, __ATOMIC_RELAXED);
         n->stats.tx_batches++;
     }
     n->ops->transmit(n);
@@ -300,7 +301,12 @@ void nic_tx_now(nic *n)
 
 void nic_tx_cancel(nic *n)
 {
-    n->tx_queued = 0;
+    __atomic_store_n(&n->tx_queued, 0, __ATOMIC_RELAXED);
+}
+
+bool nic_tx_pending(const nic *n)
+{
+    return __atomic_load_n(&n->tx_queued, __ATOMIC_RELAXED) != 0;
 }
 
 void nic_flush(nic *n)

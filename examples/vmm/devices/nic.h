@@ -112,6 +112,11 @@ void nic_poll_rx(nic *n);
  * queued. Also called by the VMM before it stops. */
 void nic_flush(nic *n);
 
+/* Does send combining hold transmits back? Safe without the device lock
+ * (a hint: the caller then takes the lock and calls nic_flush()), so the
+ * VMM's exit path locks only when there is something to send. */
+bool nic_tx_pending(const nic *n);
+
 /* PCI bus-master enable (command register bit 2): without it the NIC
  * does no DMA, as real hardware cannot. */
 void nic_set_bus_master(nic *n, bool enabled);
