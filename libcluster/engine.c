@@ -527,6 +527,7 @@ anchor_again:
             !(cfg->techniques & LC_TECH_SINGLE)) {
             /* First exits are interpreted (section 5). With RIP already
              * past the exiting instruction there is nothing to do. */
+            res->learning = verdict == LCT_INTERPRET || incoherent;
             if (first_done) {
                 finish(vc, &v, LC_STOP_NONE, first_done, res);
                 return LC_OK;

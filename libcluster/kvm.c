@@ -62,14 +62,9 @@ typedef struct skip_slot {
     uint32_t hits;
     uint8_t  misses;                /* decided runs in a row saving none */
     uint8_t  used;
+    uint8_t  anchor_len;            /* exits reported past the instruction:
+                                     * its length, once found (0: not yet) */
 } skip_slot;
-
-/* Where the MMIO stores seen last began (store_start), by the RIP after
- * them: a site's next exit then costs one decode instead of up to 15. */
-typedef struct anchor_slot {
-    uint64_t rip, cr3;
-    uint8_t  len;                   /* 0: empty */
-} anchor_slot;
 
 struct lc_kvm_vcpu {
     lc_vcpu *vcpu;
@@ -78,7 +73,6 @@ struct lc_kvm_vcpu {
     lc_kvm_caps caps;
     lc_kvm_stats stats;         /* written by the vCPU thread only */
     skip_slot skip[SKIP_SLOTS];
-    anchor_slot anchors[64];
 };
 
 static skip_slot *skip_find(lc_kvm_vcpu *kv, uint64_t rip, uint64_t cr3)
@@ -446,94 +440,81 @@ static int complete_now(lc_kvm_vcpu *kv)
     return 0;
 }
 
-/* With RIP already past an OUT, where did the OUT start? OUT is 1 to 4
- * bytes (EE/EF, E6/E7 ib, with 66h or REX): decode backwards and accept
- * only a single candidate that is an OUT of the reported port and size
- * ending exactly at RIP; otherwise 0 (unknown, no anchor). */
-static uint64_t out_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
+/*
+ * With RIP already past the exiting instruction (KVM here completes OUT
+ * and MMIO writes before exiting), where did it start? Decoding backwards
+ * is ambiguous, so a candidate of k bytes ending at RIP is accepted only
+ * if it decodes to exactly those bytes and is what KVM reported:
+ *  - an OUT of the reported port and size;
+ *  - a plain MOV store of the reported width (which changes no register
+ *    its address uses, unlike PUSH, string or exchange forms) whose
+ *    memory operand, computed with the registers as they are now through
+ *    the guest's segmentation and page tables, is the very guest-physical
+ *    address KVM reported (lcr_mem_gpa).
+ * The shortest candidate is taken: a longer one differs only by bytes in
+ * front that leave the instruction the same (a redundant prefix, or the
+ * tail of the previous instruction read as one), and the anchor only
+ * names the translation and the target a loop must branch to to stay
+ * inside it (a branch to the true start just leaves the cluster). The
+ * length found is kept in the site's slot, so later exits there cost one
+ * decode to confirm. No candidate: 0 (no anchor: the engine starts at
+ * RIP, still correct, just unanchored).
+ */
+static int is_exiting_insn(lcr_vcpu *v, const struct kvm_run *run,
+                           const uint8_t *bytes, unsigned k, uint64_t at)
 {
-    const struct kvm_run *run = kv->run;
-    lcr_vcpu v;
-    uint64_t found = 0;
-    unsigned candidates = 0;
-
-    memset(&v, 0, sizeof v);
-    lcr_begin(&v, st, lci_vcpu_ops(kv->vcpu), lci_vcpu_opaque(kv->vcpu));
-    for (unsigned k = 1; k <= 4 && k <= st->rip; k++) {
-        uint8_t buf[4];
-        uint64_t gfn[2];
-        unsigned ngfn;
-        lcd_insn d;
-        const lcd_opnd *port, *data;
-
-        if (lcr_fetch_at(&v, st->rip - k, buf, k, gfn, &ngfn) != k ||
-            lcd_decode(v.mode, buf, k, &d) != LC_OK ||
-            d.info.length != k || d.info.op != LC_OP_OUT || d.nopnds < 2)
-            continue;
-        port = &d.opnd[0];
-        data = &d.opnd[1];
-        if (data->bytes != run->io.size)
-            continue;
-        if (port->kind == LCD_OPND_IMM ? (uint16_t)port->imm != run->io.port
-                                       : (uint16_t)st->gpr[LC_RDX] !=
-                                         run->io.port)
-            continue;
-        found = st->rip - k;
-        candidates++;
-    }
-    return candidates == 1 ? found : 0;
-}
-
-/* Is the instruction of k bytes ending at RIP a plain MOV store of the
- * reported width to the reported guest-physical address? */
-static int store_candidate(lcr_vcpu *v, const struct kvm_run *run,
-                           uint64_t rip, unsigned k)
-{
-    uint8_t buf[LC_INSN_MAX_LEN];
-    uint64_t gfn[2], gpa;
-    unsigned ngfn;
     lcd_insn d;
+    uint64_t gpa;
 
-    return k <= rip &&
-           lcr_fetch_at(v, rip - k, buf, k, gfn, &ngfn) == k &&
-           lcd_decode(v->mode, buf, k, &d) == LC_OK &&
-           d.info.length == k && d.info.exit_class == LC_CLASS_WEAK &&
-           d.info.op == LC_OP_MOV && d.mem.present && d.mem.write &&
-           !d.mem.read && d.mem.bytes == run->mmio.len &&
-           lcr_mem_gpa(v, &d, rip - k, &gpa) == 0 &&
-           gpa == run->mmio.phys_addr;
+    if (lcd_decode(v->mode, bytes, k, &d) != LC_OK || d.info.length != k)
+        return 0;
+    if (run->exit_reason == KVM_EXIT_IO) {
+        const lcd_opnd *port = &d.opnd[0], *data = &d.opnd[1];
+        return d.info.op == LC_OP_OUT && d.nopnds >= 2 &&
+               data->bytes == run->io.size &&
+               (port->kind == LCD_OPND_IMM
+                    ? (uint16_t)port->imm
+                    : (uint16_t)v->st->gpr[LC_RDX]) == run->io.port;
+    }
+    return d.info.exit_class == LC_CLASS_WEAK && d.info.op == LC_OP_MOV &&
+           d.mem.present && d.mem.write && !d.mem.read &&
+           d.mem.bytes == run->mmio.len &&
+           lcr_mem_gpa(v, &d, at, &gpa) == 0 && gpa == run->mmio.phys_addr;
 }
 
-/* With RIP already past an MMIO store (this KVM completes writes before
- * exiting), where did the store start? An instruction is 1 to 15 bytes,
- * and decoding backwards is ambiguous, so a candidate must decode to
- * exactly the bytes that end at RIP, be a plain MOV store of the reported
- * width (which changes no register its address uses, unlike PUSH, string
- * or exchange forms), and its memory operand must point, with the
- * registers as they are now, at the very guest-physical address KVM
- * reported. The shortest such candidate is taken: a longer one differs
- * only by bytes in front that leave the store the same (a redundant
- * prefix, or the tail of the previous instruction read as one), and the
- * anchor only names the translation and the target a loop must branch to
- * to stay inside it (a branch to the true start, one byte earlier, just
- * leaves the cluster). No candidate: 0 (no anchor: the engine starts at
- * RIP, still correct, just unanchored). */
-static uint64_t store_start(lc_kvm_vcpu *kv, lc_cpu_state *st)
+static uint64_t exiting_insn_start(lc_kvm_vcpu *kv, lc_cpu_state *st,
+                                   skip_slot *slot, int mine)
 {
-    const struct kvm_run *run = kv->run;
-    anchor_slot *a = &kv->anchors[((st->rip ^ (st->cr3 >> 12)) *
-                                   0x9e3779b97f4a7c15ull) >> 58];
+    /* an OUT is 1 to 4 bytes (EE/EF, E6/E7 ib, with 66h or REX) */
+    unsigned max = kv->run->exit_reason == KVM_EXIT_IO ? 4 : LC_INSN_MAX_LEN;
+    uint8_t buf[LC_INSN_MAX_LEN];
+    uint64_t gfn[2];
+    unsigned ngfn;
+    size_t got;
     lcr_vcpu v;
 
+    if (max > st->rip)
+        max = (unsigned)st->rip;
     memset(&v, 0, sizeof v);
     lcr_begin(&v, st, lci_vcpu_ops(kv->vcpu), lci_vcpu_opaque(kv->vcpu));
-    /* the same site as last time: one decode confirms it */
-    if (a->len && a->rip == st->rip && a->cr3 == st->cr3 &&
-        store_candidate(&v, run, st->rip, a->len))
-        return st->rip - a->len;
-    for (unsigned k = 1; k <= LC_INSN_MAX_LEN; k++) {
-        if (store_candidate(&v, run, st->rip, k)) {
-            *a = (anchor_slot){ st->rip, st->cr3, (uint8_t)k };
+    /* one fetch of the bytes before RIP; if the page before this one
+     * cannot be fetched, what lies in this page */
+    got = lcr_fetch_at(&v, st->rip - max, buf, max, gfn, &ngfn);
+    if (got < max) {
+        max = (unsigned)(st->rip & 0xfff) < max ? (unsigned)(st->rip & 0xfff)
+                                                : max;
+        got = max ? lcr_fetch_at(&v, st->rip - max, buf, max, gfn, &ngfn) : 0;
+        if (got < max)
+            return 0;
+    }
+    if (mine && slot->anchor_len && slot->anchor_len <= max &&
+        is_exiting_insn(&v, kv->run, buf + max - slot->anchor_len,
+                        slot->anchor_len, st->rip - slot->anchor_len))
+        return st->rip - slot->anchor_len;
+    for (unsigned k = 1; k <= max; k++) {
+        if (is_exiting_insn(&v, kv->run, buf + max - k, k, st->rip - k)) {
+            if (mine)
+                slot->anchor_len = (uint8_t)k;
             return st->rip - k;     /* the shortest */
         }
     }
@@ -545,7 +526,7 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     struct kvm_run *run;
     lc_cpu_state st;
     lc_exit x;
-    int is_read, rip_past, cancels, done_by_adapter = 0;
+    int is_read, rip_past, cancels, mine, done_by_adapter = 0;
     skip_slot *skip;
     uint64_t site;
     uint64_t exit_rip;
@@ -599,11 +580,16 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
                          * nothing safe to do here */
     site = run->s.regs.regs.rip;
     skip = skip_find(kv, site, run->s.regs.sregs.cr3);
-    if (skip->used && skip->rip == site &&
-        skip->cr3 == run->s.regs.sregs.cr3 && skip->misses >= SKIP_MISSES &&
+    mine = skip->used && skip->rip == site &&
+           skip->cr3 == run->s.regs.sregs.cr3;
+    if (mine && skip->misses >= SKIP_MISSES &&
         ++skip->hits % SKIP_RETRY != 0) {
         kv->stats.exits_skipped++;
         return LC_OK;               /* nothing to gain here lately */
+    }
+    if (!skip->used) {              /* claim a free slot for this site */
+        *skip = (skip_slot){ site, run->s.regs.sregs.cr3, 0, 0, 1, 0 };
+        mine = 1;
     }
     if (!is_read || !cancels) {
         /* Perform the exiting access now; for anything pending at the
@@ -623,10 +609,8 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
         state_in(&st, &run->s.regs);
         if (!rip_past)
             x.insn_rip = at_rip;
-        else if (run->exit_reason == KVM_EXIT_IO)
-            x.insn_rip = out_start(kv, &st);
         else
-            x.insn_rip = store_start(kv, &st);
+            x.insn_rip = exiting_insn_start(kv, &st, skip, mine);
     } else {
         x.rip = LC_EXIT_RIP_AT;
         state_in(&st, &run->s.regs);
@@ -635,18 +619,13 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
     exit_rip = st.rip;
     s = lc_vcpu_handle_exit(kv->vcpu, &st, &x, res);
     {
-        /* LC_STOP_NONE without a run: the engine is still learning the
-         * site (section 5's first exits); judge it once it has decided. */
-        int learning = res->disposition != LC_HANDLED &&
-                       res->stop == LC_STOP_NONE;
-        int mine = skip->used && skip->rip == site &&
-                   skip->cr3 == run->s.regs.sregs.cr3;
+        /* judge a site only once the engine has decided about it */
         if (res->exits_saved) {
             if (mine)
                 skip->misses = 0;
-        } else if (!learning) {
+        } else if (!res->learning) {
             if (!mine)
-                *skip = (skip_slot){ site, run->s.regs.sregs.cr3, 0, 0, 1 };
+                *skip = (skip_slot){ site, run->s.regs.sregs.cr3, 0, 0, 1, 0 };
             if (skip->misses < 255)
                 skip->misses++;
         }

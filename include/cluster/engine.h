@@ -169,7 +169,10 @@ typedef struct lc_result {
     uint32_t exits_saved;    /* exits_done minus the one taken */
     uint8_t  halted;         /* the run ended with HLT */
     uint8_t  translated;     /* served by a cached translation */
-    uint8_t  pad_[6];
+    uint8_t  learning;       /* the engine has not decided about this exit
+                              * site yet: one of its first exits (section
+                              * 5), or the first after its code changed */
+    uint8_t  pad_[5];
 } lc_result;
 
 /*

@@ -178,6 +178,8 @@ START_TEST(empty_translation_cached)
         s = s0;
         ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
         ck_assert_int_eq(res.disposition, LC_DECLINED);
+        /* the first two exits are learnt (threshold 3), then decided */
+        ck_assert_int_eq(res.learning, i < 2);
     }
     lc_vcpu_get_stats(r.v, &st);
     ck_assert_uint_gt(st.tcache_bytes, 0);
