@@ -224,7 +224,11 @@ void lc_vcpu_destroy(lc_vcpu *v)
     if (v->next)
         v->next->pprev = v->pprev;
     e->nr_vcpus--;
-    stats_add(&e->retired, &v->stats);
+    {
+        lc_stats last;
+        lc_vcpu_get_stats(v, &last);    /* with the cache's own counters */
+        stats_add(&e->retired, &last);
+    }
     pthread_mutex_unlock(&e->lock);
     tc_fini(&v->tc);
     free(v);
@@ -577,7 +581,6 @@ anchor_again:
         if (!te)
             return LC_ERR_NOMEM;   /* nothing ran; state untouched */
         te->rec = vc->rec;
-        __atomic_store_n(&vc->stats.evictions, vc->tc.evictions, __ATOMIC_RELAXED);
         return run_translation(vc, &v, te->cl, gfn, ngfn, start, first_done,
                                res);
     }
@@ -595,6 +598,7 @@ lc_status lc_vcpu_get_stats(const lc_vcpu *v, lc_stats *out)
     for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
     out->tcache_bytes = __atomic_load_n(&v->tc.bytes, __ATOMIC_RELAXED);
+    out->evictions = __atomic_load_n(&v->tc.evictions, __ATOMIC_RELAXED);
     return LC_OK;
 }
 

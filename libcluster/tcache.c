@@ -114,7 +114,7 @@ tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
         tc_remove(c, old);
     while (c->oldest && c->bytes + e->size > c->max_bytes) {
         tc_remove(c, c->oldest);
-        c->evictions++;
+        __atomic_store_n(&c->evictions, c->evictions + 1, __ATOMIC_RELAXED);
     }
     b = bucket_of(c, k);
     e->chain = c->bucket[b];

@@ -159,6 +159,11 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
     out->first_done = (uint8_t)in->first_done;
     if (window > LCX_MAX_INSNS)
         window = LCX_MAX_INSNS;
+    /* Without static clusters only the exiting instruction and a pair's
+     * second store can run: decode no further (and an empty translation
+     * then covers only those bytes). */
+    if (!statics)
+        window = 2;
 
     /* 1. Decode ahead. `seen` counts the bytes the decision depends on
      * (the terminator's included), for an empty translation below. */
@@ -230,10 +235,8 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         /* Single-exit translations (and pairs, s3). */
         n = out->pair ? 2 : 1;
         last = out->pair ? 1 : 0;
-        if (!first_exiting) {
-            out->ninsn = 0;
+        if (!first_exiting)
             return LC_ERR_UNSUPPORTED;
-        }
     } else {
         for (unsigned i = first_exiting ? 1 : 0; i < n; i++) {
             lcx_insn *x = &out->insn[i];
@@ -276,10 +279,8 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
             }
         }
     }
-    if (last == (unsigned)-1) {
-        out->ninsn = 0;
+    if (last == (unsigned)-1)
         return LC_ERR_UNSUPPORTED;   /* nothing worth running */
-    }
 
     /* A forward target beyond the end is outside: taken ends the run. */
     out->ninsn = (uint16_t)(last + 1);
@@ -293,7 +294,6 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
     /* Runs of inline gap fillers, executed back to back by lcx_run(). */
     for (unsigned i = out->ninsn; i-- > 0;) {
         lcx_insn *x = &out->insn[i];
-        x->fast_run = 0;
         if (x->fast.kind == LCX_FAST_NONE)
             continue;
         x->fast_run = 1;
