@@ -55,26 +55,14 @@ static void reg_set(lcr_vcpu *v, lcd_reg r, unsigned bytes, uint64_t val)
     v->dirty |= LC_DIRTY_GPRS;
 }
 
+/* Also how stack pointers, counters and string indexes are updated at the
+ * address (or stack) size: a 16-bit update keeps the bits above it, a
+ * 32-bit one zero-extends (e.g. LOOP or REP with a 67h prefix in 64-bit
+ * mode). */
 static void gpr_set(lcr_vcpu *v, unsigned num, unsigned bytes, uint64_t val)
 {
     lcd_reg r = { LCD_REG_GPR, (uint8_t)num };
     reg_set(v, r, bytes, val);
-}
-
-/* Stack pointers, counters and string indexes are updated at the address
- * (or stack) size: a 16-bit update keeps the bits above it, a 32-bit one
- * is an ordinary 32-bit register write and zero-extends (SDM vol. 1
- * 3.4.1.1; e.g. LOOP or REP with a 67h prefix in 64-bit mode). */
-static void gpr_set_addr(lcr_vcpu *v, unsigned num, unsigned bytes,
-                         uint64_t val)
-{
-    uint64_t *p = &v->st->gpr[num];
-
-    if (bytes >= 4)
-        *p = val & lcr_mask(bytes);
-    else
-        *p = (*p & ~lcr_mask(bytes)) | (val & lcr_mask(bytes));
-    v->dirty |= LC_DIRTY_GPRS;
 }
 
 static int in_long64(const lcr_vcpu *v)
@@ -113,10 +101,11 @@ static int canonical(const lcr_vcpu *v, uint64_t la)
 
 /* ---- memory operands -------------------------------------------------- */
 
-/* Effective address of the instruction's memory operand, truncated to the
+/* Effective address of the memory operand of `in`, an instruction at
+ * `rip` (RIP-relative operands count from its end), truncated to the
  * address size. `rsp_adj` is added when the base is rSP (POP to memory
  * computes its address after incrementing rSP). */
-static uint64_t eff_addr(const lcr_vcpu *v, const lcd_insn *in,
+static uint64_t eff_addr(const lcr_vcpu *v, const lcd_insn *in, uint64_t rip,
                          int64_t rsp_adj)
 {
     const lcd_mem *m = &in->mem;
@@ -127,7 +116,7 @@ static uint64_t eff_addr(const lcr_vcpu *v, const lcd_insn *in,
         if (m->base.num == LC_RSP)
             ea += (uint64_t)rsp_adj;
     } else if (m->base.cls == LCD_REG_IP) {
-        ea += v->st->rip + in->info.length;
+        ea += rip + in->info.length;
     }
     if (m->index.cls == LCD_REG_GPR)
         ea += v->st->gpr[m->index.num & 15] * m->scale;
@@ -145,21 +134,26 @@ static int mem_xlat(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned bytes,
     return lcr_translate(v, la, bytes, access, x);
 }
 
+/* After a translation made only to look (the I/O bit map, which
+ * instruction exited): whatever it found is not a fault of the run. */
+static void probe_done(lcr_vcpu *v)
+{
+    v->stop = LC_STOP_NONE;
+    v->fault_vector = 0;
+    v->fault_addr = 0;
+}
+
 int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
                 uint64_t *gpa)
 {
-    uint64_t saved = v->st->rip, ea;
     lcr_xlat x;
     int r;
 
     if (!in->mem.present || in->mem.agen || !in->mem.bytes)
         return -1;
-    v->st->rip = insn_rip;          /* RIP-relative operands */
-    ea = eff_addr(v, in, 0);
-    v->st->rip = saved;
-    r = mem_xlat(v, in->mem.seg, ea, in->mem.bytes, LCR_ACC_READ, &x);
-    v->stop = LC_STOP_NONE;         /* a probe: no fault to report */
-    v->fault_vector = 0;
+    r = mem_xlat(v, in->mem.seg, eff_addr(v, in, insn_rip, 0), in->mem.bytes,
+                 LCR_ACC_READ, &x);
+    probe_done(v);
     if (r < 0 || x.nfrag == 0)
         return -1;
     *gpa = x.frag[0].gpa;
@@ -373,8 +367,10 @@ static int read_implicit(lcr_vcpu *v, uint64_t la, void *buf, unsigned len)
 {
     lcr_xlat x;
 
-    if (lcr_translate(v, la, len, LCR_ACC_READ | LCR_ACC_IMPLICIT, &x) < 0)
+    if (lcr_translate(v, la, len, LCR_ACC_READ | LCR_ACC_IMPLICIT, &x) < 0) {
+        probe_done(v);
         return -1;
+    }
     for (unsigned i = 0; i < x.nfrag; i++)
         if (x.frag[i].kind != LC_GPA_RAM)
             return -1;
@@ -384,20 +380,18 @@ static int read_implicit(lcr_vcpu *v, uint64_t la, void *buf, unsigned len)
 static int io_bitmap_allows(lcr_vcpu *v, uint16_t port, unsigned size)
 {
     const lc_segment *tr = &v->st->tr;
-    uint64_t mask = v->mode == LC_MODE_LONG64 || v->mode == LC_MODE_COMPAT16 ||
-                    v->mode == LC_MODE_COMPAT32 ? ~0ull : 0xffffffffull;
     uint16_t map_base, bits;
     uint64_t off;
 
     if (tr->unusable || !tr->present || tr->s ||
         (tr->type != 0x9 && tr->type != 0xb) || tr->limit < 0x67)
         return 0;
-    if (read_implicit(v, (tr->base + 0x66) & mask, &map_base, 2) < 0)
+    if (read_implicit(v, tr->base + 0x66, &map_base, 2) < 0)
         return 0;
     off = (uint64_t)map_base + port / 8;
     if (off + 1 > tr->limit)
         return 0;
-    if (read_implicit(v, (tr->base + off) & mask, &bits, 2) < 0)
+    if (read_implicit(v, tr->base + off, &bits, 2) < 0)
         return 0;
     return ((bits >> (port % 8)) & ((1u << size) - 1)) == 0;
 }
@@ -478,12 +472,11 @@ static int exec_string_io(lcr_vcpu *v, ectx *c, int is_out, uint32_t *iters)
             if (xwrite(v, &x, val) < 0)
                 return LCR_STOP;
         }
-        note_vmm_access(&x, &c->vmm);
         (*iters)++;
-        gpr_set_addr(v, idx, ab, ea + (uint64_t)step);
+        gpr_set(v, idx, ab, ea + (uint64_t)step);
         if (!in->info.rep)
             return LCR_DONE;
-        gpr_set_addr(v, LC_RCX, ab, count - 1);
+        gpr_set(v, LC_RCX, ab, count - 1);
         if (v->smc_hit)     /* stop between iterations: SMC */
             return count - 1 == 0 ? LCR_DONE : stop(v, LC_STOP_SMC);
     }
@@ -549,7 +542,8 @@ static int prepare_mem(lcr_vcpu *v, ectx *c)
     }
     if (!access || in->mem.agen)
         return 0;
-    return operand_xlat(v, c, eff_addr(v, in, 0), in->mem.bytes, access);
+    return operand_xlat(v, c, eff_addr(v, in, v->st->rip, 0), in->mem.bytes,
+                        access);
 }
 
 static int cpl0_only(lcr_vcpu *v)
@@ -594,7 +588,8 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
             return LCR_STOP;
         break;
     case LC_OP_LEA:
-        reg_set(v, in->opnd[0].reg, in->opnd[0].bytes, eff_addr(v, in, 0));
+        reg_set(v, in->opnd[0].reg, in->opnd[0].bytes,
+                eff_addr(v, in, v->st->rip, 0));
         break;
     case LC_OP_XCHG:
         /* XCHG with memory is locked (SDM XCHG): other vCPUs run while we
@@ -658,7 +653,8 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
             in->opnd[0].reg.cls == LCD_REG_SEG)
             return stop(v, LC_STOP_TERMINATOR);
         if (in->opnd[0].kind == LCD_OPND_MEM &&
-            operand_xlat(v, &c, eff_addr(v, in, 0), n, LCR_ACC_READ) < 0)
+            operand_xlat(v, &c, eff_addr(v, in, v->st->rip, 0), n,
+                         LCR_ACC_READ) < 0)
             return LCR_STOP;
         if (mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
             return LCR_STOP;
@@ -669,7 +665,7 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         if (xwrite(v, &sx, a & lcr_mask(n)))
             return LCR_STOP;
         note_vmm_access(&sx, &c.vmm);
-        gpr_set_addr(v, LC_RSP, sb, sp);
+        gpr_set(v, LC_RSP, sb, sp);
         break;
     }
     case LC_OP_POP: {
@@ -685,7 +681,7 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
          * (SDM POP: "the ESP register is incremented before the effective
          * address is computed"). */
         if (in->opnd[0].kind == LCD_OPND_MEM &&
-            operand_xlat(v, &c, eff_addr(v, in, (int64_t)n), n,
+            operand_xlat(v, &c, eff_addr(v, in, v->st->rip, (int64_t)n), n,
                          LCR_ACC_WRITE) < 0)
             return LCR_STOP;
         if (xread(v, &sx, &a))
@@ -694,9 +690,9 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         if (in->opnd[0].kind == LCD_OPND_MEM) {
             if (opnd_write(v, &c, 0, a))
                 return LCR_STOP;
-            gpr_set_addr(v, LC_RSP, sb, sp + n);
+            gpr_set(v, LC_RSP, sb, sp + n);
         } else {
-            gpr_set_addr(v, LC_RSP, sb, sp + n);
+            gpr_set(v, LC_RSP, sb, sp + n);
             reg_set(v, in->opnd[0].reg, n, a);   /* POP rSP wins */
         }
         break;
@@ -775,7 +771,7 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
             return fault(v, 13);
         if (ii->op == LC_OP_LOOP || ii->op == LC_OP_LOOPE ||
             ii->op == LC_OP_LOOPNE)
-            gpr_set_addr(v, LC_RCX, ab, count);
+            gpr_set(v, LC_RCX, ab, count);
         if (taken)
             next = a;
         break;
@@ -817,7 +813,6 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         if (r != LCR_DONE)
             return LCR_STOP;
         exiting = 0;           /* counted above, once, whatever its memory */
-        c.vmm = 0;
         break;
     }
     case LC_OP_CPUID: {
@@ -1016,11 +1011,8 @@ int lcr_exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
     v->smc_hit = 0;
     if (v->insns + 2 > v->insn_budget || (s->rflags & LC_RFLAGS_TF))
         return -1;
-    /* b's RIP-relative base is the end of b. */
-    ea_a = eff_addr(v, a, 0);
-    s->rip += a->info.length;
-    ea_b = eff_addr(v, b, 0);
-    s->rip -= a->info.length;
+    ea_a = eff_addr(v, a, s->rip, 0);
+    ea_b = eff_addr(v, b, s->rip + a->info.length, 0);
     lo = ea_a < ea_b ? ea_a : ea_b;
     /* One naturally aligned double-width store, or nothing merged. */
     if ((ea_a > ea_b ? ea_a - ea_b : ea_b - ea_a) != w || (lo & (2 * w - 1)))
