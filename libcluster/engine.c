@@ -307,10 +307,6 @@ static uint64_t now_ns(void)
  * exited" in the tracking table (any odd constant far from 0). */
 #define LC_PAST_SITE_SALT 0x9e3779b97f4a7c15ull
 
-typedef struct predict_ctx {
-    lc_engine *e;
-} predict_ctx;
-
 /* Dynamic clusters (section 5): a weakly exiting instruction downstream
  * is included when the tracking table has seen it exit. */
 static uint8_t pred_bits(uint8_t props)
@@ -321,10 +317,10 @@ static uint8_t pred_bits(uint8_t props)
            ((props & (LCT_PROP_MMIO | LCT_PROP_APIC)) ? LCX_PRED_DEVICE : 0);
 }
 
+/* The translator's predictor; `ctx` is the engine's tracking table. */
 static uint8_t predict(void *ctx, uint64_t rip, const lcd_insn *d)
 {
-    predict_ctx *p = ctx;
-    return pred_bits(lct_lookup(&p->e->track,
+    return pred_bits(lct_lookup(ctx,
                                 lct_hash(rip, d->info.bytes,
                                          d->info.length)));
 }
@@ -551,11 +547,10 @@ anchor_again:
 
     /* Translate: form the cluster, cache it, run it. */
     {
-        predict_ctx pc = { e };
         lcx_form_in in = {
             .cfg = cfg, .mode = v.mode, .rip = at, .code = code,
             .code_len = got, .first_done = start ? 0 : first_done,
-            .predict = predict, .predict_ctx = &pc,
+            .predict = predict, .predict_ctx = &e->track,
             .first_pred = pred_bits(first_props),
         };
         lcx_cluster *cl = &vc->scratch;

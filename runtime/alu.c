@@ -42,12 +42,12 @@ uint64_t lcr_alu_bin(enum lcr_binop op, unsigned bytes, uint64_t a,
 
     a &= m;
     b &= m;
+    if (op == LCR_ADD || op == LCR_SUB)
+        cin = 0;
+    r = lcr_alu_result(op, a, b, cin, m);
     switch (op) {
     case LCR_ADD:
-        cin = 0;
-        /* fall through */
     case LCR_ADC:
-        r = (a + b + cin) & m;
         if (cin ? r <= a : r < a)
             f |= CF;
         if ((a ^ r) & (b ^ r) & s)
@@ -56,10 +56,7 @@ uint64_t lcr_alu_bin(enum lcr_binop op, unsigned bytes, uint64_t a,
             f |= AF;
         break;
     case LCR_SUB:
-        cin = 0;
-        /* fall through */
     case LCR_SBB:
-        r = (a - b - cin) & m;
         if (cin ? a <= b : a < b)
             f |= CF;
         if ((a ^ b) & (a ^ r) & s)
@@ -67,15 +64,7 @@ uint64_t lcr_alu_bin(enum lcr_binop op, unsigned bytes, uint64_t a,
         if ((a ^ b ^ r) & 0x10)
             f |= AF;
         break;
-    case LCR_AND:
-        r = a & b;      /* CF = OF = 0; AF undefined: cleared */
-        break;
-    case LCR_OR:
-        r = a | b;
-        break;
-    case LCR_XOR:
-    default:
-        r = a ^ b;
+    default:            /* AND OR XOR: CF = OF = 0; AF undefined: cleared */
         break;
     }
     *rflags = merge(*rflags, LCR_FL_STATUS, f | szp(r, bytes));

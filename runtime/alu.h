@@ -39,6 +39,35 @@ enum lcr_binop {
     LCR_ADD, LCR_ADC, LCR_SUB, LCR_SBB, LCR_AND, LCR_OR, LCR_XOR,
 };
 
+/* The result of a binary operation on operands already masked to `m`
+ * (the width's mask); `cf` is the carry-in ADC and SBB use. The flags are
+ * lcr_alu_bin()'s; the translator's inline gap fillers compute them lazily
+ * from the same operands. */
+static inline uint64_t lcr_alu_result(enum lcr_binop op, uint64_t a,
+                                      uint64_t b, uint64_t cf, uint64_t m)
+{
+    switch (op) {
+    case LCR_ADD: return (a + b) & m;
+    case LCR_ADC: return (a + b + cf) & m;
+    case LCR_SUB: return (a - b) & m;
+    case LCR_SBB: return (a - b - cf) & m;
+    case LCR_AND: return a & b;
+    case LCR_OR:  return a | b;
+    default:      return a ^ b;
+    }
+}
+
+/* A general register after a write of `bytes` bytes of `val`: 8- and
+ * 16-bit writes merge into the old value, 32- and 64-bit writes
+ * zero-extend (SDM vol. 1 3.4.1.1; also outside 64-bit mode, where the
+ * upper half is not architecturally visible). */
+static inline uint64_t lcr_gpr_write(uint64_t old, unsigned bytes,
+                                     uint64_t val)
+{
+    uint64_t m = lcr_mask(bytes);
+    return bytes >= 4 ? val & m : (old & ~m) | (val & m);
+}
+
 /* ADD ADC SUB SBB (and CMP as SUB) AND OR XOR (and TEST as AND). */
 uint64_t lcr_alu_bin(enum lcr_binop op, unsigned bytes, uint64_t a,
                      uint64_t b, uint64_t *rflags);

@@ -46,11 +46,7 @@ static void reg_set(lcr_vcpu *v, lcd_reg r, unsigned bytes, uint64_t val)
         uint64_t *p = &g[r.num & 3];
         *p = (*p & ~0xff00ull) | ((val & 0xff) << 8);
     } else if (r.cls == LCD_REG_GPR) {
-        uint64_t *p = &g[r.num & 15];
-        if (bytes >= 4)
-            *p = val & lcr_mask(bytes);
-        else
-            *p = (*p & ~lcr_mask(bytes)) | (val & lcr_mask(bytes));
+        g[r.num & 15] = lcr_gpr_write(g[r.num & 15], bytes, val);
     }
     v->dirty |= LC_DIRTY_GPRS;
 }

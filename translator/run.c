@@ -36,21 +36,6 @@ static void materialize(lazy_flags *lz, lc_cpu_state *s)
     lz->pending = 0;
 }
 
-/* The result alone, as lcr_alu_bin() computes it. */
-static uint64_t alu_result(unsigned op, uint64_t a, uint64_t b, uint64_t cf,
-                           uint64_t m)
-{
-    switch (op) {
-    case LCR_ADD: return (a + b) & m;
-    case LCR_ADC: return (a + b + cf) & m;
-    case LCR_SUB: return (a - b) & m;
-    case LCR_SBB: return (a - b - cf) & m;
-    case LCR_AND: return a & b;
-    case LCR_OR:  return a | b;
-    default:      return a ^ b;
-    }
-}
-
 /* Inline execution of a specialized register-only gap filler: the same
  * semantics as the runtime's ALU and MOV (runtime/exec.c), without its
  * dispatch. 32-bit writes zero-extend; 8/16-bit writes merge. */
@@ -68,7 +53,7 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v, lazy_flags *lz)
             materialize(lz, s);
             cf = (s->rflags & LC_RFLAGS_CF) ? 1 : 0;
         }
-        r = alu_result(f->binop, a, b, cf, m);
+        r = lcr_alu_result(f->binop, a, b, cf, m);
         lz->pending = 1;
         lz->binop = f->binop;
         lz->bytes = f->bytes;
@@ -77,11 +62,13 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v, lazy_flags *lz)
         lz->b = b;
         v->dirty |= LC_DIRTY_RFLAGS;
     }
-    if (f->kind == LCX_FAST_MOV || f->store)
-        *d = f->bytes >= 4 ? (r & m) : ((*d & ~m) | (r & m));
+    if (f->store) {             /* MOV, and ALU but CMP/TEST */
+        *d = lcr_gpr_write(*d, f->bytes, r);
+        v->dirty |= LC_DIRTY_GPRS;
+    }
     s->rip += f->len;
     v->insns++;
-    v->dirty |= LC_DIRTY_GPRS | LC_DIRTY_RIP;
+    v->dirty |= LC_DIRTY_RIP;
 }
 
 static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
@@ -114,8 +101,8 @@ static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
     if (start >= cl->ninsn)
         return LC_STOP_END;
     if (start == 0 && cl->pair && cl->ninsn >= 2 &&
-        (v->ops->accepts_wide & (1u << (cl->insn[0].d.mem.bytes == 4 ? 3 :
-                                        cl->insn[0].d.mem.bytes == 2 ? 2 : 1)))) {
+        (v->ops->accepts_wide & (2u * cl->insn[0].d.mem.bytes))) {
+        /* LC_WIDE_n is n: the merged store's width */
         int r = lcr_exec_pair(v, &cl->insn[0].d, &cl->insn[1].d);
         if (r == LCR_STOP)
             return v->stop;
