@@ -265,15 +265,6 @@ static run_result *uc_get(uc_side *u, ucache *q, const dcase *c, int ver,
 
 /* ---- independent checks -------------------------------------------------------- */
 
-static int insn_index(const dcase *c, uint64_t la)
-{
-    uint64_t off = la - c->code_la;
-    for (uint32_t i = 0; i < c->ninsns; i++)
-        if (c->insn[i].off == off)
-            return (int)i;
-    return -1;
-}
-
 /* Triage knob (not for the smoke test): LCDIFF_AVOID=knownexits counts
  * exits the way the engine is known to (see the report of the engine
  * issue): an OUTS reading MMIO twice, PUSH/POP with an MMIO operand not
@@ -304,7 +295,7 @@ static int count_exits(const dcase *c, const run_result *ru, unsigned n,
     if (n > TRACE_MAX || ru->dev.overflow)
         return -1;
     for (unsigned t = 0; t < n; t++) {
-        int k = insn_index(c, ru->trace[t]);
+        int k = dcase_insn_at(c, ru->trace[t]);
         lc_insn_info info;
         int mmio = 0, pio = 0;
 
@@ -340,7 +331,7 @@ static int count_exits(const dcase *c, const run_result *ru, unsigned n,
 static int first_smc(const dcase *c, const run_result *ru, unsigned n)
 {
     for (unsigned t = 0; t < n && t < TRACE_MAX; t++) {
-        int k = insn_index(c, ru->trace[t]);
+        int k = dcase_insn_at(c, ru->trace[t]);
         if (k >= 0 && (c->insn[k].flags & GI_SMC))
             return (int)t;
     }
@@ -410,7 +401,7 @@ static int replace_code(const dcase *c, const run_result *ru, unsigned n,
     int cand[TRACE_MAX], nc = 0;
 
     for (unsigned t = 1; t < n && t < TRACE_MAX; t++) {
-        int i = insn_index(c, ru->trace[t]);
+        int i = dcase_insn_at(c, ru->trace[t]);
         if (i > 0 && !c->insn[i].setup && !(c->insn[i].flags & GI_LOOP) &&
             replaceable(c->insn[i].op))
             cand[nc++] = i;
@@ -540,7 +531,7 @@ static const char *cflow_violation(const dcase *c, const run_result *ru,
                                    unsigned *at)
 {
     for (unsigned t = 0; t < n && t < TRACE_MAX; t++) {
-        int k = insn_index(c, ru->trace[t]);
+        int k = dcase_insn_at(c, ru->trace[t]);
         lc_insn_info info;
         if (k < 0 || !decode_at(c, k, &info) || info.cflow == LC_CF_NONE)
             continue;
@@ -906,13 +897,6 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     }
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int cdiff_main(const cdiff_opts *o)
 {
     cctx x;
@@ -948,12 +932,12 @@ int cdiff_main(const cdiff_opts *o)
         }
         memset(&x.s, 0, sizeof x.s);
         x.q.runs = 0;
-        double t0 = now(), soak_end = o->soak > 0 ? t0 + o->soak : 0;
+        double t0 = diff_now(), soak_end = o->soak > 0 ? t0 + o->soak : 0;
         uint64_t first = o->one_case >= 0 ? (uint64_t)o->one_case : 0;
         for (uint64_t idx = first;; idx++) {
             if (o->one_case >= 0 && idx != (uint64_t)o->one_case)
                 break;
-            if (soak_end ? now() >= soak_end : idx - first >= o->count)
+            if (soak_end ? diff_now() >= soak_end : idx - first >= o->count)
                 break;
             gen_cluster_case(c, m, o->seed, idx, &go);
             /* Bounded life for each Unicorn instance (UNICORN_BUGS.md);
@@ -974,7 +958,7 @@ int cdiff_main(const cdiff_opts *o)
             }
             one_case(&x, c, idx);
         }
-        double dt = now() - t0;
+        double dt = diff_now() - t0;
         cstats *s = &x.s;
         printf("engine mode %-6s: %llu cases, %llu calls, %llu instructions, "
                "%llu mismatches (%.1f s, %llu Unicorn runs)\n", dmode_name(m),

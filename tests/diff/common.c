@@ -4,6 +4,7 @@
  * both sides share (answer stream, access log, CPUID and MSR answers).
  */
 #include <string.h>
+#include <time.h>
 
 #include "diff.h"
 
@@ -147,6 +148,22 @@ const uint32_t diff_msr_ids[N_MSRS] = {
     0xC0000084,   /* FMASK */
     0xC0000102,   /* KERNEL_GS_BASE */
 };
+
+double diff_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int dcase_insn_at(const dcase *c, uint64_t la)
+{
+    uint64_t off = la - c->code_la;
+    for (uint32_t i = 0; i < c->ninsns; i++)
+        if (c->insn[i].off == off)
+            return (int)i;
+    return -1;
+}
 
 int msr_index(uint32_t msr)
 {

@@ -45,22 +45,6 @@ static uint64_t exec_cov[DM_COUNT][LC_OP_COUNT_][4];
  * host's page tables are not the guest's), no MSRs, IF not comparable. */
 static int cmp_native;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int insn_at(const dcase *c, uint64_t la)
-{
-    uint64_t off = la - c->code_la;
-    for (uint32_t i = 0; i < c->ninsns; i++)
-        if (c->insn[i].off == off)
-            return (int)i;
-    return -1;
-}
-
 /* Status flags undefined at the end of the executed path. */
 static uint32_t undefined_flags(const dcase *c, const run_result *r)
 {
@@ -68,7 +52,7 @@ static uint32_t undefined_flags(const dcase *c, const run_result *r)
     unsigned n = r->ntrace < TRACE_MAX ? r->ntrace : TRACE_MAX;
 
     for (unsigned i = 0; i < n; i++) {
-        int k = insn_at(c, r->trace[i]);
+        int k = dcase_insn_at(c, r->trace[i]);
         if (k < 0)
             return FL_STATUS;   /* off the generated code: mask nothing useful */
         const gen_insn *gi = &c->insn[k];
@@ -472,13 +456,13 @@ int main(int argc, char **argv)
                     dmode_name(m));
             return 2;
         }
-        double t0 = now(), soak_end = opt.soak > 0 ? t0 + opt.soak : 0;
+        double t0 = diff_now(), soak_end = opt.soak > 0 ? t0 + opt.soak : 0;
         uint64_t ncases = 0, ninsns = 0, bad = 0, native_runs = 0, uc_wrong = 0;
         uint64_t first = opt.one_case >= 0 ? (uint64_t)opt.one_case : 0;
         for (uint64_t idx = first;; idx++) {
             if (opt.one_case >= 0 && idx != (uint64_t)opt.one_case)
                 break;
-            if (soak_end ? now() >= soak_end : idx - first >= opt.count)
+            if (soak_end ? diff_now() >= soak_end : idx - first >= opt.count)
                 break;
             gen_case(c, m, opt.seed, idx, &go);
             /* Unicorn 2.0.1 corrupts its translated-block chaining after
@@ -545,7 +529,7 @@ int main(int argc, char **argv)
             if (!d) {
                 unsigned n = rr->ntrace < TRACE_MAX ? rr->ntrace : TRACE_MAX;
                 for (unsigned t = 0; t < n; t++) {
-                    int k = insn_at(c, rr->trace[t]);
+                    int k = dcase_insn_at(c, rr->trace[t]);
                     if (k >= 0)
                         exec_cov[m][c->insn[k].op][width_index(c->insn[k].bits)]++;
                 }
@@ -574,7 +558,7 @@ int main(int argc, char **argv)
                 print_result("runtime", c, rr);
             }
         }
-        double dt = now() - t0;
+        double dt = diff_now() - t0;
         printf("mode %-6s: %llu sequences, %llu instructions executed, "
                "%llu mismatches (%.1f s)\n", dmode_name(m),
                (unsigned long long)ncases, (unsigned long long)ninsns,

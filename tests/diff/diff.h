@@ -180,6 +180,10 @@ void dev_log(dev_side *d, int kind, int is_write, unsigned size,
              uint64_t addr, uint64_t value);
 void cpuid_answer(uint32_t leaf, uint32_t sub, uint32_t out[4]);
 int msr_index(uint32_t msr);
+/* Monotonic seconds, for soak timing. */
+double diff_now(void);
+/* Index of the case's instruction at linear address `la`, or -1. */
+int dcase_insn_at(const dcase *c, uint64_t la);
 
 /* ---- results ------------------------------------------------------------ */
 
