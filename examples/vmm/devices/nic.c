@@ -117,7 +117,6 @@ void nic_pci_identity(nic_model m, nic_pci_id *id)
         id->subsys = 0x2000;
         id->revision = 0x10;
         id->bar_is_io = true;
-        id->bar_size = 32;
         break;
     case NIC_E1000:                         /* Intel 82540EM */
         id->vendor = 0x8086;
@@ -126,12 +125,12 @@ void nic_pci_identity(nic_model m, nic_pci_id *id)
         id->subsys = 0x001e;
         id->revision = 0x03;
         id->bar_is_io = false;
-        id->bar_size = 0x20000;
         break;
     default:
         id->class_code = 0;
-        break;
+        return;
     }
+    id->bar_size = ops_of(m)->bar_size;     /* the model's own register file */
 }
 
 /* ---- register access ------------------------------------------------ */
