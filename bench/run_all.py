@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from lcbench import analysis, machine, qemu, traces, workloads  # noqa: E402
-from lcbench.util import elapsed, log, write_json  # noqa: E402
+from lcbench.util import elapsed, kvm_usable, log, write_json  # noqa: E402
 import nested_model  # noqa: E402
 
 MODES = dict(full=dict(rounds=9, rounds_tech=4, qemu_rounds=3),
@@ -73,14 +73,6 @@ def git_describe():
                     dirty=bool(git('status', '--porcelain')))
     except (OSError, subprocess.SubprocessError):
         return {}
-
-
-def kvm_usable():
-    try:
-        os.close(os.open('/dev/kvm', os.O_RDWR))
-        return True
-    except OSError:
-        return False
 
 
 def select_workloads(build, mode, only):

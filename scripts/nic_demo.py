@@ -10,10 +10,14 @@ exits per exchange, the exits saved and the speed-up.
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
-import tempfile
+
+sys.dont_write_bytecode = True
+# the benchmark suite's lcvmm driver (bench/lcbench/)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'bench'))
+from lcbench.lcvmm import RunError, invoke  # noqa: E402
+from lcbench.util import kvm_usable, parse_result_line  # noqa: E402
 
 # (label, image, nic, guest params, exchanges per -n): CPL 3 poll mode
 # runs at native speed on KVM here, so it gets 10x the exchanges; CPL 0
@@ -27,40 +31,21 @@ WORKLOADS = [
 ]
 
 
-def kvm_usable():
+def run(lcvmm, image, nic, params, cpu, cluster):
+    """One run; the guest's console output, lcvmm's statistics and the
+    exchanges done (all of them answered, or the demo stops)."""
     try:
-        os.close(os.open('/dev/kvm', os.O_RDWR))
-        return True
-    except OSError:
-        return False
-
-
-def run(lcvmm, image, nic, params, cpu, cluster, extra=()):
-    fd, stats_path = tempfile.mkstemp(suffix='.json')
-    os.close(fd)
-    cmd = [lcvmm, '-q', '-k', image, '--nic', nic, '--cpu', cpu,
-           '-p', params, '--stats', 'json', '--stats-file', stats_path,
-           '--timeout', '300']
-    if not cluster:
-        cmd.append('--no-cluster')
-    cmd += list(extra)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.decode(errors='replace')
-    try:
-        with open(stats_path) as f:
-            stats = json.load(f)
-    finally:
-        os.unlink(stats_path)
-    if p.returncode != 0:
+        cmd, p, out, stats = invoke(lcvmm, image, nic, cpu, params,
+                                    [] if cluster else ['--no-cluster'])
+    except RunError as e:
+        raise SystemExit(f'nic_demo: {e}')
+    result = parse_result_line(out)
+    if p.returncode != 0 or not stats or \
+            result.get('exchanges') != result.get('ok', '-'):
         sys.stderr.write(out + p.stderr.decode(errors='replace'))
-        raise SystemExit(f'nic_demo: {" ".join(cmd)} failed '
-                         f'(exit status {p.returncode})')
-    m = re.search(r'^guest=\S+ .*\bexchanges=(\d+) ok=(\d+)', out, re.M)
-    if not m or m.group(1) != m.group(2):
-        sys.stderr.write(out)
-        raise SystemExit(f'nic_demo: {" ".join(cmd)}: not every exchange '
-                         'was answered')
-    return out, stats, int(m.group(2))
+        raise SystemExit(f'nic_demo: {" ".join(cmd)} failed (exit status '
+                         f'{p.returncode}, not every exchange answered)')
+    return out, stats, int(result['ok'])
 
 
 def steady(lcvmm, image, nic, params, cpu, n, repeats):

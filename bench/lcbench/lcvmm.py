@@ -20,20 +20,15 @@ def lcvmm_path(build):
     return os.path.join(build, 'examples', 'vmm', 'lcvmm')
 
 
-def run(build, wl, n, config_args, cpu='kvm', trace=None, unicorn=False,
-        timeout=300):
-    """One lcvmm run of workload `wl` with n units; returns a flat dict of
-    the statistics the suite uses. Raises RunError when the guest did not
-    finish all n units with exit status 0."""
-    params = wl['unicorn_params'] if unicorn else wl['params']
+def invoke(lcvmm, image, nic, cpu, params, extra=(), timeout=300):
+    """Run lcvmm once with JSON statistics; returns (command, process,
+    guest console output, statistics dict, possibly empty). Raises
+    RunError when it could not run or its statistics are unreadable."""
     fd, stats_path = tempfile.mkstemp(prefix='lcbench-', suffix='.json')
     os.close(fd)
-    cmd = [lcvmm_path(build), '-q', '-k', wl['image'], '--nic', wl['nic'],
-           '--cpu', cpu, '-p', f'{params} n={n}'.strip(),
-           '--stats', 'json', '--stats-file', stats_path,
-           '--timeout', str(timeout)] + list(config_args)
-    if trace:
-        cmd += ['--trace-file', trace]
+    cmd = [lcvmm, '-q', '-k', image, '--nic', nic, '--cpu', cpu,
+           '-p', params.strip(), '--stats', 'json', '--stats-file',
+           stats_path, '--timeout', str(timeout)] + list(extra)
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=timeout + 30)
@@ -44,6 +39,18 @@ def run(build, wl, n, config_args, cpu='kvm', trace=None, unicorn=False,
         raise RunError(f'{" ".join(cmd)}: {e}') from e
     finally:
         os.unlink(stats_path)
+    return cmd, p, out, stats
+
+
+def run(build, wl, n, config_args, cpu='kvm', trace=None, unicorn=False,
+        timeout=300):
+    """One lcvmm run of workload `wl` with n units; returns a flat dict of
+    the statistics the suite uses. Raises RunError when the guest did not
+    finish all n units with exit status 0."""
+    params = wl['unicorn_params'] if unicorn else wl['params']
+    extra = list(config_args) + (['--trace-file', trace] if trace else [])
+    cmd, p, out, stats = invoke(lcvmm_path(build), wl['image'], wl['nic'],
+                                cpu, f'{params} n={n}', extra, timeout)
     result = parse_result_line(out)
     if p.returncode != 0 or not _all_done(result, n):
         err = p.stderr.decode(errors='replace').strip().splitlines()[-3:]

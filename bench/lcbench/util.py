@@ -77,6 +77,15 @@ def free_udp_ports(count):
     return ports
 
 
+def kvm_usable():
+    """Can this process open /dev/kvm read-write?"""
+    try:
+        os.close(os.open('/dev/kvm', os.O_RDWR))
+        return True
+    except OSError:
+        return False
+
+
 def parse_result_line(text):
     """The guest's `guest=NAME key=value...` result line as a dict."""
     for line in reversed(text.replace('\r', '').splitlines()):
