@@ -482,20 +482,11 @@ static void tx_deliver(nic *n)
     } else if (s->tx_oversize || len > NET_FRAME_MAX) {
         nic_guest_error(n, "transmit frame over %d bytes dropped",
                         NET_FRAME_MAX);
-    } else {
-        if (len < NIC_FRAME_PAD && (*R(s, TCTL) & TCTL_PSP)) {
-            memset(s->tx_buf + len, 0, NIC_FRAME_PAD - len);
-            len = NIC_FRAME_PAD;
-        }
-        if (len < NET_FRAME_MIN) {
-            nic_guest_error(n, "runt transmit frame of %zu bytes dropped",
-                            len);
-        } else {
-            nic_tx_frame(n, s->tx_buf, len);
-            stat_add(s, GPTC, 1);
-            stat_add(s, TPT, 1);
-            stat_add64(s, GOTCL, len + NIC_FCS_LEN);
-        }
+    } else if ((len = nic_tx_frame(n, s->tx_buf, len,
+                                   *R(s, TCTL) & TCTL_PSP)) != 0) {
+        stat_add(s, GPTC, 1);
+        stat_add(s, TPT, 1);
+        stat_add64(s, GOTCL, len + NIC_FCS_LEN);
     }
     s->tx_len = 0;
     s->tx_oversize = s->tx_lost = false;

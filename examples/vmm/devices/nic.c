@@ -318,11 +318,22 @@ void nic_flush(nic *n)
     n->busy = false;
 }
 
-void nic_tx_frame(nic *n, const uint8_t *frame, size_t len)
+size_t nic_tx_frame(nic *n, uint8_t *frame, size_t len, bool pad)
 {
+    /* both chips pad short frames with zeros when the driver asks
+     * (PCnet CSR4.APAD_XMT, e1000 TCTL.PSP); `frame` has room for it */
+    if (len < NIC_FRAME_PAD && pad) {
+        memset(frame + len, 0, NIC_FRAME_PAD - len);
+        len = NIC_FRAME_PAD;
+    }
+    if (len < NET_FRAME_MIN) {
+        nic_guest_error(n, "runt transmit frame of %zu bytes dropped", len);
+        return 0;
+    }
     n->stats.tx_frames++;
     if (n->be)
         net_tx(n->be, frame, len);
+    return len;
 }
 
 /* ---- received frames ------------------------------------------------ */

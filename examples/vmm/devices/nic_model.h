@@ -99,9 +99,12 @@ void nic_tx_kick(nic *n);
 void nic_tx_now(nic *n);
 /* A reset forgets queued kicks (the frames stay in guest memory). */
 void nic_tx_cancel(nic *n);
-/* Hand one frame to the backend; counts it. len must be within
- * NET_FRAME_MIN..NET_FRAME_MAX (the models check). */
-void nic_tx_frame(nic *n, const uint8_t *frame, size_t len);
+/* Hand one gathered frame (at most NET_FRAME_MAX bytes: the models check
+ * oversize themselves, each with its chip's error) to the backend,
+ * padded with zeros to 60 bytes if `pad` (frame has room for it); a runt
+ * below NET_FRAME_MIN is a guest error and dropped. Returns the length
+ * sent, 0 if dropped. */
+size_t nic_tx_frame(nic *n, uint8_t *frame, size_t len, bool pad);
 
 /* The received frame waiting to be placed, pulling the next one from the
  * backend if none is held: its length without FCS (at least

@@ -266,15 +266,7 @@ static void tx_deliver(nic *n, uint8_t *frame, size_t len, bool oversize)
                         NET_FRAME_MAX);
         return;
     }
-    if (len < NIC_FRAME_PAD && (s->csr[4] & CSR4_APAD_XMT)) {
-        memset(frame + len, 0, NIC_FRAME_PAD - len);
-        len = NIC_FRAME_PAD;
-    }
-    if (len < NET_FRAME_MIN) {
-        nic_guest_error(n, "runt transmit frame of %zu bytes dropped", len);
-        return;
-    }
-    nic_tx_frame(n, frame, len);
+    nic_tx_frame(n, frame, len, s->csr[4] & CSR4_APAD_XMT);
 }
 
 /* One frame from the STP descriptor `d` at tx_idx: gather STP..ENP, send,
