@@ -16,7 +16,7 @@
  *                 set (the adapter's completion trick, docs/kvm.md), and a
  *                 plain syscall for scale
  *   insn          guest time per instruction (`dec ecx; jnz`) at CPL 0 and
- *                 CPL 3: this host emulates CPL 0 code (PLATFORM.md)
+ *                 CPL 3: this host emulates CPL 0 code (docs/platform.md)
  *   caps          KVM_CHECK_EXTENSION for the capabilities lcvmm and the
  *                 adapter use, and lc_kvm_probe()'s findings
  *
