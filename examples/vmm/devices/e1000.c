@@ -197,9 +197,9 @@ static void eeprom_build(nic *n)
         s->eeprom[i] = (uint16_t)(n->mac[2 * i] | n->mac[2 * i + 1] << 8);
     s->eeprom[0x04] = 0xffff;           /* LED settings: defaults */
     s->eeprom[0x0b] = 0x001e;           /* subsystem ID */
-    s->eeprom[0x0c] = 0x8086;           /* subsystem vendor */
-    s->eeprom[0x0d] = 0x100e;           /* device ID */
-    s->eeprom[0x0e] = 0x8086;           /* vendor ID */
+    s->eeprom[0x0c] = E1000_VENDOR_ID;           /* subsystem vendor */
+    s->eeprom[0x0d] = E1000_DEVICE_ID;           /* device ID */
+    s->eeprom[0x0e] = E1000_VENDOR_ID;           /* vendor ID */
     for (int i = 0; i < E1K_EE_WORDS - 1; i++)
         sum = (uint16_t)(sum + s->eeprom[i]);
     s->eeprom[E1K_EE_WORDS - 1] = (uint16_t)(0xbaba - sum);
