@@ -39,9 +39,9 @@
 #define LCVMM_LOAD_MIN        0x100000u
 
 /* ---- exit status of lcvmm ----------------------------------------------- */
-/* A guest ends the VM by writing its own code (0-255) to the debug exit
- * port; the VMM uses these for the other ways a run ends. A guest that
- * wants to be told apart avoids 2-4. */
+/* When the guest ends the run by writing its own code (0-255) to the debug
+ * exit port, that code is lcvmm's exit status; otherwise the status is one
+ * of these (the VMM's last stderr line says which way the run ended). */
 #ifndef __ASSEMBLER__
 enum lcvmm_exit_status {
     LCVMM_EXIT_OK      = 0,     /* guest halted or asked to power off */
