@@ -74,7 +74,8 @@ static uint32_t e1000_recv(void *buf, uint32_t max)
         barrier();
         uint32_t len = d->length;
         unsigned slot = rx_next;
-        bool good = (status & E1000_RXD_STA_EOP) && !d->errors && len && len <= BUF_SIZE;
+        bool good = (status & E1000_RXD_STA_EOP) && !d->errors && len &&
+                    len <= BUF_SIZE;
         if (good)
             memcpy(buf, rx_buf[slot], len < max ? len : max);
         else
@@ -138,7 +139,8 @@ static bool e1000_init(const struct guest_args *args)
     }
     wr(E1000_RAL(0), (uint32_t)nic.mac[0] | (uint32_t)nic.mac[1] << 8 |
                    (uint32_t)nic.mac[2] << 16 | (uint32_t)nic.mac[3] << 24);
-    wr(E1000_RAH(0), (uint32_t)nic.mac[4] | (uint32_t)nic.mac[5] << 8 | E1000_RAH_AV);
+    wr(E1000_RAH(0), (uint32_t)nic.mac[4] | (uint32_t)nic.mac[5] << 8 |
+       E1000_RAH_AV);
     for (uint32_t i = 0; i < 128; i++)
         wr(E1000_MTA + 4 * i, 0);
 
@@ -160,7 +162,8 @@ static bool e1000_init(const struct guest_args *args)
     wr(E1000_RDTR, 0);
     wr(E1000_RADV, 0);
     wr(E1000_ITR, 0);
-    wr(E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_BAM | E1000_RCTL_BSIZE(0) | E1000_RCTL_SECRC);
+    wr(E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_BAM | E1000_RCTL_BSIZE(0) |
+       E1000_RCTL_SECRC);
 
     wr(E1000_TDBAL, (uint32_t)tx_base);
     wr(E1000_TDBAH, (uint32_t)(tx_base >> 32));
@@ -169,7 +172,8 @@ static bool e1000_init(const struct guest_args *args)
     wr(E1000_TDT, 0);
     /* IPGT 10, IPGR1 8, IPGR2 6: the SDM's values for copper (13.4.34). */
     wr(E1000_TIPG, 10 | 8 << 10 | 6 << 20);
-    wr(E1000_TCTL, E1000_TCTL_EN | E1000_TCTL_PSP | E1000_TCTL_CT(0x0f) | E1000_TCTL_COLD(0x40));
+    wr(E1000_TCTL, E1000_TCTL_EN | E1000_TCTL_PSP | E1000_TCTL_CT(0x0f) |
+       E1000_TCTL_COLD(0x40));
 
     /* Bounded wait for link up (STATUS.LU): after a reset the link
      * renegotiates (QEMU models ~0.5 s of auto-negotiation). */

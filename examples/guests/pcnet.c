@@ -84,7 +84,8 @@ static bool pcnet_send(const void *frame, uint32_t len)
     d->misc = 0;
     barrier();
     /* OWN last: the descriptor is the device's from here on. */
-    *(volatile uint16_t *)&d->status = PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP;
+    *(volatile uint16_t *)&d->status =
+        PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP;
     barrier();
     csr_write(0, (uint16_t)(CSR0_TDMD | inea()));   /* transmit demand */
     tx_next = (tx_next + 1) % RING_SIZE;
@@ -109,7 +110,8 @@ static uint32_t pcnet_recv(void *buf, uint32_t max)
         barrier();
         rx_next = (rx_next + 1) % RING_SIZE;
         uint32_t mcnt = d->mcnt & 0x0fff;
-        if ((status & (PCNET_DESC_ERR | PCNET_DESC_STP | PCNET_DESC_ENP)) != (PCNET_DESC_STP | PCNET_DESC_ENP) ||
+        if ((status & (PCNET_DESC_ERR | PCNET_DESC_STP | PCNET_DESC_ENP)) !=
+                (PCNET_DESC_STP | PCNET_DESC_ENP) ||
             mcnt <= FCS_LEN || mcnt > BUF_SIZE) {
             rx_errors++;          /* chained, errored or nonsense: drop */
             rx_rearm(d);
@@ -147,14 +149,15 @@ static bool pcnet_init(const struct guest_args *args)
     uint16_t csr0 = 0;
     for (int i = 0; i < RESET_POLL_BOUND && csr0 != CSR0_STOP; i++)
         csr0 = csr_read(0);
-    outw(io + PCNET_RAP, 88);
-    if (csr0 != CSR0_STOP || inw(io + PCNET_RAP) != 88) {
+    outw(io + PCNET_RAP, PCNET_CSR_CHIPID_LO);
+    if (csr0 != CSR0_STOP || inw(io + PCNET_RAP) != PCNET_CSR_CHIPID_LO) {
         printf("error: pcnet at 0x%x: no word-I/O response after reset (CSR0=0x%x)\n",
                io, csr0);
         return false;
     }
-    uint32_t chip = ((uint32_t)csr_read(PCNET_CSR_CHIPID_LO) |
-                     (uint32_t)csr_read(PCNET_CSR_CHIPID_HI) << 16) >> 12 & 0xffff;
+    uint32_t id = csr_read(PCNET_CSR_CHIPID_LO);
+    id |= (uint32_t)csr_read(PCNET_CSR_CHIPID_HI) << 16;
+    uint32_t chip = id >> 12 & 0xffff;      /* PARTID, CSR89:CSR88 27:12 */
 
     /* The station address: APROM bytes 0-5. */
     for (int i = 0; i < 6; i++)

@@ -114,7 +114,8 @@ static void ring_drain(kvm_vcpu_ctx *c)
         return;
     while (ring->first != ring->last) {
         if (ring->first >= max || ring->last >= max) {
-            vmm_request_stop(vm, LCVMM_EXIT_ERROR, "coalesced ring indices out of range");
+            vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                             "coalesced ring indices out of range");
             return;
         }
         struct kvm_coalesced_mmio *m = &ring->coalesced_mmio[ring->first];
@@ -139,11 +140,13 @@ static void handle_io(kvm_vcpu_ctx *c)
     unsigned size = run->io.size;
 
     if (size != 1 && size != 2 && size != 4) {
-        vmm_request_stop(vm, LCVMM_EXIT_ERROR, "KVM reported port I/O of %u bytes", size);
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                         "KVM reported port I/O of %u bytes", size);
         return;
     }
     if (run->io.data_offset + (uint64_t)size * run->io.count > c->run_size) {
-        vmm_request_stop(vm, LCVMM_EXIT_ERROR, "KVM port I/O data outside kvm_run");
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                         "KVM port I/O data outside kvm_run");
         return;
     }
     for (uint32_t i = 0; i < run->io.count; i++, data += size) {
@@ -164,7 +167,8 @@ static void handle_mmio(kvm_vcpu_ctx *c)
     unsigned len = run->mmio.len;
 
     if (len != 1 && len != 2 && len != 4 && len != 8) {
-        vmm_request_stop(c->core.vm, LCVMM_EXIT_ERROR, "KVM reported MMIO of %u bytes", len);
+        vmm_request_stop(c->core.vm, LCVMM_EXIT_ERROR,
+                         "KVM reported MMIO of %u bytes", len);
         return;
     }
     if (run->mmio.is_write)
@@ -217,7 +221,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                 vm->stats.exits_intr++;
                 continue;
             }
-            vmm_request_stop(vm, LCVMM_EXIT_ERROR, "KVM_RUN: %s", strerror(errno));
+            vmm_request_stop(vm, LCVMM_EXIT_ERROR, "KVM_RUN: %s",
+                             strerror(errno));
             break;
         }
         ring_drain(c);
@@ -254,16 +259,19 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             break;
         case KVM_EXIT_SHUTDOWN:
             dump_regs(c);
-            vmm_request_stop(vm, LCVMM_EXIT_CRASH, "guest triple fault (KVM_EXIT_SHUTDOWN)");
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "guest triple fault (KVM_EXIT_SHUTDOWN)");
             break;
         case KVM_EXIT_FAIL_ENTRY:
-            vmm_request_stop(vm, LCVMM_EXIT_CRASH, "KVM_EXIT_FAIL_ENTRY: reason %#llx",
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "KVM_EXIT_FAIL_ENTRY: reason %#llx",
                              (unsigned long long)
                              run->fail_entry.hardware_entry_failure_reason);
             break;
         case KVM_EXIT_INTERNAL_ERROR:
             dump_regs(c);
-            vmm_request_stop(vm, LCVMM_EXIT_CRASH, "KVM_EXIT_INTERNAL_ERROR: suberror %u",
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "KVM_EXIT_INTERNAL_ERROR: suberror %u",
                              run->internal.suberror);
             break;
         case KVM_EXIT_SYSTEM_EVENT:
@@ -272,7 +280,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             break;
         default:
             vm->stats.exits_other++;
-            vmm_request_stop(vm, LCVMM_EXIT_CRASH, "unhandled KVM exit reason %u",
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "unhandled KVM exit reason %u",
                              run->exit_reason);
             break;
         }
@@ -347,8 +356,8 @@ static int boot_cpu(kvm_vcpu_ctx *c, const vmm_boot *boot)
     return 0;
 }
 
-#define FAIL(...) do { vmm_request_stop(vm, LCVMM_EXIT_ERROR, __VA_ARGS__); goto out; } \
-    while (0)
+#define FAIL(...) do { \
+    vmm_request_stop(vm, LCVMM_EXIT_ERROR, __VA_ARGS__); goto out; } while (0)
 
 int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
 {

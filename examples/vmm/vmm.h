@@ -102,7 +102,7 @@ struct vmm {
     atomic_bool map_changed;      /* a BAR moved: flush the engine */
     /* Ending the VM. */
     atomic_bool stop;
-    int exit_code;                /* the guest's code, or an lcvmm_exit_status */
+    int exit_code;                /* the guest's, or an lcvmm_exit_status */
     char stop_reason[160];
     /* libcluster */
     lc_engine *engine;

@@ -113,7 +113,8 @@ static void setup_opt(fake *f, const nic_options *o, unsigned n,
     wr(f, E1000_TIPG, 0x0060200a);
     wr(f, E1000_TCTL, E1000_TCTL_EN | E1000_TCTL_PSP | 0x0f << 4 | 0x40 << 12);
     wr(f, E1000_RCTL, E1000_RCTL_EN | rctl);
-    wr(f, E1000_IMS, E1000_ICR_TXDW | E1000_ICR_RXT0 | E1000_ICR_RXO | E1000_ICR_RXDMT0 | E1000_ICR_LSC);
+    wr(f, E1000_IMS, E1000_ICR_TXDW | E1000_ICR_RXT0 | E1000_ICR_RXO |
+       E1000_ICR_RXDMT0 | E1000_ICR_LSC);
     ck_assert_int_eq(f->level, 0);
 }
 
@@ -219,7 +220,8 @@ START_TEST(phy_through_mdic)
 
     fake_init(&f, NIC_E1000, NULL);
     wr(&f, E1000_MDIC, 0x08000000u | 1u << 21 | 2u << 16);
-    ck_assert_uint_eq(rd(&f, E1000_MDIC), 0x18000000u | 1u << 21 | 2u << 16 | 0x0141);
+    ck_assert_uint_eq(rd(&f, E1000_MDIC), 0x18000000u | 1u << 21 | 2u << 16 |
+                      0x0141);
     wr(&f, E1000_MDIC, 0x08000000u | 1u << 21 | 3u << 16);
     ck_assert_uint_eq(rd(&f, E1000_MDIC) & 0xffff, 0x0c20);
     wr(&f, E1000_MDIC, 0x08000000u | 1u << 21 | 1u << 16);
@@ -247,8 +249,10 @@ START_TEST(ctrl_reset)
     ck_assert_uint_eq(rd(&f, E1000_IMS), 0);
     ck_assert_uint_eq(rd(&f, E1000_RDLEN), 0);
     ck_assert_uint_eq(rd(&f, E1000_TCTL), 0);
-    ck_assert_uint_eq(rd(&f, E1000_RAL(0)), mem_r32(&(fake){ .ram = (uint8_t *)fake_mac }, 0));
-    ck_assert_uint_eq(rd(&f, E1000_RAH(0)), 0x80000000u | fake_mac[4] | fake_mac[5] << 8);
+    ck_assert_uint_eq(rd(&f, E1000_RAL(0)),
+                      mem_r32(&(fake){ .ram = (uint8_t *)fake_mac }, 0));
+    ck_assert_uint_eq(rd(&f, E1000_RAH(0)), 0x80000000u | fake_mac[4] |
+                      fake_mac[5] << 8);
     ck_assert_uint_eq(st(&f)->resets, 2);
     fake_fini(&f);
 }
@@ -262,7 +266,8 @@ START_TEST(latch_registers)
     bool rd_ring = false, td_ring = false, mta_ra = false, itr = false,
          tipg = false;
     static const uint32_t not_latch[] = {
-        E1000_CTRL, E1000_STATUS, E1000_EECD, E1000_EERD, E1000_MDIC, E1000_ICR, E1000_ICS, E1000_IMS, E1000_IMC, E1000_RCTL, E1000_TCTL,
+        E1000_CTRL, E1000_STATUS, E1000_EECD, E1000_EERD, E1000_MDIC,
+        E1000_ICR, E1000_ICS, E1000_IMS, E1000_IMC, E1000_RCTL, E1000_TCTL,
         E1000_RDH, E1000_RDT, E1000_TDH, E1000_TDT, E1000_MPC, 0x1fffc,
     };
     uint8_t frame[64];
@@ -317,7 +322,8 @@ START_TEST(tx_one_frame)
     size_t len = fake_frame_make(frame, bcast, 300, 2);
 
     setup(&f);
-    txd_put(&f, 0, frame, len, E1000_TXD_CMD_EOP | E1000_TXD_CMD_IFCS | E1000_TXD_CMD_RS);
+    txd_put(&f, 0, frame, len, E1000_TXD_CMD_EOP | E1000_TXD_CMD_IFCS |
+            E1000_TXD_CMD_RS);
     wr(&f, E1000_TDT, 1);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(f.be.tx[0].len, len);
@@ -325,10 +331,12 @@ START_TEST(tx_one_frame)
     ck_assert_uint_eq(txd_sta(&f, 0), E1000_TXD_STA_DD);
     ck_assert_uint_eq(rd(&f, E1000_TDH), 1);
     ck_assert_int_eq(f.level, 1);
-    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_TXDW | E1000_ICR_TXQE);        /* read clears */
+    /* read clears */
+    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_TXDW | E1000_ICR_TXQE);
     ck_assert_int_eq(f.level, 0);
     ck_assert_uint_eq(rd(&f, E1000_ICR), 0);
-    ck_assert_uint_eq(rd(&f, E1000_GPTC), 1);                 /* clear on read */
+    /* clear on read */
+    ck_assert_uint_eq(rd(&f, E1000_GPTC), 1);
     ck_assert_uint_eq(rd(&f, E1000_GPTC), 0);
     ck_assert_uint_eq(st(&f)->tx_frames, 1);
     fake_fini(&f);
@@ -355,7 +363,8 @@ START_TEST(tx_status_and_padding)
     wr(&f, E1000_TDT, 3);
     ck_assert_uint_eq(f.be.ntx, 2);
     ck_assert_uint_eq(f.be.tx[1].len, 20);
-    ck_assert_uint_eq(txd_sta(&f, 2), E1000_TXD_STA_DD);              /* runt: dropped */
+    /* runt: dropped */
+    ck_assert_uint_eq(txd_sta(&f, 2), E1000_TXD_STA_DD);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
     fake_fini(&f);
 }
@@ -380,10 +389,12 @@ START_TEST(tx_chained_descriptors)
     /* Extended descriptors: a context descriptor, then data. */
     uint64_t a = TXR + 16 * 3;
     memset(f.ram + a, 0, 16);
-    f.ram[a + 11] = E1000_TXD_CMD_DEXT | E1000_TXD_CMD_RS;                  /* DTYP 0 */
+    /* DTYP 0 */
+    f.ram[a + 11] = E1000_TXD_CMD_DEXT | E1000_TXD_CMD_RS;
     txd_put(&f, 4, frame, 100, 0);
     mem_w32(&f, TXR + 16 * 4 + 8, 100 | 1u << 20 |
-            (uint32_t)(E1000_TXD_CMD_DEXT | E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS) << 24);
+            (uint32_t)(E1000_TXD_CMD_DEXT | E1000_TXD_CMD_EOP |
+                       E1000_TXD_CMD_RS) << 24);
     wr(&f, E1000_TDT, 5);
     ck_assert_uint_eq(f.be.ntx, 2);
     ck_assert_uint_eq(f.be.tx[1].len, 100);
@@ -433,7 +444,8 @@ START_TEST(tx_oversize)
     ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
     /* Five 4 KiB buffers: 20 KiB into a 16 KiB buffer. */
     for (unsigned i = 2; i < 7; i++) {
-        txd_put(&f, i, NULL, 4096, i == 6 ? E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS : 0);
+        txd_put(&f, i, NULL, 4096,
+                i == 6 ? E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS : 0);
         mem_w32(&f, TXR + 16 * i, 0x40000 + 0x1000 * (i - 2));
     }
     wr(&f, E1000_TDT, 7);
@@ -609,7 +621,8 @@ START_TEST(rx_waits_for_descriptors)
     ck_assert_uint_eq(st(&f)->rx_frames, 2);
     ck_assert_uint_eq(fake_rx_waiting(&f), 1);
     ck_assert_uint_eq(rd(&f, E1000_RDH), 2);
-    ck_assert(rd(&f, E1000_ICR) & E1000_ICR_RXDMT0);    /* no free descriptors left */
+    /* no free descriptors left */
+    ck_assert(rd(&f, E1000_ICR) & E1000_ICR_RXDMT0);
     wr(&f, E1000_RDT, 3);
     ck_assert_uint_eq(st(&f)->rx_frames, 3);
     fake_fini(&f);
@@ -623,7 +636,8 @@ START_TEST(rx_chained_buffers)
     fake f;
     uint8_t frame[1000];
 
-    setup_opt(&f, NULL, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC | E1000_RCTL_BSIZE(3));
+    setup_opt(&f, NULL, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC |
+              E1000_RCTL_BSIZE(3));
     wr(&f, E1000_RDT, 2);
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 1000, 12));
     nic_poll_rx(f.n);
@@ -693,7 +707,8 @@ START_TEST(synchronous_reply)
     wr(&f, E1000_TDT, 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 98);
-    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_TXDW | E1000_ICR_TXQE | E1000_ICR_RXT0);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_TXDW | E1000_ICR_TXQE |
+                      E1000_ICR_RXT0);
     fake_fini(&f);
 }
 END_TEST
@@ -707,7 +722,8 @@ START_TEST(interrupt_registers)
     setup(&f);
     wr(&f, E1000_ICS, 0x200);                 /* not in IMS */
     ck_assert_int_eq(f.level, 0);
-    ck_assert_uint_eq(rd(&f, E1000_IMS), E1000_ICR_TXDW | E1000_ICR_RXT0 | E1000_ICR_RXO | E1000_ICR_RXDMT0 | E1000_ICR_LSC);
+    ck_assert_uint_eq(rd(&f, E1000_IMS), E1000_ICR_TXDW | E1000_ICR_RXT0 |
+                      E1000_ICR_RXO | E1000_ICR_RXDMT0 | E1000_ICR_LSC);
     wr(&f, E1000_IMS, 0x200);
     ck_assert_int_eq(f.level, 1);
     wr(&f, E1000_IMC, 0x200);
@@ -717,7 +733,8 @@ START_TEST(interrupt_registers)
     ck_assert_int_eq(f.level, 1);
     wr(&f, E1000_ICR, E1000_ICR_TXDW);                  /* write 1 to clear */
     ck_assert_int_eq(f.level, 1);
-    reg_wr(&f, E1000_ICR, 1, E1000_ICR_RXT0);           /* a byte write clears its bits */
+    /* a byte write clears its bits */
+    reg_wr(&f, E1000_ICR, 1, E1000_ICR_RXT0);
     ck_assert_int_eq(f.level, 0);
     ck_assert_uint_eq(rd(&f, E1000_ICR), 0x200);
     /* ITR is stored, nothing throttles. */
@@ -893,7 +910,8 @@ START_TEST(garbage_everywhere)
         wr(&f, E1000_RDBAL, fake_rand(&seed) % FAKE_RAM);
         wr(&f, E1000_RDLEN, 128 * (1 + fake_rand(&seed) % 64));
         wr(&f, E1000_RDH, 0);
-        wr(&f, E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_UPE | (fake_rand(&seed) & 0x02030000u));
+        wr(&f, E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_UPE |
+           (fake_rand(&seed) & 0x02030000u));
         fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 200, 1));
         wr(&f, E1000_RDT, fake_rand(&seed) % 8);
         nic_flush(f.n);

@@ -129,7 +129,8 @@ static void setup_opt(fake *f, const nic_options *o, unsigned rlog,
     csr_w(f, 0, CSR0_INIT);
     ck_assert(csr_r(f, 0) & CSR0_IDON);
     csr_w(f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
-    ck_assert_uint_eq(csr_r(f, 0), CSR0_INIT | CSR0_STRT | CSR0_TXON | CSR0_RXON | CSR0_INEA);
+    ck_assert_uint_eq(csr_r(f, 0), CSR0_INIT | CSR0_STRT | CSR0_TXON |
+                      CSR0_RXON | CSR0_INEA);
     ck_assert_int_eq(f->level, 0);
 }
 
@@ -271,7 +272,8 @@ START_TEST(init_done_interrupt)
     csr_w(&f, 1, IB);
     csr_w(&f, 2, 0);
     csr_w(&f, 0, CSR0_INIT | CSR0_INEA);
-    ck_assert_uint_eq(csr_r(&f, 0), CSR0_INIT | CSR0_INEA | CSR0_INTR | CSR0_IDON);
+    ck_assert_uint_eq(csr_r(&f, 0), CSR0_INIT | CSR0_INEA | CSR0_INTR |
+                      CSR0_IDON);
     ck_assert_int_eq(f.level, 1);
     ck_assert_uint_eq(csr_r(&f, 76), (uint16_t)-4);     /* 2^2 */
     ck_assert_uint_eq(csr_r(&f, 78), (uint16_t)-4);
@@ -406,7 +408,8 @@ START_TEST(tx_whole_ring_without_enp)
     setup(&f);
     fake_frame_make(frame, bcast, 64, 6);
     for (unsigned i = 0; i < 8; i++)
-        tx_put(&f, i, frame, 64, PCNET_DESC_OWN | (i == 0 ? PCNET_DESC_STP : 0));
+        tx_put(&f, i, frame, 64, PCNET_DESC_OWN |
+               (i == 0 ? PCNET_DESC_STP : 0));
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
     ck_assert_uint_eq(tmd_status(&f, 7), PCNET_DESC_ERR);
@@ -425,7 +428,8 @@ START_TEST(tx_all_owned)
     setup(&f);
     fake_frame_make(frame, bcast, 64, 7);
     for (unsigned i = 0; i < 8; i++)
-        tx_put(&f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
+        tx_put(&f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP |
+               PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 8);
     for (unsigned i = 0; i < 8; i++)
@@ -454,13 +458,15 @@ START_TEST(tx_oversize)
     errs = st(&f)->guest_errors;
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_BABL | CSR0_ERR | CSR0_TXON), CSR0_BABL | CSR0_ERR | CSR0_TXON);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_BABL | CSR0_ERR | CSR0_TXON),
+                      CSR0_BABL | CSR0_ERR | CSR0_TXON);
     ck_assert_uint_eq(tmd_status(&f, 1) & PCNET_DESC_OWN, 0);
     ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
     ck_assert_int_eq(f.level, 1);
     csr_w(&f, 0, CSR0_INEA | CSR0_BABL);
     ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_BABL | CSR0_ERR), 0);
-    tx_put(&f, 2, frame, 1514, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
+    tx_put(&f, 2, frame, 1514, PCNET_DESC_OWN | PCNET_DESC_STP |
+           PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 1);
     /* BCNT 0 is a 4096-byte buffer: over the limit. */
@@ -511,7 +517,8 @@ START_TEST(rx_one_frame)
     fake_rx_push(&f, frame, 42);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
-    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP | PCNET_DESC_PAM);
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      PCNET_DESC_PAM);
     ck_assert_uint_eq(rmd_mcnt(&f, 0), 64);             /* 60 + FCS */
     memset(want, 0, sizeof want);
     memcpy(want, frame, 42);
@@ -522,7 +529,8 @@ START_TEST(rx_one_frame)
             fcs = (fcs >> 1) ^ (0xedb88320u & (0u - (fcs & 1)));
     }
     ck_assert_uint_eq(mem_r32(&f, RXB(0) + 60), ~fcs);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_INTR), CSR0_RINT | CSR0_INTR);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_INTR), CSR0_RINT |
+                      CSR0_INTR);
     ck_assert_int_eq(f.level, 1);
     ck_assert_uint_eq(rmd_status(&f, 1), PCNET_DESC_OWN);
     fake_fini(&f);
@@ -614,7 +622,8 @@ START_TEST(rx_missed_when_ring_too_small)
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 1000, 14));
     fake_rx_push(&f, frame, 100);
     nic_poll_rx(f.n);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MISS | CSR0_ERR | CSR0_INTR), CSR0_MISS | CSR0_ERR | CSR0_INTR);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MISS | CSR0_ERR | CSR0_INTR),
+                      CSR0_MISS | CSR0_ERR | CSR0_INTR);
     ck_assert_uint_eq(csr_r(&f, 112), 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);            /* the small one */
     ck_assert_uint_eq(rmd_mcnt(&f, 0), 104);
@@ -639,7 +648,8 @@ START_TEST(rx_address_filter)
     fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 15));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
-    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP | PCNET_DESC_BAM);
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      PCNET_DESC_BAM);
     ck_assert_uint_eq(fake_rx_waiting(&f), 0);
     /* Program LADRF for the group, and PROM, through a re-INIT. */
     for (int i = 0; i < 6; i++) {
@@ -659,8 +669,10 @@ START_TEST(rx_address_filter)
     fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 16));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 3);
-    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP | PCNET_DESC_LAFM);
-    ck_assert_uint_eq(rmd_status(&f, 1), PCNET_DESC_STP | PCNET_DESC_ENP);    /* promiscuous */
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      PCNET_DESC_LAFM);
+    /* promiscuous */
+    ck_assert_uint_eq(rmd_status(&f, 1), PCNET_DESC_STP | PCNET_DESC_ENP);
     /* DRCVBC: no broadcasts (PROM off). */
     csr_w(&f, 0, CSR0_STOP);
     write_ib(&f, 3, 3, 0x4000);
@@ -690,7 +702,8 @@ START_TEST(synchronous_reply)
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 98);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_TINT), CSR0_RINT | CSR0_TINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_TINT), CSR0_RINT |
+                      CSR0_TINT);
     fake_fini(&f);
 }
 END_TEST
@@ -706,10 +719,12 @@ START_TEST(send_combining)
     setup_opt(&f, &o, 3, 3, 8);
     fake_frame_make(frame, bcast, 64, 19);
     for (unsigned i = 0; i < 2; i++) {
-        tx_put(&f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
+        tx_put(&f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP |
+               PCNET_DESC_ENP);
         kick(&f);
         ck_assert_uint_eq(f.be.ntx, 0);
-        ck_assert_uint_eq(tmd_status(&f, i), PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
+        ck_assert_uint_eq(tmd_status(&f, i), PCNET_DESC_OWN | PCNET_DESC_STP |
+                          PCNET_DESC_ENP);
         ck_assert(csr_r(&f, 0) & CSR0_TDMD);                 /* pending */
     }
     ck_assert_uint_eq(st(&f)->tx_combined, 2);
@@ -737,7 +752,8 @@ START_TEST(send_combining)
     csr_w(&f, 0, CSR0_STOP);
     nic_flush(f.n);
     ck_assert_uint_eq(f.be.ntx, 4);
-    ck_assert_uint_eq(tmd_status(&f, 4), PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
+    ck_assert_uint_eq(tmd_status(&f, 4), PCNET_DESC_OWN | PCNET_DESC_STP |
+                      PCNET_DESC_ENP);
     fake_fini(&f);
 }
 END_TEST
@@ -752,7 +768,8 @@ static void irq_workload(fake *f, bool coalesce)
     setup_opt(f, &o, 3, 3, 8);
     fake_frame_make(frame, fake_mac, 64, 20);
     for (unsigned i = 0; i < 6; i++) {
-        tx_put(f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
+        tx_put(f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP |
+               PCNET_DESC_ENP);
         kick(f);
         kick(f);                        /* nothing more to send */
         csr_w(f, 3, 0);                 /* an interrupt-state update */
@@ -796,7 +813,8 @@ START_TEST(dma_failure_init_block)
     csr_w(&f, 1, 0xfff0);
     csr_w(&f, 2, 0x7fff);               /* far beyond RAM */
     csr_w(&f, 0, CSR0_INIT | CSR0_INEA);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MERR | CSR0_ERR | CSR0_IDON | CSR0_INTR),
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MERR | CSR0_ERR | CSR0_IDON |
+                                      CSR0_INTR),
                       CSR0_MERR | CSR0_ERR | CSR0_INTR);
     ck_assert_int_eq(f.level, 1);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
@@ -815,7 +833,8 @@ START_TEST(dma_failure_buffer_and_ring)
     mem_w32(&f, TXR, 0xfffff000u);      /* buffer outside RAM */
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MERR | CSR0_TXON | CSR0_RXON), CSR0_MERR);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MERR | CSR0_TXON | CSR0_RXON),
+                      CSR0_MERR);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
     /* A receive ring outside RAM. */
     csr_w(&f, 0, CSR0_STOP);
@@ -851,7 +870,8 @@ START_TEST(no_dma_without_bus_master)
     ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_IDON | CSR0_TXON), 0);
     ck_assert_uint_eq(f.dma_reads, reads);
     nic_set_bus_master(f.n, true);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_IDON | CSR0_TXON | CSR0_RXON), CSR0_IDON | CSR0_TXON | CSR0_RXON);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_IDON | CSR0_TXON | CSR0_RXON),
+                      CSR0_IDON | CSR0_TXON | CSR0_RXON);
     csr_w(&f, 0, CSR0_INEA | CSR0_IDON);
     /* Transmit and receive stop while bus mastering is off. */
     nic_set_bus_master(f.n, false);
@@ -883,7 +903,8 @@ START_TEST(zero_length_rings_and_stop_only_csrs)
     ck_assert_uint_eq(csr_r(&f, 76), 0);
     reads = f.dma_reads;
     csr_w(&f, 0, CSR0_STRT | CSR0_INEA);
-    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_TXON | CSR0_RXON | CSR0_STRT), CSR0_STRT);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_TXON | CSR0_RXON | CSR0_STRT),
+                      CSR0_STRT);
     ck_assert_uint_eq(st(&f)->guest_errors, 2);
     kick(&f);
     nic_poll_rx(f.n);
@@ -920,7 +941,8 @@ START_TEST(style0_descriptors)
     memcpy(f.ram + TXB(0), frame, 80);
     mem_w16(&f, TXR, TXB(0) & 0xffff);
     mem_w16(&f, TXR + 4, bcnt(80));
-    mem_w16(&f, TXR + 2, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP | (TXB(0) >> 16));
+    mem_w16(&f, TXR + 2, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP |
+            (TXB(0) >> 16));
     csr_w(&f, 1, IB);
     csr_w(&f, 2, 0);
     csr_w(&f, 0, CSR0_INIT);
@@ -928,10 +950,12 @@ START_TEST(style0_descriptors)
     ck_assert_uint_eq(csr_r(&f, 76), (uint16_t)-2);
     ck_assert_uint_eq(f.be.ntx, 1);                     /* sent at STRT */
     ck_assert_mem_eq(f.be.tx[0].data, frame, 80);
-    ck_assert_uint_eq(mem_r16(&f, TXR + 2), PCNET_DESC_STP | PCNET_DESC_ENP | (TXB(0) >> 16));
+    ck_assert_uint_eq(mem_r16(&f, TXR + 2), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      (TXB(0) >> 16));
     fake_rx_push(&f, frame, 80);
     nic_poll_rx(f.n);
-    ck_assert_uint_eq(mem_r16(&f, RXR + 2), PCNET_DESC_STP | PCNET_DESC_ENP | (RXB(0) >> 16));
+    ck_assert_uint_eq(mem_r16(&f, RXR + 2), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      (RXB(0) >> 16));
     ck_assert_uint_eq(mem_r16(&f, RXR + 6), 84);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 80);
     fake_fini(&f);

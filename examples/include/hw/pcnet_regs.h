@@ -138,8 +138,8 @@ struct pcnet_tx_desc32 {
 /* Initialization block with SSIZE32 = 1 (28 bytes). */
 struct pcnet_init_block32 {
     uint16_t mode;                      /* CSR15 */
-    uint8_t rlen;                       /* bits 7:4: log2 of the RX ring length */
-    uint8_t tlen;                       /* bits 7:4: log2 of the TX ring length */
+    uint8_t rlen;                       /* 7:4: log2 of the RX ring length */
+    uint8_t tlen;                       /* 7:4: log2 of the TX ring length */
     uint8_t padr[6];                    /* physical address */
     uint16_t reserved;
     uint32_t ladrf[2];                  /* logical address filter */

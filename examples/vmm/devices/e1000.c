@@ -80,7 +80,8 @@ static const e1k_reg e1k_regs[] = {
     { E1000_STATUS,   4, K_RO,   false, 0 },
     { E1000_EECD,     4, K_EECD, false, 0 },
     { E1000_EERD,     4, K_EERD, false, 0 },
-    { E1000_CTRL_EXT, 4, K_RW,   false, 0xffffdfffu },    /* EE_RST self-clears */
+    /* EE_RST self-clears */
+    { E1000_CTRL_EXT, 4, K_RW,   false, 0xffffdfffu },
     { E1000_MDIC,     4, K_MDIC, false, 0 },
     { E1000_FCAL,     8, K_RW,   true,  0xffffffffu },    /* FCAL, FCAH */
     { E1000_FCT,      4, K_RW,   true,  0x0000ffffu },    /* FCT */
@@ -118,7 +119,8 @@ static const e1k_reg e1k_regs[] = {
     { E1000_STATS_BASE, E1000_STATS_LEN, K_STAT, false, 0 },
     { E1000_RXCSUM,   4, K_RW,   true,  0x000007ffu },
     { E1000_MTA,  E1000_MTA_LEN, K_RW,   true,  0xffffffffu },
-    { E1000_RAL(0), E1000_RA_LEN, K_RW,   true,  0xffffffffu },    /* RAL/RAH 0-15 */
+    /* RAL/RAH 0-15 */
+    { E1000_RAL(0), E1000_RA_LEN, K_RW,   true,  0xffffffffu },
     { E1000_VFTA,   E1000_VFTA_LEN, K_RW,   true,  0xffffffffu },
     { E1000_WUC,      4, K_RW,   false, 0xffffffffu },
     { E1000_WUFC,     4, K_RW,   false, 0xffffffffu },
@@ -213,8 +215,10 @@ static void eecd_write(nic *n, uint32_t v)
 {
     e1000 *s = S(n);
     uint32_t old = *R(s, E1000_EECD);
-    uint32_t now = (v & (E1000_EECD_SK | E1000_EECD_CS | E1000_EECD_DI | E1000_EECD_FWE | E1000_EECD_REQ)) |
-                   E1000_EECD_PRES | ((v & E1000_EECD_REQ) ? E1000_EECD_GNT : 0) |
+    uint32_t now = (v & (E1000_EECD_SK | E1000_EECD_CS | E1000_EECD_DI |
+                         E1000_EECD_FWE | E1000_EECD_REQ)) |
+                   E1000_EECD_PRES |
+                   ((v & E1000_EECD_REQ) ? E1000_EECD_GNT : 0) |
                    (old & E1000_EECD_DO);
 
     if (!(now & E1000_EECD_CS)) {
@@ -230,7 +234,8 @@ static void eecd_write(nic *n, uint32_t v)
                 s->ee_addr = (s->ee_addr + 1) % E1K_EE_WORDS;
             }
         } else if (s->ee_bits_in > 0 || (now & E1000_EECD_DI)) {
-            s->ee_val_in = (s->ee_val_in << 1 | !!(now & E1000_EECD_DI)) & 0x1ff;
+            s->ee_val_in = (s->ee_val_in << 1 |
+                            !!(now & E1000_EECD_DI)) & 0x1ff;
             if (++s->ee_bits_in == 9) {
                 if ((s->ee_val_in >> 6) == 6) {     /* start, read */
                     s->ee_reading = true;
@@ -315,8 +320,8 @@ static void e1k_reset_regs(nic *n)
 
     memset(s->reg, 0, sizeof s->reg);
     *R(s, E1000_CTRL) = E1000_CTRL_FD | E1000_CTRL_SLU | E1000_CTRL_SPEED_1000;
-    *R(s, E1000_STATUS) = E1000_STATUS_FD | E1000_STATUS_LU | E1000_STATUS_SPEED_1000 |
-                    E1000_STATUS_ASDV_1000;
+    *R(s, E1000_STATUS) = E1000_STATUS_FD | E1000_STATUS_LU |
+                          E1000_STATUS_SPEED_1000 | E1000_STATUS_ASDV_1000;
     *R(s, E1000_EECD) = E1000_EECD_PRES;
     *R(s, E1000_LEDCTL) = 0x07068302;
     *R(s, E1000_PBA) = 0x00000030;
@@ -346,7 +351,8 @@ static bool ring_ok(nic *n, bool tx, unsigned *ndesc)
 {
     e1000 *s = S(n);
     uint32_t len = *R(s, tx ? E1000_TDLEN : E1000_RDLEN);
-    uint32_t h = *R(s, tx ? E1000_TDH : E1000_RDH), t = *R(s, tx ? E1000_TDT : E1000_RDT);
+    uint32_t h = *R(s, tx ? E1000_TDH : E1000_RDH);
+    uint32_t t = *R(s, tx ? E1000_TDT : E1000_RDT);
     bool *halted = tx ? &s->tx_halted : &s->rx_halted;
     const char *name = tx ? "transmit" : "receive";
 
@@ -428,7 +434,8 @@ static bool tx_desc(nic *n, uint64_t da, const uint8_t *d, bool *wrote)
     if (!context && (cmd & E1000_TXD_CMD_EOP))
         tx_deliver(n);
     if (cmd & E1000_TXD_CMD_RS) {
-        uint8_t sta = (uint8_t)((d[12] & 0xf0) | E1000_TXD_STA_DD);  /* STA 3:0 */
+        /* STA 3:0 */
+        uint8_t sta = (uint8_t)((d[12] & 0xf0) | E1000_TXD_STA_DD);
         if (nic_dma_write(n, da + 12, &sta, 1) < 0) {
             nic_guest_error(n, "transmit descriptor write-back at %#llx "
                             "failed", (unsigned long long)da);
@@ -448,7 +455,8 @@ static void e1k_transmit(nic *n)
     if (!(*R(s, E1000_TCTL) & E1000_TCTL_EN) || !nic_can_dma(n) ||
         !ring_ok(n, true, &ndesc))
         return;
-    for (budget = ndesc; budget > 0 && *R(s, E1000_TDH) != *R(s, E1000_TDT); budget--) {
+    for (budget = ndesc; budget > 0 &&
+         *R(s, E1000_TDH) != *R(s, E1000_TDT); budget--) {
         uint32_t h = *R(s, E1000_TDH);
         uint64_t da = ring_desc(s, true, h);
         uint8_t d[E1000_DESC_SIZE];
@@ -515,7 +523,8 @@ static bool rx_accept(e1000 *s, const uint8_t *dst)
         return (rctl & E1000_RCTL_BAM) || (rctl & E1000_RCTL_MPE);
     if (dst[0] & 1) {
         unsigned h = mta_hash(rctl, dst);
-        return (rctl & E1000_RCTL_MPE) || (*R(s, E1000_MTA + 4 * (h >> 5)) >> (h & 31) & 1);
+        return (rctl & E1000_RCTL_MPE) ||
+               (*R(s, E1000_MTA + 4 * (h >> 5)) >> (h & 31) & 1);
     }
     return (rctl & E1000_RCTL_UPE) != 0;
 }
@@ -579,7 +588,8 @@ static void e1k_poll_rx(nic *n)
     unsigned ndesc;
     bool progress = false;
 
-    if (!(rctl & E1000_RCTL_EN) || !nic_can_dma(n) || !ring_ok(n, false, &ndesc))
+    if (!(rctl & E1000_RCTL_EN) || !nic_can_dma(n) ||
+        !ring_ok(n, false, &ndesc))
         return;
     for (int budget = E1K_RX_BUDGET; budget > 0; budget--) {
         unsigned avail = (*R(s, E1000_RDT) + ndesc - *R(s, E1000_RDH)) % ndesc;
@@ -705,7 +715,8 @@ static void reg_write(nic *n, const e1k_reg *r, uint32_t off, uint32_t v)
     case K_TDT:
         *R(s, E1000_TDT) = v & r->wmask;
         s->tx_halted = false;
-        if (*R(s, E1000_TDT) != *R(s, E1000_TDH))   /* a kick only if there is work */
+        /* a kick only if there is work */
+        if (*R(s, E1000_TDT) != *R(s, E1000_TDH))
             nic_tx_kick(n);
         break;
     }

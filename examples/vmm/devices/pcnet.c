@@ -252,7 +252,8 @@ static int tx_frame(nic *n, pcn_desc d, unsigned len)
         if (!(next.status & PCNET_DESC_OWN)) {
             /* TMD2.BUFF: no ENP and the next buffer is not ours; UFLO
              * follows and the transmitter turns off (CSR3.DXSUFLO = 0). */
-            d.status = (uint16_t)((d.status & ~PCNET_DESC_OWN) | PCNET_DESC_ERR);
+            d.status = (uint16_t)((d.status & ~PCNET_DESC_OWN) |
+                                  PCNET_DESC_ERR);
             d.misc = PCNET_TMD2_BUFF | PCNET_TMD2_UFLO;
             s->csr[0] = (uint16_t)((s->csr[0] & ~CSR0_TXON) | CSR0_TINT);
             s->tx_idx = nidx;
@@ -301,7 +302,8 @@ static void pcn_transmit(nic *n)
             break;
         if (!(d.status & PCNET_DESC_OWN))
             break;
-        if (!(d.status & PCNET_DESC_STP)) {     /* TMD1.STP: skip, poll the next */
+        /* TMD1.STP: skip, poll the next */
+        if (!(d.status & PCNET_DESC_STP)) {
             s->tx_idx = (s->tx_idx + 1) % len;
             continue;
         }
