@@ -18,7 +18,7 @@
 #include "vmm.h"
 
 #define SEND_COMBINE_TICK_NS 1000000L   /* the "timer tick": 1 ms */
-#define IO_MAX_FDS (1 + VMM_MAX_DEVICES + 1)    /* stop, devices, timer */
+#define IO_MAX_FDS (1 + 1 + VMM_MAX_DEVICES)    /* stop, timer, devices */
 
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
 {
