@@ -67,7 +67,8 @@ void vmm_devices_fini(vmm *vm)
     }
 }
 
-/* Send combining's "next world switch" (paper section 3.3): nearly every
+/* Send combining's "next world switch" (Sugerman et al., section 3.3,
+ * device.h): nearly every
  * exit has nothing queued, so the lock is taken only when a device says
  * it has. */
 void vmm_devices_flush_pending(vmm *vm)

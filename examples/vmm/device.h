@@ -55,9 +55,10 @@ typedef struct vmm_device_ops {
 
     /* Optional run-time hooks; all but pending are called with
      * vm->dev_lock held. */
-    /* Work the device queued for the next exit (send combining, paper
-     * "Software Techniques for Avoiding Hardware Virtualization Exits",
-     * section 3.3): checked without the lock at every exit. */
+    /* Work the device queued for the next exit (send combining, Sugerman
+     * et al., "Virtualizing I/O Devices on VMware Workstation's Hosted
+     * Virtual Machine Monitor", section 3.3): checked without the lock at
+     * every exit. */
     bool (*pending)(vmm_device *dev);
     /* Do what pending reported: at exits, timer ticks, and the end of the
      * run. */

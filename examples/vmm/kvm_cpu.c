@@ -75,8 +75,8 @@ static void kvm_irq_line(void *opaque, unsigned gsi, int level)
         perror("lcvmm: KVM_IRQ_LINE");
 }
 
-/* ---- the coalesced ring (seeds/000 s3.3: latch-only accesses never
- * leave the fast path) ------------------------------------------------ */
+/* ---- the coalesced ring (Sugerman et al. section 3.3: latch-only
+ * accesses never leave the fast path) ---------------------------------- */
 
 static void zones_set(kvm_vm *k, vmm *vm)
 {

@@ -3,10 +3,12 @@
  * The NIC (pcnet or e1000, --nic) as a device of the board: the model
  * (devices/nic.h) behind PCI function LCVMM_NIC_PCI_DEV with one BAR the
  * guest may move, its network backend (--net), interrupt line
- * LCVMM_NIC_IRQ, and the hooks of the seeds of the paper's section 3.3
- * NIC optimizations: send combining's queued frames (pending/flush and
- * the timer tick), the backend's receive descriptor (poll), and the
- * latch-only registers for the coalesced ring (coalesced).
+ * LCVMM_NIC_IRQ, and the hooks of the NIC optimizations of Sugerman et
+ * al. ("Virtualizing I/O Devices on VMware Workstation's Hosted Virtual
+ * Machine Monitor", section 3.3): send combining's queued frames
+ * (pending/flush and the timer tick), the backend's receive descriptor
+ * (poll), and the latch-only registers for the coalesced ring
+ * (coalesced).
  */
 #include <stdio.h>
 #include <stdlib.h>

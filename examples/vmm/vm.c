@@ -51,8 +51,8 @@ vm_irq vmm_irq_line(vmm *vm, unsigned gsi)
 
 /* What every back end does first at an exit, whatever it was:
  *  - count it (`kind`: LC_EXIT_IO, LC_EXIT_MMIO, or 0 for any other);
- *  - send combining's "next world switch" (seeds/000 s3.3): every exit
- *    reaches the VMM here, so frames a kick queued go out at the next exit
+ *  - send combining's "next world switch" (Sugerman et al. section 3.3):
+ *    every exit reaches the VMM here, so frames a kick queued go out at the next exit
  *    of any kind, before it is handled (a guest polling for the reply sees
  *    it at once); what gets combined is what the guest kicks without
  *    exiting in between, several transmits inside one cluster;

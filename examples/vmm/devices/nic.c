@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The NIC front: creation and dispatch to the two models, access checks,
- * statistics, and the three optimizations of seeds/000 section 3.3 that
+ * statistics, and the three optimizations of Sugerman et al. section 3.3 that
  * do not depend on the model (nic.h):
  *
  *   irq_coalesce  nic_set_irq() drives vm_irq.set only when the level
@@ -273,7 +273,7 @@ int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
     return dma_write(n->dma, gpa, buf, len);
 }
 
-/* Send combining (seeds/000 s3.3): leave the frames in the guest's ring
+/* Send combining (Sugerman et al. section 3.3): leave the frames in the guest's ring
  * and count the kick, until the batch is full. */
 void nic_tx_kick(nic *n)
 {

@@ -9,7 +9,7 @@
  *              boards (byte 9 = 0x11, bytes 12-13 = 16-bit sum of bytes
  *              0-11 and 14-15, bytes 14-15 = 'W' 'W'). Read-only here.
  *   0x10 RDP   data of the CSR that RAP selects
- *   0x12 RAP   register address: a pure latch (seeds/000 s3.3: "the Lance
+ *   0x12 RAP   register address: a pure latch (Sugerman et al. section 3.3: "the Lance
  *              address register has memory semantics")
  *   0x14 RESET reading it is S_RESET (software reset)
  *   0x16 BDP   data of the BCR that RAP selects
