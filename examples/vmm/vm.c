@@ -52,9 +52,9 @@ vm_irq vmm_irq_line(vmm *vm, unsigned gsi)
 /* What every back end does first at an exit, whatever it was:
  *  - count it (`kind`: LC_EXIT_IO, LC_EXIT_MMIO, or 0 for any other);
  *  - send combining's "next world switch" (Sugerman et al. section 3.3):
- *    every exit reaches the VMM here, so frames a kick queued go out at the next exit
- *    of any kind, before it is handled (a guest polling for the reply sees
- *    it at once); what gets combined is what the guest kicks without
+ *    every exit reaches the VMM here, so frames a kick queued go out at
+ *    the next exit of any kind, before it is handled (a guest polling for
+ *    the reply sees it at once); what gets combined is what the guest kicks without
  *    exiting in between, several transmits inside one cluster;
  *  - after a BAR move, flush the engine (lc_vm_ops.gpa_map contract).
  * Returns true if the guest-physical map changed since the last exit. */

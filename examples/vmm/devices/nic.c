@@ -273,8 +273,8 @@ int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
     return dma_write(n->dma, gpa, buf, len);
 }
 
-/* Send combining (Sugerman et al. section 3.3): leave the frames in the guest's ring
- * and count the kick, until the batch is full. */
+/* Send combining (Sugerman et al. section 3.3): leave the frames in the
+ * guest's ring and count the kick, until the batch is full. */
 void nic_tx_kick(nic *n)
 {
     if (!n->opt.send_combine) {
