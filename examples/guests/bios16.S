@@ -23,7 +23,7 @@
  * Everything read that does not depend on timing is folded into a
  * checksum; the LSR values are not (they depend on when the UART
  * drains). The whole sequence runs bios16_params.passes times. */
-#define COM1 0x3f8
+#include "lcvmm/platform.h"
 #define LSR_THRE 0x20
 #define LSR_TEMT 0x40
 #define LSR_POLL_BOUND 100000
@@ -250,7 +250,7 @@ delay_sequences:
     movb %al, %cl
     /* inb_p(LSR); outb_p(pattern, SCR) twice: every access followed by
      * an OUT to port 0x80 (the paper's second example). */
-    movw $COM1 + 5, %dx
+    movw $LCVMM_COM1_PORT + 5, %dx
     inb %dx, %al                    /* LSR (value unused, as in the paper) */
     outb %al, $0x80                 /* bug workaround */
     movb %cl, %al
@@ -264,7 +264,7 @@ delay_sequences:
     movzbl %al, %eax
     call mix_eax
     /* inb_p(LCR); outb_p(same value): leaves the line format as it is. */
-    movw $COM1 + 3, %dx
+    movw $LCVMM_COM1_PORT + 3, %dx
     inb %dx, %al
     outb %al, $0x80                 /* bug workaround */
     outb %al, %dx
@@ -291,7 +291,7 @@ mix_eax:
 putc:
     pushl %ecx
     movb %al, %ah
-    movw $COM1 + 5, %dx
+    movw $LCVMM_COM1_PORT + 5, %dx
     movl $LSR_POLL_BOUND, %ecx
 1:  inb %dx, %al
     testb $LSR_THRE, %al
@@ -307,7 +307,7 @@ putc:
 
 /* wait_temt: poll until the transmitter is empty (bounded). */
 wait_temt:
-    movw $COM1 + 5, %dx
+    movw $LCVMM_COM1_PORT + 5, %dx
     movl $LSR_POLL_BOUND, %ecx
 1:  inb %dx, %al
     testb $LSR_TEMT, %al

@@ -12,7 +12,7 @@
  * clear). Transmission is kicked by advancing TDT, received descriptors
  * are returned by advancing RDT. All register accesses are single
  * 32-bit MOVs (lib/guest.h mmio_*). */
-#include "e1000_regs.h"
+#include "hw/e1000_regs.h"
 #include "net.h"
 
 #define RING_SIZE 8          /* 8 x 16 bytes = 128: RDLEN/TDLEN granule */
@@ -46,7 +46,7 @@ static bool e1000_send(const void *frame, uint32_t len)
 
     /* A slot used before is free once the device wrote DD back (RS). */
     net_wait_begin(&nic, &w);
-    while (tx_used[tx_next] && !(d->status & TXD_DD))
+    while (tx_used[tx_next] && !(d->status & E1000_TXD_STA_DD))
         if (!net_wait_step(&nic, &w))
             return false;
     memcpy(tx_buf[tx_next], frame, len);
@@ -56,7 +56,7 @@ static bool e1000_send(const void *frame, uint32_t len)
     d->css = 0;
     d->special = 0;
     d->status = 0;
-    d->cmd = TXD_CMD_EOP | TXD_CMD_IFCS | TXD_CMD_RS;
+    d->cmd = E1000_TXD_CMD_EOP | E1000_TXD_CMD_IFCS | E1000_TXD_CMD_RS;
     tx_used[tx_next] = true;
     tx_next = (tx_next + 1) % RING_SIZE;
     barrier();
@@ -69,12 +69,13 @@ static uint32_t e1000_recv(void *buf, uint32_t max)
     for (int tries = 0; tries < RING_SIZE; tries++) {
         volatile struct e1000_rx_desc *d = &rx_ring[rx_next];
         uint8_t status = d->status;
-        if (!(status & RXD_DD))
+        if (!(status & E1000_RXD_STA_DD))
             return 0;
         barrier();
         uint32_t len = d->length;
         unsigned slot = rx_next;
-        bool good = (status & RXD_EOP) && !d->errors && len && len <= BUF_SIZE;
+        bool good = (status & E1000_RXD_STA_EOP) && !d->errors && len &&
+                    len <= BUF_SIZE;
         if (good)
             memcpy(buf, rx_buf[slot], len < max ? len : max);
         else
@@ -93,11 +94,11 @@ static uint32_t e1000_recv(void *buf, uint32_t max)
 /* One EEPROM word through EERD; false if DONE never comes. */
 static bool eeprom_read(uint8_t addr, uint16_t *out)
 {
-    wr(E1000_EERD, (uint32_t)addr << EERD_ADDR_SHIFT | EERD_START);
+    wr(E1000_EERD, (uint32_t)addr << E1000_EERD_ADDR_SHIFT | E1000_EERD_START);
     for (int i = 0; i < EERD_POLL_BOUND; i++) {
         uint32_t v = rd(E1000_EERD);
-        if (v & EERD_DONE) {
-            *out = (uint16_t)(v >> EERD_DATA_SHIFT);
+        if (v & E1000_EERD_DONE) {
+            *out = (uint16_t)(v >> E1000_EERD_DATA_SHIFT);
             return true;
         }
     }
@@ -108,23 +109,23 @@ static bool e1000_init(const struct guest_args *args)
 {
     struct pci_dev pci;
 
-    if (!pci_find_mmio(E1000_VENDOR, E1000_DEVICE, "e1000", &pci, &mmio))
+    if (!pci_find_mmio(E1000_VENDOR_ID, E1000_DEVICE_ID, "e1000", &pci, &mmio))
         return false;
     pci_enable(&pci, PCI_CMD_MEM | PCI_CMD_MASTER);
 
     /* Reset: interrupts masked before and after (SDM 14.5). */
     wr(E1000_IMC, 0xffffffff);
-    wr(E1000_CTRL, rd(E1000_CTRL) | CTRL_RST);
-    uint32_t ctrl = CTRL_RST;
-    for (int i = 0; i < RESET_POLL_BOUND && (ctrl & CTRL_RST); i++)
+    wr(E1000_CTRL, rd(E1000_CTRL) | E1000_CTRL_RST);
+    uint32_t ctrl = E1000_CTRL_RST;
+    for (int i = 0; i < RESET_POLL_BOUND && (ctrl & E1000_CTRL_RST); i++)
         ctrl = rd(E1000_CTRL);
-    if (ctrl & CTRL_RST) {
+    if (ctrl & E1000_CTRL_RST) {
         printf("error: e1000: CTRL.RST did not clear\n");
         return false;
     }
     wr(E1000_IMC, 0xffffffff);
     (void)rd(E1000_ICR);
-    wr(E1000_CTRL, ctrl | CTRL_SLU | CTRL_ASDE);
+    wr(E1000_CTRL, ctrl | E1000_CTRL_SLU | E1000_CTRL_ASDE);
 
     /* MAC address: EEPROM words 0-2, little endian (SDM 5.6.1). */
     for (uint8_t i = 0; i < 3; i++) {
@@ -136,9 +137,10 @@ static bool e1000_init(const struct guest_args *args)
         nic.mac[2 * i] = (uint8_t)word;
         nic.mac[2 * i + 1] = (uint8_t)(word >> 8);
     }
-    wr(E1000_RAL0, (uint32_t)nic.mac[0] | (uint32_t)nic.mac[1] << 8 |
+    wr(E1000_RAL(0), (uint32_t)nic.mac[0] | (uint32_t)nic.mac[1] << 8 |
                    (uint32_t)nic.mac[2] << 16 | (uint32_t)nic.mac[3] << 24);
-    wr(E1000_RAH0, (uint32_t)nic.mac[4] | (uint32_t)nic.mac[5] << 8 | RAH_AV);
+    wr(E1000_RAH(0), (uint32_t)nic.mac[4] | (uint32_t)nic.mac[5] << 8 |
+       E1000_RAH_AV);
     for (uint32_t i = 0; i < 128; i++)
         wr(E1000_MTA + 4 * i, 0);
 
@@ -160,7 +162,8 @@ static bool e1000_init(const struct guest_args *args)
     wr(E1000_RDTR, 0);
     wr(E1000_RADV, 0);
     wr(E1000_ITR, 0);
-    wr(E1000_RCTL, RCTL_EN | RCTL_BAM | RCTL_BSIZE_2048 | RCTL_SECRC);
+    wr(E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_BAM | E1000_RCTL_BSIZE(0) |
+       E1000_RCTL_SECRC);
 
     wr(E1000_TDBAL, (uint32_t)tx_base);
     wr(E1000_TDBAH, (uint32_t)(tx_base >> 32));
@@ -169,21 +172,22 @@ static bool e1000_init(const struct guest_args *args)
     wr(E1000_TDT, 0);
     /* IPGT 10, IPGR1 8, IPGR2 6: the SDM's values for copper (13.4.34). */
     wr(E1000_TIPG, 10 | 8 << 10 | 6 << 20);
-    wr(E1000_TCTL, TCTL_EN | TCTL_PSP | TCTL_CT(0x0f) | TCTL_COLD(0x40));
+    wr(E1000_TCTL, E1000_TCTL_EN | E1000_TCTL_PSP | E1000_TCTL_CT(0x0f) |
+       E1000_TCTL_COLD(0x40));
 
     /* Bounded wait for link up (STATUS.LU): after a reset the link
      * renegotiates (QEMU models ~0.5 s of auto-negotiation). */
     uint64_t t0 = rdtsc();
     uint32_t status = rd(E1000_STATUS);
-    for (uint32_t i = 0; i < LINK_POLL_BOUND && !(status & STATUS_LU) &&
+    for (uint32_t i = 0; i < LINK_POLL_BOUND && !(status & E1000_STATUS_LU) &&
                          rdtsc() - t0 < LINK_WAIT_TSC; i++)
         status = rd(E1000_STATUS);
-    if (!(status & STATUS_LU))
+    if (!(status & E1000_STATUS_LU))
         printf("e1000: link still down (STATUS=0x%x), going on\n", status);
 
     if (args->irq) {
         irq_attach(pci.irq_line, e1000_ack);
-        wr(E1000_IMS, ICR_RXT0 | ICR_TXDW | ICR_LSC);
+        wr(E1000_IMS, E1000_ICR_RXT0 | E1000_ICR_TXDW | E1000_ICR_LSC);
     }
     printf("e1000: 00:%02x.%u mmio=0x%lx irq=%u mac=%02x:%02x:%02x:%02x:%02x:%02x\n",
            pci.dev, pci.fn, (unsigned long)mmio, pci.irq_line, nic.mac[0], nic.mac[1], nic.mac[2], nic.mac[3], nic.mac[4], nic.mac[5]);

@@ -30,7 +30,7 @@
  * Where the CPU refuses 32-bit paging (boot/boot32.c: this project's
  * software KVM), the page-table pairs are still written but the mapping
  * checks are skipped, and the result line says paging=off. */
-#include "e1000_regs.h"
+#include "hw/e1000_regs.h"
 #include "guest.h"
 #include "pae.h"
 
@@ -92,7 +92,8 @@ int guest_main(const struct guest_args *args)
     uint32_t hash = FNV1A_INIT;
 
     uintptr_t mmio;
-    if (!pci_find_mmio(E1000_VENDOR, E1000_DEVICE, "e1000", &pci, &mmio)) {
+    if (!pci_find_mmio(E1000_VENDOR_ID, E1000_DEVICE_ID, "e1000", &pci,
+                       &mmio)) {
         printf("guest=pae paging=%s n=0 pairs=0 mismatches=0 checksum=0x00000000\n",
                pae_paging_on ? "pae" : "off");
         return EXIT_NODEV;

@@ -13,52 +13,8 @@
  * INIT and wait for IDON, then STRT (with INEA in interrupt mode).
  * Transmission is kicked with TDMD. Every register access is a 16-bit
  * IN/OUT (the APROM is read bytewise). */
+#include "hw/pcnet_regs.h"
 #include "net.h"
-
-#define PCNET_VENDOR 0x1022
-#define PCNET_DEVICE 0x2000
-
-/* Word I/O offsets from BAR0 (datasheet: "I/O Resources", WIO). */
-#define PCNET_APROM 0x00
-#define PCNET_RDP 0x10
-#define PCNET_RAP 0x12
-#define PCNET_RESET 0x14
-#define PCNET_BDP 0x16
-
-/* CSR0: controller status and control. */
-#define CSR0_INIT 0x0001
-#define CSR0_STRT 0x0002
-#define CSR0_STOP 0x0004
-#define CSR0_TDMD 0x0008
-#define CSR0_TXON 0x0010
-#define CSR0_RXON 0x0020
-#define CSR0_INEA 0x0040
-#define CSR0_INTR 0x0080
-#define CSR0_IDON 0x0100
-#define CSR0_TINT 0x0200
-#define CSR0_RINT 0x0400
-#define CSR0_MERR 0x0800
-#define CSR0_MISS 0x1000
-#define CSR0_CERR 0x2000
-#define CSR0_BABL 0x4000
-#define CSR0_ERR 0x8000
-/* Write-one-to-clear status bits (writing 0 to INIT/STRT/STOP/TDMD has
- * no effect; STOP must never be written as 1 here). */
-#define CSR0_ACK (CSR0_BABL | CSR0_CERR | CSR0_MISS | CSR0_MERR | CSR0_RINT | \
-                  CSR0_TINT | CSR0_IDON)
-#define CSR1_IADR_LO 1
-#define CSR2_IADR_HI 2
-#define CSR88_CHIPID_LO 88
-#define CSR89_CHIPID_HI 89
-#define BCR20_SWSTYLE 20
-#define SWSTYLE_PCNET_PCI 2   /* 32-bit structures (SSIZE32 = 1) */
-
-/* Descriptor status (the upper half of RMD1/TMD1). */
-#define DESC_OWN 0x8000
-#define DESC_ERR 0x4000
-#define DESC_STP 0x0200
-#define DESC_ENP 0x0100
-#define DESC_ONES 0xf000   /* RMD1/TMD1 bits 15:12 must be written as ONES */
 
 #define RING_LOG2 3
 #define RING_SIZE (1 << RING_LOG2)
@@ -67,39 +23,9 @@
 #define IDON_POLL_BOUND 100000
 #define RESET_POLL_BOUND 10000
 
-/* SWSTYLE 2 receive descriptor: RMD0 buffer address, RMD1 BCNT (two's
- * complement, 12 bits, ONES above) and status, RMD2 MCNT, RMD3 user. */
-struct rx_desc {
-    uint32_t rbadr;
-    uint16_t bcnt;
-    uint16_t status;
-    uint32_t mcnt;
-    uint32_t user;
-};
-/* SWSTYLE 2 transmit descriptor: TMD0 address, TMD1 BCNT and status,
- * TMD2 error flags, TMD3 user. */
-struct tx_desc {
-    uint32_t tbadr;
-    uint16_t bcnt;
-    uint16_t status;
-    uint32_t misc;
-    uint32_t user;
-};
-/* Initialisation block with SSIZE32 = 1 (28 bytes). */
-struct init_block {
-    uint16_t mode;     /* CSR15: 0 = normal receive and transmit */
-    uint8_t rlen;      /* bits 7:4: log2 of the receive ring length */
-    uint8_t tlen;      /* bits 7:4: log2 of the transmit ring length */
-    uint8_t padr[6];   /* physical address */
-    uint16_t reserved;
-    uint32_t ladrf[2]; /* logical address filter: no multicast */
-    uint32_t rdra;     /* receive ring base */
-    uint32_t tdra;     /* transmit ring base */
-};
-
-static struct rx_desc rx_ring[RING_SIZE] __attribute__((aligned(16)));
-static struct tx_desc tx_ring[RING_SIZE] __attribute__((aligned(16)));
-static struct init_block iblock __attribute__((aligned(16)));
+static struct pcnet_rx_desc32 rx_ring[RING_SIZE] __attribute__((aligned(16)));
+static struct pcnet_tx_desc32 tx_ring[RING_SIZE] __attribute__((aligned(16)));
+static struct pcnet_init_block32 iblock __attribute__((aligned(16)));
 static uint8_t rx_buf[RING_SIZE][BUF_SIZE] __attribute__((aligned(16)));
 static uint8_t tx_buf[RING_SIZE][BUF_SIZE] __attribute__((aligned(16)));
 static unsigned rx_next, tx_next;
@@ -132,25 +58,25 @@ static uint16_t inea(void) { return nic.irq_mode ? CSR0_INEA : 0; }
 static void pcnet_ack(void)
 {
     uint16_t csr0 = csr_read(0);
-    if (csr0 & CSR0_ACK)
-        csr_write(0, (uint16_t)((csr0 & CSR0_ACK) | inea()));
+    if (csr0 & CSR0_W1C)
+        csr_write(0, (uint16_t)((csr0 & CSR0_W1C) | inea()));
 }
 
 static uint16_t neg_bcnt(uint32_t len)
 {
-    return (uint16_t)(DESC_ONES | ((0u - len) & 0x0fff));
+    return (uint16_t)(PCNET_DESC_ONES | ((0u - len) & 0x0fff));
 }
 
 static bool pcnet_send(const void *frame, uint32_t len)
 {
-    struct tx_desc *d = &tx_ring[tx_next];
+    struct pcnet_tx_desc32 *d = &tx_ring[tx_next];
     struct net_wait w;
 
     net_wait_begin(&nic, &w);
-    while (*(volatile uint16_t *)&d->status & DESC_OWN)
+    while (*(volatile uint16_t *)&d->status & PCNET_DESC_OWN)
         if (!net_wait_step(&nic, &w))
             return false;
-    if (d->status & DESC_ERR)
+    if (d->status & PCNET_DESC_ERR)
         tx_errors++;
     memcpy(tx_buf[tx_next], frame, len);
     d->tbadr = (uint32_t)(uintptr_t)tx_buf[tx_next];
@@ -158,32 +84,34 @@ static bool pcnet_send(const void *frame, uint32_t len)
     d->misc = 0;
     barrier();
     /* OWN last: the descriptor is the device's from here on. */
-    *(volatile uint16_t *)&d->status = DESC_OWN | DESC_STP | DESC_ENP;
+    *(volatile uint16_t *)&d->status =
+        PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP;
     barrier();
     csr_write(0, (uint16_t)(CSR0_TDMD | inea()));   /* transmit demand */
     tx_next = (tx_next + 1) % RING_SIZE;
     return true;
 }
 
-static void rx_rearm(struct rx_desc *d)
+static void rx_rearm(struct pcnet_rx_desc32 *d)
 {
     d->mcnt = 0;
     d->bcnt = neg_bcnt(BUF_SIZE);
     barrier();
-    *(volatile uint16_t *)&d->status = DESC_OWN;
+    *(volatile uint16_t *)&d->status = PCNET_DESC_OWN;
 }
 
 static uint32_t pcnet_recv(void *buf, uint32_t max)
 {
     for (int tries = 0; tries < RING_SIZE; tries++) {
-        struct rx_desc *d = &rx_ring[rx_next];
+        struct pcnet_rx_desc32 *d = &rx_ring[rx_next];
         uint16_t status = *(volatile uint16_t *)&d->status;
-        if (status & DESC_OWN)
+        if (status & PCNET_DESC_OWN)
             return 0;
         barrier();
         rx_next = (rx_next + 1) % RING_SIZE;
         uint32_t mcnt = d->mcnt & 0x0fff;
-        if ((status & (DESC_ERR | DESC_STP | DESC_ENP)) != (DESC_STP | DESC_ENP) ||
+        if ((status & (PCNET_DESC_ERR | PCNET_DESC_STP | PCNET_DESC_ENP)) !=
+                (PCNET_DESC_STP | PCNET_DESC_ENP) ||
             mcnt <= FCS_LEN || mcnt > BUF_SIZE) {
             rx_errors++;          /* chained, errored or nonsense: drop */
             rx_rearm(d);
@@ -202,7 +130,7 @@ static bool pcnet_init(const struct guest_args *args)
     struct pci_dev pci;
     bool is_io;
 
-    if (!pci_find(PCNET_VENDOR, PCNET_DEVICE, &pci)) {
+    if (!pci_find(PCNET_VENDOR_ID, PCNET_DEVICE_ID, &pci)) {
         printf("error: no PCnet (1022:2000) on PCI bus 0\n");
         return false;
     }
@@ -221,27 +149,28 @@ static bool pcnet_init(const struct guest_args *args)
     uint16_t csr0 = 0;
     for (int i = 0; i < RESET_POLL_BOUND && csr0 != CSR0_STOP; i++)
         csr0 = csr_read(0);
-    outw(io + PCNET_RAP, 88);
-    if (csr0 != CSR0_STOP || inw(io + PCNET_RAP) != 88) {
+    outw(io + PCNET_RAP, PCNET_CSR_CHIPID_LO);
+    if (csr0 != CSR0_STOP || inw(io + PCNET_RAP) != PCNET_CSR_CHIPID_LO) {
         printf("error: pcnet at 0x%x: no word-I/O response after reset (CSR0=0x%x)\n",
                io, csr0);
         return false;
     }
-    uint32_t chip = ((uint32_t)csr_read(CSR88_CHIPID_LO) |
-                     (uint32_t)csr_read(CSR89_CHIPID_HI) << 16) >> 12 & 0xffff;
+    uint32_t id = csr_read(PCNET_CSR_CHIPID_LO);
+    id |= (uint32_t)csr_read(PCNET_CSR_CHIPID_HI) << 16;
+    uint32_t chip = id >> 12 & 0xffff;      /* PARTID, CSR89:CSR88 27:12 */
 
     /* The station address: APROM bytes 0-5. */
     for (int i = 0; i < 6; i++)
         nic.mac[i] = inb((uint16_t)(io + PCNET_APROM + i));
 
     /* BCR20: SWSTYLE 2, 32-bit descriptors and initialisation block. */
-    bcr_write(BCR20_SWSTYLE, SWSTYLE_PCNET_PCI);
+    bcr_write(PCNET_BCR_SWSTYLE, PCNET_SWSTYLE_PCNET_PCI);
 
     for (int i = 0; i < RING_SIZE; i++) {
         rx_ring[i].rbadr = (uint32_t)(uintptr_t)rx_buf[i];
         rx_ring[i].user = 0;
         rx_rearm(&rx_ring[i]);
-        tx_ring[i] = (struct tx_desc){0};
+        tx_ring[i] = (struct pcnet_tx_desc32){0};
     }
     iblock.mode = 0;
     iblock.rlen = RING_LOG2 << 4;
@@ -254,8 +183,8 @@ static bool pcnet_init(const struct guest_args *args)
     barrier();
 
     uint32_t ib = (uint32_t)(uintptr_t)&iblock;
-    csr_write(CSR1_IADR_LO, (uint16_t)ib);
-    csr_write(CSR2_IADR_HI, (uint16_t)(ib >> 16));
+    csr_write(PCNET_CSR_IADR_LO, (uint16_t)ib);
+    csr_write(PCNET_CSR_IADR_HI, (uint16_t)(ib >> 16));
     csr_write(0, CSR0_INIT);
     csr0 = 0;
     for (int i = 0; i < IDON_POLL_BOUND && !(csr0 & CSR0_IDON); i++)

@@ -75,26 +75,24 @@ static void kvm_irq_line(void *opaque, unsigned gsi, int level)
         perror("lcvmm: KVM_IRQ_LINE");
 }
 
-/* ---- the coalesced ring (seeds/000 s3.3: latch-only accesses never
- * leave the fast path) ------------------------------------------------ */
+/* ---- the coalesced ring (Sugerman et al. section 3.3: latch-only
+ * accesses never leave the fast path) ---------------------------------- */
 
 static void zones_set(kvm_vm *k, vmm *vm)
 {
-    uint32_t r[16][2];
-    nic_pci_id id;
+    vmm_io_range r[16];
     unsigned n, i;
 
     for (i = 0; i < k->nzones; i++)
         ioctl(k->fd, KVM_UNREGISTER_COALESCED_MMIO, &k->zones[i]);
     k->nzones = 0;
-    if (!vm->nic || !vm->opt.nic_opt.latch_fast || !k->coalesced)
+    if (!k->coalesced)
         return;
-    nic_pci_identity(nic_model_of(vm->nic), &id);
-    n = nic_latch_ranges(vm->nic, r, 16);
+    n = vmm_devices_coalesced(vm, r, 16);
     for (i = 0; i < n; i++) {
         struct kvm_coalesced_mmio_zone z = {
-            .addr = vm->nic_bar + r[i][0], .size = r[i][1],
-            .pio = id.bar_is_io };
+            .addr = r[i].base, .size = (uint32_t)r[i].len,
+            .pio = !r[i].mmio };
         if (ioctl(k->fd, KVM_REGISTER_COALESCED_MMIO, &z) == 0)
             k->zones[k->nzones++] = z;
         else
@@ -116,7 +114,8 @@ static void ring_drain(kvm_vcpu_ctx *c)
         return;
     while (ring->first != ring->last) {
         if (ring->first >= max || ring->last >= max) {
-            vmm_request_stop(vm, 2, "coalesced ring indices out of range");
+            vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                             "coalesced ring indices out of range");
             return;
         }
         struct kvm_coalesced_mmio *m = &ring->coalesced_mmio[ring->first];
@@ -141,11 +140,13 @@ static void handle_io(kvm_vcpu_ctx *c)
     unsigned size = run->io.size;
 
     if (size != 1 && size != 2 && size != 4) {
-        vmm_request_stop(vm, 2, "KVM reported port I/O of %u bytes", size);
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                         "KVM reported port I/O of %u bytes", size);
         return;
     }
     if (run->io.data_offset + (uint64_t)size * run->io.count > c->run_size) {
-        vmm_request_stop(vm, 2, "KVM port I/O data outside kvm_run");
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                         "KVM port I/O data outside kvm_run");
         return;
     }
     for (uint32_t i = 0; i < run->io.count; i++, data += size) {
@@ -166,7 +167,8 @@ static void handle_mmio(kvm_vcpu_ctx *c)
     unsigned len = run->mmio.len;
 
     if (len != 1 && len != 2 && len != 4 && len != 8) {
-        vmm_request_stop(c->core.vm, 2, "KVM reported MMIO of %u bytes", len);
+        vmm_request_stop(c->core.vm, LCVMM_EXIT_ERROR,
+                         "KVM reported MMIO of %u bytes", len);
         return;
     }
     if (run->mmio.is_write)
@@ -219,7 +221,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                 vm->stats.exits_intr++;
                 continue;
             }
-            vmm_request_stop(vm, 2, "KVM_RUN: %s", strerror(errno));
+            vmm_request_stop(vm, LCVMM_EXIT_ERROR, "KVM_RUN: %s",
+                             strerror(errno));
             break;
         }
         ring_drain(c);
@@ -249,32 +252,36 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             break;
         case KVM_EXIT_HLT:
             vm->stats.exits_hlt++;
-            vmm_request_stop(vm, 0, "guest halted");
+            vmm_request_stop(vm, LCVMM_EXIT_OK, "guest halted");
             break;
         case KVM_EXIT_INTR:
             vm->stats.exits_intr++;
             break;
         case KVM_EXIT_SHUTDOWN:
             dump_regs(c);
-            vmm_request_stop(vm, 3, "guest triple fault (KVM_EXIT_SHUTDOWN)");
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "guest triple fault (KVM_EXIT_SHUTDOWN)");
             break;
         case KVM_EXIT_FAIL_ENTRY:
-            vmm_request_stop(vm, 3, "KVM_EXIT_FAIL_ENTRY: reason %#llx",
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "KVM_EXIT_FAIL_ENTRY: reason %#llx",
                              (unsigned long long)
                              run->fail_entry.hardware_entry_failure_reason);
             break;
         case KVM_EXIT_INTERNAL_ERROR:
             dump_regs(c);
-            vmm_request_stop(vm, 3, "KVM_EXIT_INTERNAL_ERROR: suberror %u",
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "KVM_EXIT_INTERNAL_ERROR: suberror %u",
                              run->internal.suberror);
             break;
         case KVM_EXIT_SYSTEM_EVENT:
-            vmm_request_stop(vm, 0, "guest system event %u",
+            vmm_request_stop(vm, LCVMM_EXIT_OK, "guest system event %u",
                              run->system_event.type);
             break;
         default:
             vm->stats.exits_other++;
-            vmm_request_stop(vm, 3, "unhandled KVM exit reason %u",
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
+                             "unhandled KVM exit reason %u",
                              run->exit_reason);
             break;
         }
@@ -349,8 +356,8 @@ static int boot_cpu(kvm_vcpu_ctx *c, const vmm_boot *boot)
     return 0;
 }
 
-#define FAIL(...) do { vmm_request_stop(vm, 2, __VA_ARGS__); goto out; } \
-    while (0)
+#define FAIL(...) do { \
+    vmm_request_stop(vm, LCVMM_EXIT_ERROR, __VA_ARGS__); goto out; } while (0)
 
 int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
 {
@@ -361,7 +368,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     int rc = -1;
 
     if (!k) {
-        vmm_request_stop(vm, 2, "out of memory");
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR, "out of memory");
         return -1;
     }
     for (unsigned i = 0; i < VMM_MAX_VCPUS; i++)

@@ -136,7 +136,7 @@ int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
                  "the file", path, h.load_addr, (unsigned long long)load_end);
         goto out;
     }
-    if (h.load_addr < 0x100000u || !vmm_gpa(vm, h.load_addr,
+    if (h.load_addr < LCVMM_LOAD_MIN || !vmm_gpa(vm, h.load_addr,
                                             bss_end - h.load_addr)) {
         snprintf(err, errlen, "%s: image [%#x, %#llx) is not inside guest "
                  "RAM above 1 MiB (%llu MiB of RAM)", path, h.load_addr,

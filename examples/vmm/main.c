@@ -27,8 +27,8 @@ static void usage(FILE *f)
 "      --no-cluster       do not use libcluster (every exit goes the usual way)\n"
 "      --cluster LIST     techniques: single,pairs,static,dynamic,smc | all\n"
 "      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
-"      --nic-opt LIST     seeds/000 NIC optimizations: latch,combine,coalesce |\n"
-"                         all | none (default all)\n"
+"      --nic-opt LIST     NIC optimizations (Sugerman et al. 3.3): latch,combine,\n"
+"                         coalesce | all | none (default all)\n"
 "      --stats FORMAT     table | json | none (default table)\n"
 "      --stats-file FILE  write the statistics there instead of stderr\n"
 "      --trace-file FILE  one CSV line per exit (kind, address, cluster; on\n"
@@ -37,8 +37,9 @@ static void usage(FILE *f)
 "      --timeout SECONDS  stop the guest after this long (exit status 4)\n"
 "  -q, --quiet            no banner\n"
 "  -h, --help\n"
-"Exit status: the guest's debug-exit code; 2 VMM error, 3 guest crashed,\n"
-"4 timeout or instruction limit.\n", VMM_MAX_VCPUS);
+"Exit status: the guest's debug-exit code; %d VMM error, %d guest crashed,\n"
+"%d timeout or instruction limit.\n", VMM_MAX_VCPUS, LCVMM_EXIT_ERROR,
+            LCVMM_EXIT_CRASH, LCVMM_EXIT_TIMEOUT);
 }
 
 static int parse_list(const char *arg, const char *const names[],
@@ -238,7 +239,8 @@ static void *watchdog(void *arg)
                           (long)((vm->opt.timeout_s -
                                   (double)(time_t)vm->opt.timeout_s) * 1e9) };
     nanosleep(&t, NULL);
-    vmm_request_stop(vm, 4, "timeout after %g s", vm->opt.timeout_s);
+    vmm_request_stop(vm, LCVMM_EXIT_TIMEOUT, "timeout after %g s",
+                     vm->opt.timeout_s);
     /* interrupt KVM_RUN (the loop re-checks vm->stop after EINTR) */
     while (1) {
         struct timespec p = { 0, 50 * 1000 * 1000 };
@@ -277,7 +279,7 @@ int main(int argc, char **argv)
                         .nic_opt = { true, true, true, 3 },
                         .stats = VMM_STATS_TABLE };
     if (parse_args(argc, argv, o))
-        return 2;
+        return LCVMM_EXIT_ERROR;
     pthread_mutex_init(&vm->dev_lock, NULL);
     if (o->cpu != VMM_CPU_UNICORN) {
         char why[160];
@@ -285,7 +287,7 @@ int main(int argc, char **argv)
             o->cpu = VMM_CPU_KVM;
         } else if (o->cpu == VMM_CPU_KVM) {
             fprintf(stderr, "lcvmm: KVM unavailable: %s\n", why);
-            return 2;
+            return LCVMM_EXIT_ERROR;
         } else {
             if (!o->quiet)
                 fprintf(stderr, "lcvmm: KVM unavailable (%s): using the "
@@ -295,22 +297,22 @@ int main(int argc, char **argv)
     }
     if (o->cpu == VMM_CPU_UNICORN && !vmm_unicorn_available()) {
         fprintf(stderr, "lcvmm: this build has no Unicorn back end\n");
-        return 2;
+        return LCVMM_EXIT_ERROR;
     }
     backend = o->cpu == VMM_CPU_KVM ? "kvm" : "unicorn";
     if (vmm_mem_init(vm, o->ram_mib << 20)) {
         fprintf(stderr, "lcvmm: cannot allocate %llu MiB of guest RAM\n",
                 (unsigned long long)o->ram_mib);
-        return 2;
+        return LCVMM_EXIT_ERROR;
     }
     if (vmm_load_multiboot(vm, o->kernel, o->params, &boot, err, sizeof err) ||
         vmm_devices_init(vm, err, sizeof err)) {
         fprintf(stderr, "lcvmm: %s\n", err);
-        return 2;
+        return LCVMM_EXIT_ERROR;
     }
     if (o->trace_file && !(vm->trace = fopen(o->trace_file, "w"))) {
         perror(o->trace_file);
-        return 2;
+        return LCVMM_EXIT_ERROR;
     }
     if (o->cluster) {
         lc_config cfg;
@@ -321,7 +323,7 @@ int main(int argc, char **argv)
         lc_status s = lc_engine_create(&cfg, &vm->ops, &vm->engine);
         if (s != LC_OK) {
             fprintf(stderr, "lcvmm: libcluster: %s\n", lc_strerror(s));
-            return 2;
+            return LCVMM_EXIT_ERROR;
         }
     }
     if (!o->quiet)
@@ -335,11 +337,11 @@ int main(int argc, char **argv)
     main_thread = pthread_self();
     if (o->timeout_s > 0 && pthread_create(&wd, NULL, watchdog, vm)) {
         fprintf(stderr, "lcvmm: cannot start the watchdog\n");
-        return 2;
+        return LCVMM_EXIT_ERROR;
     }
     if (vmm_io_start(vm)) {
         fprintf(stderr, "lcvmm: cannot start the I/O thread\n");
-        return 2;
+        return LCVMM_EXIT_ERROR;
     }
     t0 = now_s();
     /* the back end's failure is in vm->exit_code and vm->stop_reason */
@@ -349,11 +351,7 @@ int main(int argc, char **argv)
         vmm_unicorn_run(vm, &boot);
     vm->stats.wall_s = now_s() - t0;
     vmm_io_stop(vm);
-    if (vm->nic) {
-        pthread_mutex_lock(&vm->dev_lock);
-        nic_flush(vm->nic);
-        pthread_mutex_unlock(&vm->dev_lock);
-    }
+    vmm_devices_flush(vm);
     fflush(stdout);
     if (!o->quiet || vm->exit_code)
         fprintf(stderr, "lcvmm: %s (exit status %d)\n",

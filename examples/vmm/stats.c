@@ -16,6 +16,19 @@ typedef struct kv {
 
 #define MAX_KV 128
 
+typedef struct kv_sink {
+    kv *t;
+    unsigned n;
+} kv_sink;
+
+static void put_device_stat(void *ctx, const char *section, const char *key,
+                            uint64_t value)
+{
+    kv_sink *s = ctx;
+    if (s->n < MAX_KV)
+        s->t[s->n++] = (kv){ section, key, (double)value, false };
+}
+
 static unsigned collect(vmm *vm, kv *t)
 {
     unsigned n = 0;
@@ -64,33 +77,10 @@ static unsigned collect(vmm *vm, kv *t)
             U("libcluster", names[r], ls.stops[r]);
         }
     }
-    if (vm->nic) {
-        const nic_stats *s = nic_get_stats(vm->nic);
-        U("nic", "reg_reads", s->reg_reads);
-        U("nic", "reg_writes", s->reg_writes);
-        U("nic", "latch_accesses", s->latch_accesses);
-        U("nic", "tx_frames", s->tx_frames);
-        U("nic", "rx_frames", s->rx_frames);
-        U("nic", "rx_no_buffer", s->rx_no_buffer);
-        U("nic", "tx_combined", s->tx_combined);
-        U("nic", "tx_batches", s->tx_batches);
-        U("nic", "irq_raised", s->irq_raised);
-        U("nic", "irq_line_calls", s->irq_line_calls);
-        U("nic", "irq_suppressed", s->irq_suppressed);
-        U("nic", "guest_errors", s->guest_errors);
-        U("nic", "resets", s->resets);
-    }
-    if (vm->net) {
-        const net_stats *s = &vm->net->stats;
-        U("net", "tx_frames", s->tx_frames);
-        U("net", "rx_frames", s->rx_frames);
-        U("net", "tx_dropped", s->tx_dropped);
-        U("net", "rx_dropped", s->rx_dropped);
-        U("net", "arp_replies", s->arp_replies);
-        U("net", "icmp_replies", s->icmp_replies);
-        U("net", "udp_replies", s->udp_replies);
-        U("net", "ignored", s->ignored);
-    }
+    /* the devices' own counters ("nic", "net") */
+    kv_sink sink = { t, n };
+    vmm_devices_stats(vm, put_device_stat, &sink);
+    n = sink.n;
 #undef U
 #undef F
     return n;

@@ -41,7 +41,8 @@ bool vmm_unicorn_available(void)
 int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
 {
     (void)boot;
-    vmm_request_stop(vm, 2, "this lcvmm was built without Unicorn");
+    vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                     "this lcvmm was built without Unicorn");
     return -1;
 }
 #else
@@ -121,7 +122,8 @@ static void hk_code(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
     }
     u->insns++;
     if (u->core.vm->opt.insn_limit && u->insns > u->core.vm->opt.insn_limit) {
-        vmm_request_stop(u->core.vm, 4, "instruction limit (%llu) reached",
+        vmm_request_stop(u->core.vm, LCVMM_EXIT_TIMEOUT,
+                         "instruction limit (%llu) reached",
                          (unsigned long long)u->core.vm->opt.insn_limit);
         uc_emu_stop(uc);
     }
@@ -160,7 +162,8 @@ static void pic_bus(void *opaque, uint64_t off, unsigned size, bool w,
     p->mask = (uint8_t)*v;
     /* all masked, or only the cascade input (IRQ 2) open on the master */
     if (p->mask != 0xff && !(p->idx == 0 && p->mask == 0xfb))
-        vmm_request_stop(p->u->core.vm, 2, "the guest unmasks 8259 "
+        vmm_request_stop(p->u->core.vm, LCVMM_EXIT_ERROR,
+                         "the guest unmasks 8259 "
                          "interrupts, but the Unicorn back end has no "
                          "interrupt controller: run the guest in poll mode "
                          "(irq=0)");
@@ -393,7 +396,8 @@ static int boot_trampoline(uc_vm *u, const vmm_boot *boot)
 /* ---- the run loop -------------------------------------------------------- */
 
 #define UCK(x, what) do { uc_err e_ = (x); if (e_ != UC_ERR_OK) { \
-    vmm_request_stop(vm, 2, "unicorn: %s: %s", what, uc_strerror(e_)); \
+    vmm_request_stop(vm, LCVMM_EXIT_ERROR, "unicorn: %s: %s", what, \
+                     uc_strerror(e_)); \
     goto out; } } while (0)
 
 int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
@@ -403,26 +407,29 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
     int rc = -1;
 
     if (!u) {
-        vmm_request_stop(vm, 2, "out of memory");
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR, "out of memory");
         return -1;
     }
     if (vm->opt.vcpus > 1)
         fprintf(stderr, "lcvmm: the Unicorn back end runs one vCPU; "
                 "ignoring -c %u\n", vm->opt.vcpus);
     if (vm->ram_size > MMIO_HOLE) {
-        vmm_request_stop(vm, 2, "the Unicorn back end needs -m 3072 or less");
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                         "the Unicorn back end needs -m 3072 or less");
         free(u);
         return -1;
     }
     u->core.vm = vm;
     u->entry = boot->entry;
     u->tick_at = ~0ull;
-    u->tick_enabled = vm->nic && vm->opt.nic_opt.send_combine;
+    u->tick_enabled = vmm_devices_want_tick(vm);
     for (unsigned i = 0; i < 2; i++) {
         u->pic[i] = (pic_chip){ u, i, 0, 0xff };
-        if (bus_register(&vm->pio, i ? 0xa0 : 0x20, 2, pic_bus, &u->pic[i],
+        if (bus_register(&vm->pio, i ? LCVMM_PIC2_PORT : LCVMM_PIC1_PORT,
+                         LCVMM_PIC_PORTS, pic_bus, &u->pic[i],
                          i ? "pic-slave" : "pic-master")) {
-            vmm_request_stop(vm, 2, "cannot register the 8259 ports");
+            vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                             "cannot register the 8259 ports");
             free(u);
             return -1;
         }
@@ -444,7 +451,8 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         UCK(UC_ERR_EXCEPTION, "setting up the boot trampoline");
     if (vm->engine &&
         lc_vcpu_create(vm->engine, 0, &u->core, &u->core.lc) != LC_OK) {
-        vmm_request_stop(vm, 2, "libcluster: cannot create the vCPU context");
+        vmm_request_stop(vm, LCVMM_EXIT_ERROR,
+                         "libcluster: cannot create the vCPU context");
         goto out;
     }
 
@@ -460,15 +468,13 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
                 fprintf(stderr, "lcvmm: unicorn stopped at rip=%#llx "
                         "(cs=%#x)\n", (unsigned long long)st.rip,
                         st.seg[LC_CS].selector);
-            vmm_request_stop(vm, 3, "unicorn: guest fault: %s",
+            vmm_request_stop(vm, LCVMM_EXIT_CRASH, "unicorn: guest fault: %s",
                              uc_strerror(e));
             break;
         }
-        if (u->tick_pending && vm->nic) {
+        if (u->tick_pending) {
             u->tick_pending = false;
-            pthread_mutex_lock(&vm->dev_lock);
-            nic_flush(vm->nic);
-            pthread_mutex_unlock(&vm->dev_lock);
+            vmm_devices_flush(vm);
         }
         if (!u->exit_pending)
             continue;               /* stopped for another reason */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The VM's wiring: devices on the buses, interrupt lines, libcluster's
- * callbacks, ending the VM, and the I/O thread (TAP receive and the
- * send-combining timer tick).
+ * The VM's core: interrupt lines, what every exit does first and last,
+ * libcluster's callbacks, ending the VM, and the I/O thread (backend
+ * receive and the send-combining timer tick). The devices and their
+ * wiring are the board's (board.c, device.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -14,14 +15,10 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "devices/platform.h"
 #include "vmm.h"
 
-#define NIC_PCI_DEV   3
-#define NIC_IRQ_LINE  11
-#define PCNET_IO_BASE 0xC000u
-#define E1000_MMIO_BASE 0xFEBC0000u
 #define SEND_COMBINE_TICK_NS 1000000L   /* the "timer tick": 1 ms */
+#define IO_MAX_FDS (1 + 1 + VMM_MAX_DEVICES)    /* stop, timer, devices */
 
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
 {
@@ -47,227 +44,17 @@ static void irq_set(void *opaque, unsigned gsi, int level)
         vm->irq.set(vm->irq.opaque, gsi, level);
 }
 
-/* ---- the NIC on its BAR ------------------------------------------------ */
-
-typedef struct nic_glue {
-    vmm *vm;
-    pci_bus *pci;
-    bool mapped;                /* BAR0 is on the bus */
-    bool placed;                /* set up by the VMM: later moves are the
-                                 * guest's */
-} nic_glue;
-
-
-static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
-                    uint64_t *val)
+vm_irq vmm_irq_line(vmm *vm, unsigned gsi)
 {
-    nic_glue *g = opaque;
-    vmm *vm = g->vm;
-
-    if (!pci_decodes(g->pci, NIC_PCI_DEV)) {
-        if (!w)
-            *val = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
-        return;
-    }
-    pthread_mutex_lock(&vm->dev_lock);
-    if (size == 8) {            /* two dwords, low half first */
-        uint32_t lo = (uint32_t)*val, hi = (uint32_t)(*val >> 32);
-        nic_access(vm->nic, (uint32_t)off, 4, w, &lo);
-        nic_access(vm->nic, (uint32_t)off + 4, 4, w, &hi);
-        if (!w)
-            *val = lo | (uint64_t)hi << 32;
-    } else {
-        uint32_t v = (uint32_t)*val;
-        nic_access(vm->nic, (uint32_t)off, size, w, &v);
-        if (!w)
-            *val = v;
-    }
-    pthread_mutex_unlock(&vm->dev_lock);
-}
-
-static void nic_bar_moved(void *opaque, uint32_t base)
-{
-    nic_glue *g = opaque;
-    vmm *vm = g->vm;
-    nic_pci_id id;
-    bus *b;
-    int rc;
-
-    nic_pci_identity(nic_model_of(vm->nic), &id);
-    b = id.bar_is_io ? &vm->pio : &vm->mmio;
-    if (g->mapped)
-        rc = bus_move(b, vm->nic_bar, base);
-    else
-        rc = bus_register(b, base, id.bar_size, nic_bus, g,
-                          nic_model_name(nic_model_of(vm->nic)));
-    if (rc && g->placed)
-        dev_guest_error("pci", "BAR0 of 00:%02x.0 moved to %#x, onto "
-                        "another device: it decodes nothing there",
-                        NIC_PCI_DEV, base);
-    g->mapped = rc == 0;
-    vm->nic_bar = base;
-    /* translations remember device frames (lc_vm_ops.gpa_map contract) */
-    atomic_store(&vm->map_changed, true);
-}
-
-static void nic_command(void *opaque, uint16_t cmd)
-{
-    nic_glue *g = opaque;
-    pthread_mutex_lock(&g->vm->dev_lock);
-    nic_set_bus_master(g->vm->nic, cmd & 4);
-    pthread_mutex_unlock(&g->vm->dev_lock);
-}
-
-/* ---- platform devices -------------------------------------------------- */
-
-static void uart_bus(void *opaque, uint64_t off, unsigned size, bool w,
-                     uint64_t *val)
-{
-    uint8_t v = (uint8_t)*val;
-    (void)size;
-    uart_access(opaque, (unsigned)off, w, &v);
-    if (!w)
-        *val = v;
-}
-
-static void pci_bus_fn(void *opaque, uint64_t off, unsigned size, bool w,
-                       uint64_t *val)
-{
-    uint32_t v = (uint32_t)*val;
-    pci_access(opaque, (unsigned)off, size, w, &v);
-    if (!w)
-        *val = v;
-}
-
-static void debug_exit(void *opaque, uint64_t off, unsigned size, bool w,
-                       uint64_t *val)
-{
-    (void)off; (void)size;
-    if (w)
-        vmm_request_stop(opaque, (int)(*val & 0xff),
-                         "guest wrote %#llx to the debug exit port",
-                         (unsigned long long)*val);
-}
-
-/* Port 0x80 (POST codes, and the delay port of the paper's section-4
- * OUT 0x80 workaround) and 0xED (the other delay port BIOSes use, as in
- * the paper's section-4 PCI sequence): accepted and ignored, as on a PC
- * without a POST card. */
-static void sink(void *opaque, uint64_t off, unsigned size, bool w,
-                 uint64_t *val)
-{
-    (void)opaque; (void)off; (void)size; (void)w; (void)val;
-}
-
-static void identity(uint8_t id[64], const nic_pci_id *n)
-{
-    memset(id, 0, 64);
-    memcpy(&id[0], &n->vendor, 2);
-    memcpy(&id[2], &n->device, 2);
-    id[8] = n->revision;
-    id[9] = n->prog_if;
-    id[10] = n->subclass;
-    id[11] = n->class_code;
-    memcpy(&id[0x2c], &n->subsys_vendor, 2);
-    memcpy(&id[0x2e], &n->subsys, 2);
-    id[0x3d] = 1;               /* INTA# */
-}
-
-int vmm_devices_init(vmm *vm, char *err, size_t errlen)
-{
-    static const uint8_t host_bridge[64] = {
-        0x86, 0x80, 0x37, 0x12,         /* 8086:1237 (i440FX) */
-        [0x0a] = 0x00, [0x0b] = 0x06,   /* class 06/00: host bridge */
-    };
-    uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-    pci_bus *pci;
-    uart *u;
-
-    bus_init(&vm->pio, "pio");
-    bus_init(&vm->mmio, "mmio");
-    u = uart_create(stdout);
-    pci = pci_create();
-    if (!u || !pci) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    vm->uart = u;
-    vm->pci = pci;
-    if (bus_register(&vm->pio, 0x3f8, 8, uart_bus, u, "uart") ||
-        bus_register(&vm->pio, 0xcf8, 8, pci_bus_fn, pci, "pci-cfg") ||
-        bus_register(&vm->pio, DEBUG_EXIT_PORT, 4, debug_exit, vm,
-                     "debug-exit") ||
-        bus_register(&vm->pio, 0x80, 1, sink, NULL, "post") ||
-        bus_register(&vm->pio, 0xed, 1, sink, NULL, "delay") ||
-        pci_add_function(pci, 0, host_bridge, (pci_bar_info){ 0, false }, 0,
-                         0, NULL)) {
-        snprintf(err, errlen, "cannot register the platform devices");
-        return -1;
-    }
-    if (vm->opt.nic == NIC_NONE)
-        return 0;
-
-    vm->net = net_backend_from_arg(vm->opt.net ? vm->opt.net : "peer", err,
-                                   errlen);
-    if (!vm->net)
-        return -1;
-    vm->irq_line = (vm_irq){ vm, irq_set, NIC_IRQ_LINE };
-    vm->dma = vmm_dma_template;
-    vm->dma.opaque = vm;
-    vm->nic = nic_create(vm->opt.nic, mac, &vm->dma, &vm->irq_line, vm->net,
-                         &vm->opt.nic_opt);
-    if (!vm->nic) {
-        snprintf(err, errlen, "cannot create the %s model",
-                 nic_model_name(vm->opt.nic));
-        return -1;
-    }
-    nic_pci_id id;
-    uint8_t cfg[64];
-    nic_pci_identity(vm->opt.nic, &id);
-    identity(cfg, &id);
-    nic_glue *g = calloc(1, sizeof *g);
-    if (!g) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *g = (nic_glue){ vm, pci, false, false };
-    vm->nic_glue = g;
-    pci_function_ops ops = { g, nic_bar_moved, nic_command };
-    if (pci_add_function(pci, NIC_PCI_DEV, cfg,
-                         (pci_bar_info){ id.bar_size, id.bar_is_io },
-                         id.bar_is_io ? PCNET_IO_BASE : E1000_MMIO_BASE,
-                         NIC_IRQ_LINE, &ops) || !g->mapped) {
-        snprintf(err, errlen, "cannot place the %s on PCI",
-                 nic_model_name(vm->opt.nic));
-        return -1;
-    }
-    atomic_store(&vm->map_changed, false);
-    g->placed = true;
-    return 0;
-}
-
-void vmm_devices_fini(vmm *vm)
-{
-    if (vm->nic) {
-        nic_flush(vm->nic);
-        nic_destroy(vm->nic);
-    }
-    net_destroy(vm->net);
-    uart_destroy(vm->uart);
-    pci_destroy(vm->pci);
-    free(vm->nic_glue);
-    vm->nic_glue = NULL;
-    vm->nic = NULL;
-    vm->net = NULL;
-    vm->uart = vm->pci = NULL;
+    return (vm_irq){ vm, irq_set, gsi };
 }
 
 /* What every back end does first at an exit, whatever it was:
  *  - count it (`kind`: LC_EXIT_IO, LC_EXIT_MMIO, or 0 for any other);
- *  - send combining's "next world switch" (seeds/000 s3.3): every exit
- *    reaches the VMM here, so frames a kick queued go out at the next exit
- *    of any kind, before it is handled (a guest polling for the reply sees
- *    it at once); what gets combined is what the guest kicks without
+ *  - send combining's "next world switch" (Sugerman et al. section 3.3):
+ *    every exit reaches the VMM here, so frames a kick queued go out at
+ *    the next exit of any kind, before it is handled (a guest polling for
+ *    the reply sees it at once); what gets combined is what the guest kicks without
  *    exiting in between, several transmits inside one cluster;
  *  - after a BAR move, flush the engine (lc_vm_ops.gpa_map contract).
  * Returns true if the guest-physical map changed since the last exit. */
@@ -278,12 +65,7 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
         vm->stats.exits_io++;
     else if (kind == LC_EXIT_MMIO)
         vm->stats.exits_mmio++;
-    /* the lock only when something waits: nearly every exit has nothing */
-    if (vm->nic && nic_tx_pending(vm->nic)) {
-        pthread_mutex_lock(&vm->dev_lock);
-        nic_flush(vm->nic);
-        pthread_mutex_unlock(&vm->dev_lock);
-    }
+    vmm_devices_flush_pending(vm);
     if (!atomic_exchange(&vm->map_changed, false))
         return false;
     if (vm->engine)
@@ -365,7 +147,7 @@ void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops)
     ops->pio = lc_pio_cb;
     ops->mmio = lc_mmio_cb;
     ops->irq_pending = lc_irq_cb;
-    /* the NIC models take 8-byte MMIO as two dwords (nic_bus) */
+    /* the NIC models take 8-byte MMIO as two dwords (nic_dev.c) */
     ops->accepts_wide = LC_WIDE_8;
 }
 
@@ -374,37 +156,51 @@ void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops)
 static void *io_thread(void *arg)
 {
     vmm *vm = arg;
-    int bfd = vm->net && vm->net->ops->poll_fd ? vm->net->ops->poll_fd(vm->net)
-                                               : -1;
+    struct pollfd p[IO_MAX_FDS];
+    vmm_device *owner[IO_MAX_FDS];
+    unsigned n = 0;
     int tfd = -1;
 
-    if (vm->opt.nic_opt.send_combine && vm->opt.cpu != VMM_CPU_UNICORN) {
+    /* the stop eventfd, then the tick (queued frames leave before new
+     * ones are taken in), then each device's descriptor */
+    p[n++] = (struct pollfd){ vm->io_stop_fd, POLLIN, 0 };
+    if (vmm_devices_want_tick(vm) && vm->opt.cpu != VMM_CPU_UNICORN) {
         struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
                                   { 0, SEND_COMBINE_TICK_NS } };
         tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (tfd >= 0)
+        if (tfd >= 0) {
             timerfd_settime(tfd, 0, &its, NULL);
+            owner[n] = NULL;
+            p[n++] = (struct pollfd){ tfd, POLLIN, 0 };
+        }
+    }
+    for (unsigned i = 0; i < vm->ndev; i++) {
+        vmm_device *d = &vm->dev[i];
+        int fd = d->ops->poll_fd ? d->ops->poll_fd(d) : -1;
+        if (fd >= 0) {
+            owner[n] = d;
+            p[n++] = (struct pollfd){ fd, POLLIN, 0 };
+        }
     }
     for (;;) {
-        struct pollfd p[3] = { { vm->io_stop_fd, POLLIN, 0 },
-                               { bfd, POLLIN, 0 }, { tfd, POLLIN, 0 } };
-        int n = poll(p, 3, -1);
-        if (n < 0 && errno != EINTR)
+        int rc = poll(p, n, -1);
+        if (rc < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             break;
-        if (p[2].revents & POLLIN) {
-            uint64_t ticks;
-            if (read(tfd, &ticks, sizeof ticks) < 0)
-                ticks = 0;
-            pthread_mutex_lock(&vm->dev_lock);
-            nic_flush(vm->nic);
-            pthread_mutex_unlock(&vm->dev_lock);
-        }
-        if (p[1].revents & POLLIN) {
-            pthread_mutex_lock(&vm->dev_lock);
-            nic_poll_rx(vm->nic);
-            pthread_mutex_unlock(&vm->dev_lock);
+        for (unsigned i = 1; i < n; i++) {
+            if (!(p[i].revents & POLLIN))
+                continue;
+            if (!owner[i]) {            /* the timer: flush every device */
+                uint64_t ticks;
+                if (read(tfd, &ticks, sizeof ticks) < 0)
+                    ticks = 0;
+                vmm_devices_flush(vm);
+            } else {
+                pthread_mutex_lock(&vm->dev_lock);
+                owner[i]->ops->poll(owner[i]);
+                pthread_mutex_unlock(&vm->dev_lock);
+            }
         }
     }
     if (tfd >= 0)
@@ -414,7 +210,11 @@ static void *io_thread(void *arg)
 
 int vmm_io_start(vmm *vm)
 {
-    if (!vm->nic)
+    bool needed = vmm_devices_want_tick(vm);
+
+    for (unsigned i = 0; i < vm->ndev; i++)
+        needed |= vm->dev[i].ops->poll_fd != NULL;
+    if (!needed)
         return 0;
     vm->io_stop_fd = eventfd(0, EFD_CLOEXEC);
     if (vm->io_stop_fd < 0 ||

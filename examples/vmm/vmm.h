@@ -4,8 +4,10 @@
  *
  * One struct vmm per VM: guest RAM, the port and MMIO buses, the devices,
  * the libcluster engine and the vCPU back end (KVM or Unicorn). The core
- * (this folder) knows the back ends and the buses; device models
- * (devices/) know only dev.h; network backends (backends/) only net.h.
+ * (this folder) knows the back ends, the buses and the device list
+ * (device.h), never one device; the board (board.c, nic_dev.c) puts the
+ * device models (devices/, which know only dev.h) on the buses; network
+ * backends (backends/) know only net.h.
  */
 #ifndef VMM_VMM_H
 #define VMM_VMM_H
@@ -21,8 +23,11 @@
 
 #include "backends/net.h"
 #include "bus.h"
+#include "device.h"
 #include "devices/dev.h"
 #include "devices/nic.h"
+#include "devices/platform.h"
+#include "lcvmm/platform.h"
 
 #define VMM_MAX_VCPUS 8
 /* Send combining's timer tick on Unicorn: every this many guest
@@ -83,23 +88,21 @@ struct vmm {
     uint8_t *ram;
     uint64_t ram_size;
     bus pio, mmio;
-    /* Devices (the NIC is the only one with state worth a pointer here). */
-    nic *nic;
-    net_backend *net;
-    uint32_t nic_bar;             /* BAR base as the VMM assigned it */
-    void *uart, *pci;
-    void *nic_glue;               /* vm.c: the NIC on its PCI BAR */
+    pci_bus *pci;                 /* configuration space (the pci-cfg device) */
+    /* The devices of the board, in init order (device.h). */
+    vmm_device dev[VMM_MAX_DEVICES];
+    unsigned ndev;
     pthread_mutex_t dev_lock;     /* serialises device models */
     /* Interrupts: the back end's line setter, and an epoch bumped when a
-     * line goes high so clusters stop for the guest to take it. */
+     * line goes high so clusters stop for the guest to take it
+     * (vmm_irq_line gives devices a line that does both). */
     vm_irq irq;                   /* the back end's line setter */
-    vm_irq irq_line;              /* what the NIC gets: bumps the epoch */
-    vm_dma dma;
+    vm_dma dma;                   /* guest memory as devices reach it */
     atomic_uint irq_epoch;
     atomic_bool map_changed;      /* a BAR moved: flush the engine */
     /* Ending the VM. */
     atomic_bool stop;
-    int exit_code;
+    int exit_code;                /* the guest's, or an lcvmm_exit_status */
     char stop_reason[160];
     /* libcluster */
     lc_engine *engine;
@@ -123,7 +126,8 @@ void *vmm_gpa(vmm *vm, uint64_t gpa, uint64_t len);
 extern const vm_dma vmm_dma_template;   /* opaque = vm */
 void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops);
 
-/* End the VM (any thread): `code` is the process exit status. */
+/* End the VM (any thread): `code` is the process exit status, the guest's
+ * own or one of enum lcvmm_exit_status (lcvmm/platform.h). */
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -152,10 +156,6 @@ int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
 
 /* The flat 32-bit protected-mode state of multiboot's entry. */
 void vmm_boot_state(const vmm_boot *boot, lc_cpu_state *st);
-
-/* Platform devices (devices/). */
-int  vmm_devices_init(vmm *vm, char *err, size_t errlen);
-void vmm_devices_fini(vmm *vm);
 
 /* Back ends. Each runs the VM until it stops and returns 0, or -1 with
  * the reason in vm->stop_reason. */

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/e1000_regs.h"
+#include "hw/pcnet_regs.h"
 #include "nic.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -175,18 +177,23 @@ static uint32_t rd(fz *f, uint32_t off, unsigned size)
 
 /* ---- model-aware helpers -------------------------------------------- */
 
-static const uint32_t pcnet_offs[] = { 0x10, 0x12, 0x14, 0x16, 0x00, 0x0e };
+static const uint32_t pcnet_offs[] = {
+    PCNET_RDP, PCNET_RAP, PCNET_RESET, PCNET_BDP, PCNET_APROM,
+    PCNET_APROM + 14,
+};
 static const uint32_t e1000_offs[] = {
-    0x0000, 0x0008, 0x0010, 0x0014, 0x0018, 0x0020, 0x00c0, 0x00c4,
-    0x00c8, 0x00d0, 0x00d8, 0x0100, 0x0400, 0x0410, 0x2800, 0x2804,
-    0x2808, 0x2810, 0x2818, 0x3800, 0x3804, 0x3808, 0x3810, 0x3818,
-    0x4010, 0x4074, 0x5200, 0x5400, 0x5404, 0x5408, 0x540c,
+    E1000_CTRL, E1000_STATUS, E1000_EECD, E1000_EERD, E1000_CTRL_EXT,
+    E1000_MDIC, E1000_ICR, E1000_ITR, E1000_ICS, E1000_IMS, E1000_IMC,
+    E1000_RCTL, E1000_TCTL, E1000_TIPG, E1000_RDBAL, E1000_RDBAH,
+    E1000_RDLEN, E1000_RDH, E1000_RDT, E1000_TDBAL, E1000_TDBAH,
+    E1000_TDLEN, E1000_TDH, E1000_TDT, E1000_MPC, E1000_GPRC, E1000_MTA,
+    E1000_RAL(0), E1000_RAH(0), E1000_RAL(1), E1000_RAH(1),
 };
 
 static void csr_w(fz *f, unsigned r, uint16_t v)
 {
-    wr(f, 0x12, 2, r);
-    wr(f, 0x10, 2, v);
+    wr(f, PCNET_RAP, 2, r);
+    wr(f, PCNET_RDP, 2, v);
 }
 
 /* Rings: RX at 0x1000, TX at 0x3000; buffers above 0x5000. */
@@ -196,9 +203,9 @@ static void prime(fz *f)
 
     if (f->model == NIC_PCNET) {
         unsigned style = (a & 1) ? 0 : 2;
-        rd(f, 0x14, 2);
-        wr(f, 0x12, 2, 20);
-        wr(f, 0x16, 2, style);
+        rd(f, PCNET_RESET, 2);
+        wr(f, PCNET_RAP, 2, PCNET_BCR_SWSTYLE);
+        wr(f, PCNET_BDP, 2, style);
         if (style) {
             f->ram[0x102] = (uint8_t)((b & 0x0f) << 4);
             f->ram[0x103] = (uint8_t)(b & 0xf0);
@@ -217,20 +224,22 @@ static void prime(fz *f)
         csr_w(f, 0, 0x0001);
         csr_w(f, 0, 0x0142);
     } else {
-        wr(f, 0x0000, 4, 0x04000000);
-        wr(f, 0x2800, 4, 0x1000);
-        wr(f, 0x2804, 4, 0);
-        wr(f, 0x2808, 4, 128u * (1 + (b & 3)));
-        wr(f, 0x2810, 4, 0);
-        wr(f, 0x3800, 4, 0x3000);
-        wr(f, 0x3804, 4, 0);
-        wr(f, 0x3808, 4, 128u * (1 + ((b >> 2) & 3)));
-        wr(f, 0x3810, 4, 0);
-        wr(f, 0x3818, 4, 0);
-        wr(f, 0x0400, 4, 0x0a | (a & 0x08));
-        wr(f, 0x0100, 4, 0x0002 | 0x8008 | ((uint32_t)a << 16 & 0x06030000u));
-        wr(f, 0x00d0, 4, 0xffff);
-        wr(f, 0x2818, 4, b >> 4);
+        wr(f, E1000_CTRL, 4, E1000_CTRL_RST);
+        wr(f, E1000_RDBAL, 4, 0x1000);
+        wr(f, E1000_RDBAH, 4, 0);
+        wr(f, E1000_RDLEN, 4, 128u * (1 + (b & 3)));
+        wr(f, E1000_RDH, 4, 0);
+        wr(f, E1000_TDBAL, 4, 0x3000);
+        wr(f, E1000_TDBAH, 4, 0);
+        wr(f, E1000_TDLEN, 4, 128u * (1 + ((b >> 2) & 3)));
+        wr(f, E1000_TDH, 4, 0);
+        wr(f, E1000_TDT, 4, 0);
+        wr(f, E1000_TCTL, 4, E1000_TCTL_EN | E1000_TCTL_PSP);
+        /* BSIZE, BSEX and SECRC from the input */
+        wr(f, E1000_RCTL, 4, E1000_RCTL_EN | E1000_RCTL_UPE | E1000_RCTL_BAM |
+                             ((uint32_t)a << 16 & 0x06030000u));
+        wr(f, E1000_IMS, 4, 0xffff);
+        wr(f, E1000_RDT, 4, b >> 4);
     }
 }
 
@@ -352,8 +361,8 @@ static void step(fz *f, unsigned op)
         break;
     case 15:                                    /* BCR or interrupt mask */
         if (f->model == NIC_PCNET) {
-            wr(f, 0x12, 2, u8(f) % 40);
-            wr(f, 0x16, 2, u16(f));
+            wr(f, PCNET_RAP, 2, u8(f) % 40);
+            wr(f, PCNET_BDP, 2, u16(f));
         } else {
             wr(f, 0x00d0 + (u8(f) & 1) * 8, 4, u32(f));
         }

@@ -7,60 +7,8 @@
 #include <stdio.h>
 
 #include "../unit/harness.h"
+#include "hw/e1000_regs.h"
 #include "nic_fake.h"
-
-/* registers */
-#define CTRL   0x0000
-#define STATUS 0x0008
-#define EECD   0x0010
-#define EERD   0x0014
-#define MDIC   0x0020
-#define ICR    0x00c0
-#define ITR    0x00c4
-#define ICS    0x00c8
-#define IMS    0x00d0
-#define IMC    0x00d8
-#define RCTL   0x0100
-#define TCTL   0x0400
-#define TIPG   0x0410
-#define RDBAL  0x2800
-#define RDBAH  0x2804
-#define RDLEN  0x2808
-#define RDH    0x2810
-#define RDT    0x2818
-#define TDBAL  0x3800
-#define TDBAH  0x3804
-#define TDLEN  0x3808
-#define TDH    0x3810
-#define TDT    0x3818
-#define MPC    0x4010
-#define GPRC   0x4074
-#define GPTC   0x4080
-#define MTA    0x5200
-#define RAL(i) (0x5400 + 8 * (i))
-#define RAH(i) (0x5404 + 8 * (i))
-
-#define CTRL_RST   0x04000000u
-#define TXDW       0x01u
-#define TXQE       0x02u
-#define LSC        0x04u
-#define RXDMT0     0x10u
-#define RXO        0x40u
-#define RXT0       0x80u
-#define RCTL_EN    0x00000002u
-#define RCTL_UPE   0x00000008u
-#define RCTL_MPE   0x00000010u
-#define RCTL_BAM   0x00008000u
-#define RCTL_SZ256 0x00030000u
-#define RCTL_SECRC 0x04000000u
-#define TCTL_EN    0x00000002u
-#define TCTL_PSP   0x00000008u
-#define CMD_EOP    0x01u
-#define CMD_IFCS   0x02u
-#define CMD_RS     0x08u
-#define CMD_DEXT   0x20u
-#define DD         0x01u
-#define EOP        0x02u
 
 /* guest memory layout */
 #define RXR     0x2000
@@ -130,8 +78,8 @@ static uint16_t eerd(fake *f, unsigned addr)
 {
     uint32_t v;
 
-    wr(f, EERD, addr << 8 | 1);
-    v = rd(f, EERD);
+    wr(f, E1000_EERD, addr << 8 | 1);
+    v = rd(f, E1000_EERD);
     ck_assert_uint_eq(v & 0x10, 0x10);                  /* DONE */
     ck_assert_uint_eq((v >> 8) & 0xff, addr);
     return (uint16_t)(v >> 16);
@@ -143,35 +91,36 @@ static void setup_opt(fake *f, const nic_options *o, unsigned n,
                       uint32_t rctl)
 {
     fake_init(f, NIC_E1000, o);
-    wr(f, CTRL, rd(f, CTRL) | CTRL_RST);
-    ck_assert_uint_eq(rd(f, CTRL) & CTRL_RST, 0);
-    wr(f, IMC, 0xffffffffu);
-    rd(f, ICR);
+    wr(f, E1000_CTRL, rd(f, E1000_CTRL) | E1000_CTRL_RST);
+    ck_assert_uint_eq(rd(f, E1000_CTRL) & E1000_CTRL_RST, 0);
+    wr(f, E1000_IMC, 0xffffffffu);
+    rd(f, E1000_ICR);
     for (unsigned i = 0; i < 3; i++)
         ck_assert_uint_eq(eerd(f, i),
                           (uint32_t)(fake_mac[2 * i] | fake_mac[2 * i + 1] << 8));
     for (unsigned i = 0; i < n; i++)
         rxd_give(f, i, RXB(i));
-    wr(f, RDBAL, RXR);
-    wr(f, RDBAH, 0);
-    wr(f, RDLEN, n * 16);
-    wr(f, RDH, 0);
-    wr(f, RDT, n - 1);
-    wr(f, TDBAL, TXR);
-    wr(f, TDBAH, 0);
-    wr(f, TDLEN, n * 16);
-    wr(f, TDH, 0);
-    wr(f, TDT, 0);
-    wr(f, TIPG, 0x0060200a);
-    wr(f, TCTL, TCTL_EN | TCTL_PSP | 0x0f << 4 | 0x40 << 12);
-    wr(f, RCTL, RCTL_EN | rctl);
-    wr(f, IMS, TXDW | RXT0 | RXO | RXDMT0 | LSC);
+    wr(f, E1000_RDBAL, RXR);
+    wr(f, E1000_RDBAH, 0);
+    wr(f, E1000_RDLEN, n * 16);
+    wr(f, E1000_RDH, 0);
+    wr(f, E1000_RDT, n - 1);
+    wr(f, E1000_TDBAL, TXR);
+    wr(f, E1000_TDBAH, 0);
+    wr(f, E1000_TDLEN, n * 16);
+    wr(f, E1000_TDH, 0);
+    wr(f, E1000_TDT, 0);
+    wr(f, E1000_TIPG, 0x0060200a);
+    wr(f, E1000_TCTL, E1000_TCTL_EN | E1000_TCTL_PSP | 0x0f << 4 | 0x40 << 12);
+    wr(f, E1000_RCTL, E1000_RCTL_EN | rctl);
+    wr(f, E1000_IMS, E1000_ICR_TXDW | E1000_ICR_RXT0 | E1000_ICR_RXO |
+       E1000_ICR_RXDMT0 | E1000_ICR_LSC);
     ck_assert_int_eq(f->level, 0);
 }
 
 static void setup(fake *f)
 {
-    setup_opt(f, NULL, 8, RCTL_BAM | RCTL_SECRC);
+    setup_opt(f, NULL, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC);
 }
 
 /* ---- identity, EEPROM, PHY, reset ----------------------------------- */
@@ -190,7 +139,7 @@ START_TEST(identity)
     fake_init(&f, NIC_E1000, NULL);
     ck_assert_int_eq(nic_model_of(f.n), NIC_E1000);
     /* Link up, full duplex, 1000 Mb/s. */
-    ck_assert_uint_eq(rd(&f, STATUS) & 0xc3, 0x83);
+    ck_assert_uint_eq(rd(&f, E1000_STATUS) & 0xc3, 0x83);
     fake_fini(&f);
 }
 END_TEST
@@ -208,8 +157,8 @@ START_TEST(eeprom_eerd)
     ck_assert_uint_eq(eerd(&f, 2), fake_mac[4] | fake_mac[5] << 8);
     ck_assert_uint_eq(eerd(&f, 0x0d), 0x100e);
     ck_assert_uint_eq(eerd(&f, 200), 0xffff);
-    wr(&f, EERD, 5 << 8);               /* no START: no DONE */
-    ck_assert_uint_eq(rd(&f, EERD) & 0x10, 0);
+    wr(&f, E1000_EERD, 5 << 8);               /* no START: no DONE */
+    ck_assert_uint_eq(rd(&f, E1000_EERD) & 0x10, 0);
     fake_fini(&f);
 }
 END_TEST
@@ -218,36 +167,36 @@ END_TEST
 static void ee_clock(fake *f, uint32_t *eecd, int bit)
 {
     *eecd = (*eecd & ~0x4u) | (bit ? 0x4u : 0);
-    wr(f, EECD, *eecd);
-    wr(f, EECD, *eecd | 1);             /* SK up */
-    *eecd = rd(f, EECD) & ~1u;
-    wr(f, EECD, *eecd);                 /* SK down */
+    wr(f, E1000_EECD, *eecd);
+    wr(f, E1000_EECD, *eecd | 1);             /* SK up */
+    *eecd = rd(f, E1000_EECD) & ~1u;
+    wr(f, E1000_EECD, *eecd);                 /* SK down */
 }
 
 static uint16_t ee_read_word(fake *f, unsigned addr)
 {
-    uint32_t eecd = rd(f, EECD);
+    uint32_t eecd = rd(f, E1000_EECD);
     uint16_t data = 0;
 
     ck_assert(eecd & 0x100);            /* EE_PRES */
     eecd |= 0x40;                       /* EE_REQ */
-    wr(f, EECD, eecd);
-    ck_assert(rd(f, EECD) & 0x80);      /* EE_GNT */
-    eecd = (rd(f, EECD) & ~0x0fu) | 0x2; /* CS */
-    wr(f, EECD, eecd);
+    wr(f, E1000_EECD, eecd);
+    ck_assert(rd(f, E1000_EECD) & 0x80);      /* EE_GNT */
+    eecd = (rd(f, E1000_EECD) & ~0x0fu) | 0x2; /* CS */
+    wr(f, E1000_EECD, eecd);
     ee_clock(f, &eecd, 1);              /* start bit, then opcode 10 */
     ee_clock(f, &eecd, 1);
     ee_clock(f, &eecd, 0);
     for (int b = 5; b >= 0; b--)
         ee_clock(f, &eecd, (addr >> b) & 1);
     for (int b = 0; b < 16; b++) {
-        wr(f, EECD, eecd | 1);
-        data = (uint16_t)(data << 1 | !!(rd(f, EECD) & 0x8));
-        wr(f, EECD, eecd);
+        wr(f, E1000_EECD, eecd | 1);
+        data = (uint16_t)(data << 1 | !!(rd(f, E1000_EECD) & 0x8));
+        wr(f, E1000_EECD, eecd);
     }
-    wr(f, EECD, 0x40);                  /* CS down */
-    wr(f, EECD, 0);                     /* release */
-    ck_assert_uint_eq(rd(f, EECD) & 0xc2, 0);
+    wr(f, E1000_EECD, 0x40);                  /* CS down */
+    wr(f, E1000_EECD, 0);                     /* release */
+    ck_assert_uint_eq(rd(f, E1000_EECD) & 0xc2, 0);
     return data;
 }
 
@@ -270,17 +219,18 @@ START_TEST(phy_through_mdic)
     fake f;
 
     fake_init(&f, NIC_E1000, NULL);
-    wr(&f, MDIC, 0x08000000u | 1u << 21 | 2u << 16);
-    ck_assert_uint_eq(rd(&f, MDIC), 0x18000000u | 1u << 21 | 2u << 16 | 0x0141);
-    wr(&f, MDIC, 0x08000000u | 1u << 21 | 3u << 16);
-    ck_assert_uint_eq(rd(&f, MDIC) & 0xffff, 0x0c20);
-    wr(&f, MDIC, 0x08000000u | 1u << 21 | 1u << 16);
-    ck_assert_uint_eq(rd(&f, MDIC) & 0x0024, 0x0024);  /* link, AN done */
-    wr(&f, MDIC, 0x04000000u | 1u << 21 | 0u << 16 | 0x9140);
-    wr(&f, MDIC, 0x08000000u | 1u << 21 | 0u << 16);
-    ck_assert_uint_eq(rd(&f, MDIC) & 0xffff, 0x1140);  /* reset done */
-    wr(&f, MDIC, 0x08000000u | 2u << 21 | 2u << 16);   /* no such PHY */
-    ck_assert_uint_eq(rd(&f, MDIC) & 0x50000000u, 0x50000000u);
+    wr(&f, E1000_MDIC, 0x08000000u | 1u << 21 | 2u << 16);
+    ck_assert_uint_eq(rd(&f, E1000_MDIC), 0x18000000u | 1u << 21 | 2u << 16 |
+                      0x0141);
+    wr(&f, E1000_MDIC, 0x08000000u | 1u << 21 | 3u << 16);
+    ck_assert_uint_eq(rd(&f, E1000_MDIC) & 0xffff, 0x0c20);
+    wr(&f, E1000_MDIC, 0x08000000u | 1u << 21 | 1u << 16);
+    ck_assert_uint_eq(rd(&f, E1000_MDIC) & 0x0024, 0x0024);  /* link, AN done */
+    wr(&f, E1000_MDIC, 0x04000000u | 1u << 21 | 0u << 16 | 0x9140);
+    wr(&f, E1000_MDIC, 0x08000000u | 1u << 21 | 0u << 16);
+    ck_assert_uint_eq(rd(&f, E1000_MDIC) & 0xffff, 0x1140);  /* reset done */
+    wr(&f, E1000_MDIC, 0x08000000u | 2u << 21 | 2u << 16);   /* no such PHY */
+    ck_assert_uint_eq(rd(&f, E1000_MDIC) & 0x50000000u, 0x50000000u);
     fake_fini(&f);
 }
 END_TEST
@@ -290,17 +240,19 @@ START_TEST(ctrl_reset)
     fake f;
 
     setup(&f);
-    wr(&f, ICS, TXDW);
+    wr(&f, E1000_ICS, E1000_ICR_TXDW);
     ck_assert_int_eq(f.level, 1);
-    wr(&f, RAL(0), 0);
-    wr(&f, CTRL, CTRL_RST);
-    ck_assert_uint_eq(rd(&f, CTRL) & CTRL_RST, 0);
+    wr(&f, E1000_RAL(0), 0);
+    wr(&f, E1000_CTRL, E1000_CTRL_RST);
+    ck_assert_uint_eq(rd(&f, E1000_CTRL) & E1000_CTRL_RST, 0);
     ck_assert_int_eq(f.level, 0);
-    ck_assert_uint_eq(rd(&f, IMS), 0);
-    ck_assert_uint_eq(rd(&f, RDLEN), 0);
-    ck_assert_uint_eq(rd(&f, TCTL), 0);
-    ck_assert_uint_eq(rd(&f, RAL(0)), mem_r32(&(fake){ .ram = (uint8_t *)fake_mac }, 0));
-    ck_assert_uint_eq(rd(&f, RAH(0)), 0x80000000u | fake_mac[4] | fake_mac[5] << 8);
+    ck_assert_uint_eq(rd(&f, E1000_IMS), 0);
+    ck_assert_uint_eq(rd(&f, E1000_RDLEN), 0);
+    ck_assert_uint_eq(rd(&f, E1000_TCTL), 0);
+    ck_assert_uint_eq(rd(&f, E1000_RAL(0)),
+                      mem_r32(&(fake){ .ram = (uint8_t *)fake_mac }, 0));
+    ck_assert_uint_eq(rd(&f, E1000_RAH(0)), 0x80000000u | fake_mac[4] |
+                      fake_mac[5] << 8);
     ck_assert_uint_eq(st(&f)->resets, 2);
     fake_fini(&f);
 }
@@ -314,33 +266,34 @@ START_TEST(latch_registers)
     bool rd_ring = false, td_ring = false, mta_ra = false, itr = false,
          tipg = false;
     static const uint32_t not_latch[] = {
-        CTRL, STATUS, EECD, EERD, MDIC, ICR, ICS, IMS, IMC, RCTL, TCTL,
-        RDH, RDT, TDH, TDT, MPC, 0x1fffc,
+        E1000_CTRL, E1000_STATUS, E1000_EECD, E1000_EERD, E1000_MDIC,
+        E1000_ICR, E1000_ICS, E1000_IMS, E1000_IMC, E1000_RCTL, E1000_TCTL,
+        E1000_RDH, E1000_RDT, E1000_TDH, E1000_TDT, E1000_MPC, 0x1fffc,
     };
     uint8_t frame[64];
 
     setup(&f);
-    for (uint32_t off = RDBAL; off <= RDLEN; off += 4)
+    for (uint32_t off = E1000_RDBAL; off <= E1000_RDLEN; off += 4)
         ck_assert(nic_access_is_latch(f.n, off, 4));
-    for (uint32_t off = TDBAL; off <= TDLEN; off += 4)
+    for (uint32_t off = E1000_TDBAL; off <= E1000_TDLEN; off += 4)
         ck_assert(nic_access_is_latch(f.n, off, 4));
-    ck_assert(nic_access_is_latch(f.n, RAL(0), 4));
-    ck_assert(nic_access_is_latch(f.n, RAH(15), 4));
-    ck_assert(nic_access_is_latch(f.n, MTA + 0x1fc, 4));
-    ck_assert(nic_access_is_latch(f.n, ITR, 4));
-    ck_assert(nic_access_is_latch(f.n, TIPG, 2));
+    ck_assert(nic_access_is_latch(f.n, E1000_RAL(0), 4));
+    ck_assert(nic_access_is_latch(f.n, E1000_RAH(15), 4));
+    ck_assert(nic_access_is_latch(f.n, E1000_MTA + 0x1fc, 4));
+    ck_assert(nic_access_is_latch(f.n, E1000_ITR, 4));
+    ck_assert(nic_access_is_latch(f.n, E1000_TIPG, 2));
     for (size_t i = 0; i < sizeof not_latch / sizeof not_latch[0]; i++)
         ck_assert_msg(!nic_access_is_latch(f.n, not_latch[i], 4), "%#x",
                       not_latch[i]);
-    ck_assert(!nic_access_is_latch(f.n, RDBAL + 1, 4));  /* unaligned */
+    ck_assert(!nic_access_is_latch(f.n, E1000_RDBAL + 1, 4));  /* unaligned */
     n = nic_latch_ranges(f.n, r, 32);
     ck_assert_uint_le(n, 16);           /* what the VMM asks for */
     for (unsigned i = 0; i < n; i++) {
-        rd_ring |= r[i][0] == RDBAL && r[i][1] == 12;
-        td_ring |= r[i][0] == TDBAL && r[i][1] == 12;
-        mta_ra |= r[i][0] == MTA && r[i][1] == 0x280;
-        itr |= r[i][0] == ITR;
-        tipg |= r[i][0] == TIPG;
+        rd_ring |= r[i][0] == E1000_RDBAL && r[i][1] == 12;
+        td_ring |= r[i][0] == E1000_TDBAL && r[i][1] == 12;
+        mta_ra |= r[i][0] == E1000_MTA && r[i][1] == 0x280;
+        itr |= r[i][0] == E1000_ITR;
+        tipg |= r[i][0] == E1000_TIPG;
         for (uint32_t off = r[i][0]; off < r[i][0] + r[i][1]; off += 4)
             ck_assert(nic_access_is_latch(f.n, off, 4));
     }
@@ -349,11 +302,11 @@ START_TEST(latch_registers)
     /* Plain memory: what is written reads back, and nothing else
      * happens (no receive after a latch write). */
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 1));
-    wr(&f, MTA + 8, 0x12345678);
+    wr(&f, E1000_MTA + 8, 0x12345678);
     ck_assert_uint_eq(fake_rx_waiting(&f), 1);
-    ck_assert_uint_eq(rd(&f, MTA + 8), 0x12345678);
+    ck_assert_uint_eq(rd(&f, E1000_MTA + 8), 0x12345678);
     ck_assert_uint_eq(st(&f)->rx_frames, 0);
-    rd(&f, STATUS);
+    rd(&f, E1000_STATUS);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     ck_assert_uint_ge(st(&f)->latch_accesses, 2);
     fake_fini(&f);
@@ -369,19 +322,22 @@ START_TEST(tx_one_frame)
     size_t len = fake_frame_make(frame, bcast, 300, 2);
 
     setup(&f);
-    txd_put(&f, 0, frame, len, CMD_EOP | CMD_IFCS | CMD_RS);
-    wr(&f, TDT, 1);
+    txd_put(&f, 0, frame, len, E1000_TXD_CMD_EOP | E1000_TXD_CMD_IFCS |
+            E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 1);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(f.be.tx[0].len, len);
     ck_assert_mem_eq(f.be.tx[0].data, frame, len);
-    ck_assert_uint_eq(txd_sta(&f, 0), DD);
-    ck_assert_uint_eq(rd(&f, TDH), 1);
+    ck_assert_uint_eq(txd_sta(&f, 0), E1000_TXD_STA_DD);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 1);
     ck_assert_int_eq(f.level, 1);
-    ck_assert_uint_eq(rd(&f, ICR), TXDW | TXQE);        /* read clears */
+    /* read clears */
+    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_TXDW | E1000_ICR_TXQE);
     ck_assert_int_eq(f.level, 0);
-    ck_assert_uint_eq(rd(&f, ICR), 0);
-    ck_assert_uint_eq(rd(&f, GPTC), 1);                 /* clear on read */
-    ck_assert_uint_eq(rd(&f, GPTC), 0);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), 0);
+    /* clear on read */
+    ck_assert_uint_eq(rd(&f, E1000_GPTC), 1);
+    ck_assert_uint_eq(rd(&f, E1000_GPTC), 0);
     ck_assert_uint_eq(st(&f)->tx_frames, 1);
     fake_fini(&f);
 }
@@ -395,19 +351,20 @@ START_TEST(tx_status_and_padding)
 
     setup(&f);
     fake_frame_make(frame, bcast, 64, 3);
-    txd_put(&f, 0, frame, 20, CMD_EOP);
-    wr(&f, TDT, 1);
+    txd_put(&f, 0, frame, 20, E1000_TXD_CMD_EOP);
+    wr(&f, E1000_TDT, 1);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(f.be.tx[0].len, 60);
     ck_assert_uint_eq(txd_sta(&f, 0), 0);
-    ck_assert_uint_eq(rd(&f, ICR), TXQE);
-    wr(&f, TCTL, TCTL_EN);
-    txd_put(&f, 1, frame, 20, CMD_EOP | CMD_RS);
-    txd_put(&f, 2, frame, 10, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 3);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_TXQE);
+    wr(&f, E1000_TCTL, E1000_TCTL_EN);
+    txd_put(&f, 1, frame, 20, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    txd_put(&f, 2, frame, 10, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 3);
     ck_assert_uint_eq(f.be.ntx, 2);
     ck_assert_uint_eq(f.be.tx[1].len, 20);
-    ck_assert_uint_eq(txd_sta(&f, 2), DD);              /* runt: dropped */
+    /* runt: dropped */
+    ck_assert_uint_eq(txd_sta(&f, 2), E1000_TXD_STA_DD);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
     fake_fini(&f);
 }
@@ -421,25 +378,27 @@ START_TEST(tx_chained_descriptors)
 
     setup(&f);
     txd_put(&f, 0, frame, 600, 0);
-    txd_put(&f, 1, frame + 600, 600, CMD_RS);
-    txd_put(&f, 2, frame + 1200, 314, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 3);
+    txd_put(&f, 1, frame + 600, 600, E1000_TXD_CMD_RS);
+    txd_put(&f, 2, frame + 1200, 314, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 3);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_mem_eq(f.be.tx[0].data, frame, len);
     ck_assert_uint_eq(txd_sta(&f, 0), 0);
-    ck_assert_uint_eq(txd_sta(&f, 1), DD);
-    ck_assert_uint_eq(txd_sta(&f, 2), DD);
+    ck_assert_uint_eq(txd_sta(&f, 1), E1000_TXD_STA_DD);
+    ck_assert_uint_eq(txd_sta(&f, 2), E1000_TXD_STA_DD);
     /* Extended descriptors: a context descriptor, then data. */
     uint64_t a = TXR + 16 * 3;
     memset(f.ram + a, 0, 16);
-    f.ram[a + 11] = CMD_DEXT | CMD_RS;                  /* DTYP 0 */
+    /* DTYP 0 */
+    f.ram[a + 11] = E1000_TXD_CMD_DEXT | E1000_TXD_CMD_RS;
     txd_put(&f, 4, frame, 100, 0);
     mem_w32(&f, TXR + 16 * 4 + 8, 100 | 1u << 20 |
-            (uint32_t)(CMD_DEXT | CMD_EOP | CMD_RS) << 24);
-    wr(&f, TDT, 5);
+            (uint32_t)(E1000_TXD_CMD_DEXT | E1000_TXD_CMD_EOP |
+                       E1000_TXD_CMD_RS) << 24);
+    wr(&f, E1000_TDT, 5);
     ck_assert_uint_eq(f.be.ntx, 2);
     ck_assert_uint_eq(f.be.tx[1].len, 100);
-    ck_assert_uint_eq(txd_sta(&f, 3), DD);
+    ck_assert_uint_eq(txd_sta(&f, 3), E1000_TXD_STA_DD);
     fake_fini(&f);
 }
 END_TEST
@@ -452,14 +411,14 @@ START_TEST(tx_chain_completed_later)
     size_t len = fake_frame_make(frame, bcast, 300, 5);
 
     setup(&f);
-    txd_put(&f, 0, frame, 100, CMD_RS);
-    txd_put(&f, 1, frame + 100, 100, CMD_RS);
-    wr(&f, TDT, 2);
+    txd_put(&f, 0, frame, 100, E1000_TXD_CMD_RS);
+    txd_put(&f, 1, frame + 100, 100, E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 2);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(rd(&f, TDH), 2);
-    ck_assert_uint_eq(txd_sta(&f, 1), DD);
-    txd_put(&f, 2, frame + 200, 100, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 3);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 2);
+    ck_assert_uint_eq(txd_sta(&f, 1), E1000_TXD_STA_DD);
+    txd_put(&f, 2, frame + 200, 100, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 3);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_mem_eq(f.be.tx[0].data, frame, len);
     fake_fini(&f);
@@ -474,27 +433,28 @@ START_TEST(tx_oversize)
     uint8_t frame[1514];
     uint64_t errs;
 
-    setup_opt(&f, NULL, 16, RCTL_BAM);
+    setup_opt(&f, NULL, 16, E1000_RCTL_BAM);
     fake_frame_make(frame, bcast, 1514, 6);
     txd_put(&f, 0, frame, 1000, 0);
-    txd_put(&f, 1, frame, 1000, CMD_EOP | CMD_RS);
+    txd_put(&f, 1, frame, 1000, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
     errs = st(&f)->guest_errors;
-    wr(&f, TDT, 2);
+    wr(&f, E1000_TDT, 2);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(txd_sta(&f, 1), DD);
+    ck_assert_uint_eq(txd_sta(&f, 1), E1000_TXD_STA_DD);
     ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
     /* Five 4 KiB buffers: 20 KiB into a 16 KiB buffer. */
     for (unsigned i = 2; i < 7; i++) {
-        txd_put(&f, i, NULL, 4096, i == 6 ? CMD_EOP | CMD_RS : 0);
+        txd_put(&f, i, NULL, 4096,
+                i == 6 ? E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS : 0);
         mem_w32(&f, TXR + 16 * i, 0x40000 + 0x1000 * (i - 2));
     }
-    wr(&f, TDT, 7);
+    wr(&f, E1000_TDT, 7);
     ck_assert_uint_eq(f.be.ntx, 0);
     ck_assert_uint_eq(st(&f)->guest_errors, errs + 2);
-    ck_assert_uint_eq(rd(&f, TDH), 7);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 7);
     /* A maximal frame still goes. */
-    txd_put(&f, 7, frame, 1514, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 8);
+    txd_put(&f, 7, frame, 1514, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 8);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(f.be.tx[0].len, 1514);
     fake_fini(&f);
@@ -511,29 +471,29 @@ START_TEST(tx_tail_beyond_ring)
 
     setup(&f);
     txd_put(&f, 0, frame, fake_frame_make(frame, bcast, 64, 7),
-            CMD_EOP | CMD_RS);
+            E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
     reads = f.dma_reads;
-    wr(&f, TDT, 100);
-    rd(&f, STATUS);
-    rd(&f, STATUS);
+    wr(&f, E1000_TDT, 100);
+    rd(&f, E1000_STATUS);
+    rd(&f, E1000_STATUS);
     ck_assert_uint_eq(f.be.ntx, 0);
     ck_assert_uint_eq(f.dma_reads, reads);
-    ck_assert_uint_eq(rd(&f, TDH), 0);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 0);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
-    wr(&f, TDT, 1);
+    wr(&f, E1000_TDT, 1);
     ck_assert_uint_eq(f.be.ntx, 1);
     /* The head too. */
-    wr(&f, TDH, 9);
-    wr(&f, TDT, 2);
+    wr(&f, E1000_TDH, 9);
+    wr(&f, E1000_TDT, 2);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(st(&f)->guest_errors, 2);
     /* And on the receive side. */
-    wr(&f, RDT, 8);
+    wr(&f, E1000_RDT, 8);
     fake_rx_push(&f, frame, 64);
-    rd(&f, STATUS);
+    rd(&f, E1000_STATUS);
     ck_assert_uint_eq(st(&f)->rx_frames, 0);
     ck_assert_uint_eq(st(&f)->guest_errors, 3);
-    wr(&f, RDT, 7);
+    wr(&f, E1000_RDT, 7);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     fake_fini(&f);
 }
@@ -550,13 +510,13 @@ START_TEST(bad_ring_lengths)
     fake_frame_make(frame, fake_mac, 64, 8);
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         unsigned reads = f.dma_reads;
-        wr(&f, TDLEN, lens[i]);
-        wr(&f, RDLEN, lens[i]);
-        txd_put(&f, 0, frame, 64, CMD_EOP);
-        wr(&f, TDH, 0);
-        wr(&f, TDT, 1);
+        wr(&f, E1000_TDLEN, lens[i]);
+        wr(&f, E1000_RDLEN, lens[i]);
+        txd_put(&f, 0, frame, 64, E1000_TXD_CMD_EOP);
+        wr(&f, E1000_TDH, 0);
+        wr(&f, E1000_TDT, 1);
         fake_rx_push(&f, frame, 64);
-        wr(&f, RDT, 1);
+        wr(&f, E1000_RDT, 1);
         ck_assert_uint_eq(f.dma_reads, reads);
         ck_assert_uint_eq(f.be.ntx, 0);
         ck_assert_uint_eq(st(&f)->rx_frames, 0);
@@ -573,12 +533,12 @@ START_TEST(tx_huge_ring)
     fake f;
 
     setup(&f);
-    wr(&f, TDBAL, 0);
-    wr(&f, TDLEN, 0xfff80);
-    wr(&f, TDH, 0);
+    wr(&f, E1000_TDBAL, 0);
+    wr(&f, E1000_TDLEN, 0xfff80);
+    wr(&f, E1000_TDH, 0);
     memset(f.ram, 0, 0xfff80);          /* zero-length, no EOP */
-    wr(&f, TDT, 0xfff80 / 16 - 1);
-    ck_assert_uint_eq(rd(&f, TDH), 0xfff80 / 16 - 1);
+    wr(&f, E1000_TDT, 0xfff80 / 16 - 1);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 0xfff80 / 16 - 1);
     ck_assert_uint_eq(f.be.ntx, 0);
     ck_assert_uint_eq(st(&f)->guest_errors, 0);
     fake_fini(&f);
@@ -593,23 +553,23 @@ START_TEST(tx_bad_dma)
     setup(&f);
     fake_frame_make(frame, bcast, 64, 9);
     /* A buffer outside RAM: that frame is lost, the ring goes on. */
-    txd_put(&f, 0, frame, 64, CMD_EOP | CMD_RS);
+    txd_put(&f, 0, frame, 64, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
     mem_w32(&f, TXR + 4, 0x10);
-    txd_put(&f, 1, frame, 64, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 2);
+    txd_put(&f, 1, frame, 64, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 2);
     ck_assert_uint_eq(f.be.ntx, 1);
-    ck_assert_uint_eq(txd_sta(&f, 0), DD);
+    ck_assert_uint_eq(txd_sta(&f, 0), E1000_TXD_STA_DD);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
     /* A ring outside RAM: stops. */
-    wr(&f, TDBAL, 0xfffff000u);
-    wr(&f, TDT, 3);
+    wr(&f, E1000_TDBAL, 0xfffff000u);
+    wr(&f, E1000_TDT, 3);
     ck_assert_uint_eq(f.be.ntx, 1);
-    ck_assert_uint_eq(rd(&f, TDH), 2);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 2);
     ck_assert_uint_eq(st(&f)->guest_errors, 2);
-    rd(&f, STATUS);
+    rd(&f, E1000_STATUS);
     ck_assert_uint_eq(st(&f)->guest_errors, 2);
-    wr(&f, TDBAH, 1);                   /* above 4 GiB: still outside */
-    wr(&f, TDT, 4);
+    wr(&f, E1000_TDBAH, 1);                   /* above 4 GiB: still outside */
+    wr(&f, E1000_TDT, 4);
     ck_assert_uint_eq(st(&f)->guest_errors, 3);
     fake_fini(&f);
 }
@@ -622,20 +582,21 @@ START_TEST(rx_one_frame)
     fake f;
     uint8_t frame[42];
 
-    setup_opt(&f, NULL, 8, RCTL_BAM);   /* FCS kept */
+    setup_opt(&f, NULL, 8, E1000_RCTL_BAM);   /* FCS kept */
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 42, 10));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     ck_assert_uint_eq(rxd_len(&f, 0), 64);
-    ck_assert_uint_eq(rxd_sta(&f, 0) & (DD | EOP), DD | EOP);
+    ck_assert_uint_eq(rxd_sta(&f, 0) & (E1000_RXD_STA_DD | E1000_RXD_STA_EOP),
+                      E1000_RXD_STA_DD | E1000_RXD_STA_EOP);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 42);
     ck_assert_uint_eq(f.ram[RXB(0) + 59], 0);
-    ck_assert_uint_eq(rd(&f, RDH), 1);
+    ck_assert_uint_eq(rd(&f, E1000_RDH), 1);
     ck_assert_int_eq(f.level, 1);
-    ck_assert_uint_eq(rd(&f, ICR), RXT0);
-    ck_assert_uint_eq(rd(&f, GPRC), 1);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_RXT0);
+    ck_assert_uint_eq(rd(&f, E1000_GPRC), 1);
     /* SECRC: 60 bytes. */
-    wr(&f, RCTL, RCTL_EN | RCTL_BAM | RCTL_SECRC);
+    wr(&f, E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_BAM | E1000_RCTL_SECRC);
     fake_rx_push(&f, frame, 42);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(rxd_len(&f, 1), 60);
@@ -649,19 +610,20 @@ START_TEST(rx_waits_for_descriptors)
     fake f;
     uint8_t frame[100];
 
-    setup_opt(&f, NULL, 8, RCTL_BAM | RCTL_SECRC);
-    wr(&f, RDT, 0);
+    setup_opt(&f, NULL, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC);
+    wr(&f, E1000_RDT, 0);
     fake_frame_make(frame, fake_mac, 100, 11);
     for (int i = 0; i < 3; i++)
         fake_rx_push(&f, frame, 100);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(fake_rx_waiting(&f), 3);
-    wr(&f, RDT, 2);
+    wr(&f, E1000_RDT, 2);
     ck_assert_uint_eq(st(&f)->rx_frames, 2);
     ck_assert_uint_eq(fake_rx_waiting(&f), 1);
-    ck_assert_uint_eq(rd(&f, RDH), 2);
-    ck_assert(rd(&f, ICR) & RXDMT0);    /* no free descriptors left */
-    wr(&f, RDT, 3);
+    ck_assert_uint_eq(rd(&f, E1000_RDH), 2);
+    /* no free descriptors left */
+    ck_assert(rd(&f, E1000_ICR) & E1000_ICR_RXDMT0);
+    wr(&f, E1000_RDT, 3);
     ck_assert_uint_eq(st(&f)->rx_frames, 3);
     fake_fini(&f);
 }
@@ -674,23 +636,27 @@ START_TEST(rx_chained_buffers)
     fake f;
     uint8_t frame[1000];
 
-    setup_opt(&f, NULL, 8, RCTL_BAM | RCTL_SECRC | RCTL_SZ256);
-    wr(&f, RDT, 2);
+    setup_opt(&f, NULL, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC |
+              E1000_RCTL_BSIZE(3));
+    wr(&f, E1000_RDT, 2);
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 1000, 12));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 0);
     ck_assert_uint_ge(st(&f)->rx_no_buffer, 1);
-    ck_assert_uint_eq(rd(&f, ICR), RXO);
-    rd(&f, STATUS);
-    ck_assert_uint_eq(rd(&f, ICR), 0);  /* raised once */
-    wr(&f, RDT, 6);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_RXO);
+    rd(&f, E1000_STATUS);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), 0);  /* raised once */
+    wr(&f, E1000_RDT, 6);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     for (unsigned i = 0; i < 4; i++) {
         ck_assert_uint_eq(rxd_len(&f, i), i < 3 ? 256 : 1000 - 768);
-        ck_assert_uint_eq(rxd_sta(&f, i) & (DD | EOP), i < 3 ? DD : DD | EOP);
+        ck_assert_uint_eq(rxd_sta(&f, i) &
+                          (E1000_RXD_STA_DD | E1000_RXD_STA_EOP),
+                          i < 3 ? E1000_RXD_STA_DD
+                                : E1000_RXD_STA_DD | E1000_RXD_STA_EOP);
         ck_assert_mem_eq(f.ram + RXB(i), frame + 256 * i, rxd_len(&f, i));
     }
-    ck_assert_uint_eq(rd(&f, RDH), 4);
+    ck_assert_uint_eq(rd(&f, E1000_RDH), 4);
     fake_fini(&f);
 }
 END_TEST
@@ -703,25 +669,25 @@ START_TEST(rx_address_filter)
     static const uint8_t mcast[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb };
     unsigned h = (mcast[4] >> 4 | mcast[5] << 4) & 0xfff;  /* MO = 0 */
 
-    setup_opt(&f, NULL, 16, RCTL_SECRC);
+    setup_opt(&f, NULL, 16, E1000_RCTL_SECRC);
     fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 13));
     fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 13));
     fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 13));
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 13));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);            /* ours only */
-    wr(&f, RCTL, RCTL_EN | RCTL_SECRC | RCTL_BAM);
-    wr(&f, MTA + 4 * (h >> 5), 1u << (h & 31));
-    wr(&f, RAL(1), other[0] | other[1] << 8 | other[2] << 16 |
+    wr(&f, E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_SECRC | E1000_RCTL_BAM);
+    wr(&f, E1000_MTA + 4 * (h >> 5), 1u << (h & 31));
+    wr(&f, E1000_RAL(1), other[0] | other[1] << 8 | other[2] << 16 |
        (uint32_t)other[3] << 24);
-    wr(&f, RAH(1), 0x80000000u | other[4] | other[5] << 8);
+    wr(&f, E1000_RAH(1), 0x80000000u | other[4] | other[5] << 8);
     fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 14));
     fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 14));
     fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 14));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 4);
-    wr(&f, RAH(1), 0);
-    wr(&f, RCTL, RCTL_EN | RCTL_SECRC | RCTL_UPE);
+    wr(&f, E1000_RAH(1), 0);
+    wr(&f, E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_SECRC | E1000_RCTL_UPE);
     fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 15));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 5);
@@ -737,11 +703,12 @@ START_TEST(synchronous_reply)
     setup(&f);
     f.be.echo = true;
     txd_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 98, 16),
-            CMD_EOP | CMD_RS);
-    wr(&f, TDT, 1);
+            E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 98);
-    ck_assert_uint_eq(rd(&f, ICR), TXDW | TXQE | RXT0);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_TXDW | E1000_ICR_TXQE |
+                      E1000_ICR_RXT0);
     fake_fini(&f);
 }
 END_TEST
@@ -753,24 +720,26 @@ START_TEST(interrupt_registers)
     fake f;
 
     setup(&f);
-    wr(&f, ICS, 0x200);                 /* not in IMS */
+    wr(&f, E1000_ICS, 0x200);                 /* not in IMS */
     ck_assert_int_eq(f.level, 0);
-    ck_assert_uint_eq(rd(&f, IMS), TXDW | RXT0 | RXO | RXDMT0 | LSC);
-    wr(&f, IMS, 0x200);
+    ck_assert_uint_eq(rd(&f, E1000_IMS), E1000_ICR_TXDW | E1000_ICR_RXT0 |
+                      E1000_ICR_RXO | E1000_ICR_RXDMT0 | E1000_ICR_LSC);
+    wr(&f, E1000_IMS, 0x200);
     ck_assert_int_eq(f.level, 1);
-    wr(&f, IMC, 0x200);
+    wr(&f, E1000_IMC, 0x200);
     ck_assert_int_eq(f.level, 0);
-    ck_assert_uint_eq(rd(&f, IMC), 0);
-    wr(&f, ICS, TXDW | RXT0);
+    ck_assert_uint_eq(rd(&f, E1000_IMC), 0);
+    wr(&f, E1000_ICS, E1000_ICR_TXDW | E1000_ICR_RXT0);
     ck_assert_int_eq(f.level, 1);
-    wr(&f, ICR, TXDW);                  /* write 1 to clear */
+    wr(&f, E1000_ICR, E1000_ICR_TXDW);                  /* write 1 to clear */
     ck_assert_int_eq(f.level, 1);
-    reg_wr(&f, ICR, 1, RXT0);           /* a byte write clears its bits */
+    /* a byte write clears its bits */
+    reg_wr(&f, E1000_ICR, 1, E1000_ICR_RXT0);
     ck_assert_int_eq(f.level, 0);
-    ck_assert_uint_eq(rd(&f, ICR), 0x200);
+    ck_assert_uint_eq(rd(&f, E1000_ICR), 0x200);
     /* ITR is stored, nothing throttles. */
-    wr(&f, ITR, 1000);
-    ck_assert_uint_eq(rd(&f, ITR), 1000);
+    wr(&f, E1000_ITR, 1000);
+    ck_assert_uint_eq(rd(&f, E1000_ITR), 1000);
     fake_fini(&f);
 }
 END_TEST
@@ -782,34 +751,34 @@ START_TEST(send_combining)
     fake f;
     uint8_t frame[64];
 
-    setup_opt(&f, &o, 8, RCTL_BAM | RCTL_SECRC);
+    setup_opt(&f, &o, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC);
     fake_frame_make(frame, bcast, 64, 17);
     for (unsigned i = 0; i < 2; i++) {
-        txd_put(&f, i, frame, 64, CMD_EOP | CMD_RS);
-        wr(&f, TDT, i + 1);
+        txd_put(&f, i, frame, 64, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+        wr(&f, E1000_TDT, i + 1);
         ck_assert_uint_eq(f.be.ntx, 0);
         ck_assert_uint_eq(txd_sta(&f, i), 0);           /* DD untouched */
-        ck_assert_uint_eq(rd(&f, TDH), 0);
+        ck_assert_uint_eq(rd(&f, E1000_TDH), 0);
     }
-    txd_put(&f, 2, frame, 64, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 3);
+    txd_put(&f, 2, frame, 64, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 3);
     ck_assert_uint_eq(f.be.ntx, 3);
     ck_assert_uint_eq(st(&f)->tx_combined, 2);
     ck_assert_uint_eq(st(&f)->tx_batches, 1);
     ck_assert_uint_eq(st(&f)->irq_raised, 1);
     ck_assert_uint_eq(f.irq_calls, 1);
-    rd(&f, ICR);
-    txd_put(&f, 3, frame, 64, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 4);
+    rd(&f, E1000_ICR);
+    txd_put(&f, 3, frame, 64, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 4);
     ck_assert_uint_eq(f.be.ntx, 3);
     nic_flush(f.n);
     ck_assert_uint_eq(f.be.ntx, 4);
-    ck_assert_uint_eq(txd_sta(&f, 3), DD);
+    ck_assert_uint_eq(txd_sta(&f, 3), E1000_TXD_STA_DD);
     ck_assert_uint_eq(st(&f)->tx_batches, 2);
     /* CTRL.RST forgets what was queued. */
-    txd_put(&f, 4, frame, 64, CMD_EOP | CMD_RS);
-    wr(&f, TDT, 5);
-    wr(&f, CTRL, CTRL_RST);
+    txd_put(&f, 4, frame, 64, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 5);
+    wr(&f, E1000_CTRL, E1000_CTRL_RST);
     nic_flush(f.n);
     ck_assert_uint_eq(f.be.ntx, 4);
     fake_fini(&f);
@@ -821,14 +790,14 @@ static void irq_workload(fake *f, bool coalesce)
     nic_options o = { .irq_coalesce = coalesce };
     uint8_t frame[64];
 
-    setup_opt(f, &o, 8, RCTL_BAM | RCTL_SECRC);
+    setup_opt(f, &o, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC);
     fake_frame_make(frame, bcast, 64, 18);
     for (unsigned i = 0; i < 5; i++) {
-        txd_put(f, i, frame, 64, CMD_EOP | CMD_RS);
-        wr(f, TDT, i + 1);
-        wr(f, IMS, TXDW);               /* unchanged level */
-        rd(f, ICR);
-        wr(f, IMC, 0);
+        txd_put(f, i, frame, 64, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+        wr(f, E1000_TDT, i + 1);
+        wr(f, E1000_IMS, E1000_ICR_TXDW);               /* unchanged level */
+        rd(f, E1000_ICR);
+        wr(f, E1000_IMC, 0);
     }
 }
 
@@ -863,8 +832,8 @@ START_TEST(no_dma_without_bus_master)
     nic_set_bus_master(f.n, false);
     reads = f.dma_reads;
     txd_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 64, 19),
-            CMD_EOP | CMD_RS);
-    wr(&f, TDT, 1);
+            E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    wr(&f, E1000_TDT, 1);
     fake_rx_push(&f, frame, 64);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(f.dma_reads, reads);
@@ -884,11 +853,11 @@ START_TEST(sub_dword_and_bad_accesses)
     fake f;
 
     fake_init(&f, NIC_E1000, NULL);
-    reg_wr(&f, RDBAL + 2, 2, 0x1234);
-    reg_wr(&f, RDBAL, 2, 0x5670);
-    ck_assert_uint_eq(rd(&f, RDBAL), 0x12345670);
-    ck_assert_uint_eq(reg_rd(&f, RDBAL + 3, 1), 0x12);
-    ck_assert_uint_eq(reg_rd(&f, STATUS, 1), rd(&f, STATUS) & 0xff);
+    reg_wr(&f, E1000_RDBAL + 2, 2, 0x1234);
+    reg_wr(&f, E1000_RDBAL, 2, 0x5670);
+    ck_assert_uint_eq(rd(&f, E1000_RDBAL), 0x12345670);
+    ck_assert_uint_eq(reg_rd(&f, E1000_RDBAL + 3, 1), 0x12);
+    ck_assert_uint_eq(reg_rd(&f, E1000_STATUS, 1), rd(&f, E1000_STATUS) & 0xff);
     ck_assert_uint_eq(reg_rd(&f, 0x20000, 4), 0xffffffffu);
     ck_assert_uint_eq(reg_rd(&f, 0x1fffe, 4), 0xffffffffu);
     ck_assert_uint_eq(reg_rd(&f, 0x0002, 4), 0xffffffffu);
@@ -916,8 +885,8 @@ START_TEST(garbage_everywhere)
     for (uint32_t off = 0; off < 0x20000; off++) {
         unsigned size = 1u << (off & 3 ? 0 : fake_rand(&seed) % 3);
         uint32_t v = fake_rand(&seed);
-        if ((off & ~3u) == 0 && (v & CTRL_RST) && (off & 0x100))
-            v &= ~CTRL_RST;
+        if ((off & ~3u) == 0 && (v & E1000_CTRL_RST) && (off & 0x100))
+            v &= ~E1000_CTRL_RST;
         if (off % 4 == 0 && off < 0x6000) {
             /* near-valid rings now and then */
             if (fake_rand(&seed) % 4 == 0)
@@ -933,33 +902,34 @@ START_TEST(garbage_everywhere)
     }
     /* Rings that the model accepts, over random memory. */
     for (int r = 0; r < 200; r++) {
-        wr(&f, TDBAL, fake_rand(&seed) % FAKE_RAM);
-        wr(&f, TDLEN, 128 * (1 + fake_rand(&seed) % 64));
-        wr(&f, TDH, 0);
-        wr(&f, TCTL, TCTL_EN);
-        wr(&f, TDT, fake_rand(&seed) % 8);
-        wr(&f, RDBAL, fake_rand(&seed) % FAKE_RAM);
-        wr(&f, RDLEN, 128 * (1 + fake_rand(&seed) % 64));
-        wr(&f, RDH, 0);
-        wr(&f, RCTL, RCTL_EN | RCTL_UPE | (fake_rand(&seed) & 0x02030000u));
+        wr(&f, E1000_TDBAL, fake_rand(&seed) % FAKE_RAM);
+        wr(&f, E1000_TDLEN, 128 * (1 + fake_rand(&seed) % 64));
+        wr(&f, E1000_TDH, 0);
+        wr(&f, E1000_TCTL, E1000_TCTL_EN);
+        wr(&f, E1000_TDT, fake_rand(&seed) % 8);
+        wr(&f, E1000_RDBAL, fake_rand(&seed) % FAKE_RAM);
+        wr(&f, E1000_RDLEN, 128 * (1 + fake_rand(&seed) % 64));
+        wr(&f, E1000_RDH, 0);
+        wr(&f, E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_UPE |
+           (fake_rand(&seed) & 0x02030000u));
         fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 200, 1));
-        wr(&f, RDT, fake_rand(&seed) % 8);
+        wr(&f, E1000_RDT, fake_rand(&seed) % 8);
         nic_flush(f.n);
     }
     /* Still an e1000. */
-    wr(&f, CTRL, CTRL_RST);
-    ck_assert_uint_eq(rd(&f, IMS), 0);
+    wr(&f, E1000_CTRL, E1000_CTRL_RST);
+    ck_assert_uint_eq(rd(&f, E1000_IMS), 0);
     memset(f.ram + TXR, 0, 16 * 8);
-    wr(&f, TDBAL, TXR);
-    wr(&f, TDLEN, 128);
-    wr(&f, TCTL, TCTL_EN);
+    wr(&f, E1000_TDBAL, TXR);
+    wr(&f, E1000_TDLEN, 128);
+    wr(&f, E1000_TCTL, E1000_TCTL_EN);
     txd_put(&f, 0, frame, fake_frame_make(frame, bcast, 100, 2),
-            CMD_EOP | CMD_RS);
+            E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
     unsigned before = f.be.ntx;
-    wr(&f, TDT, 1);
+    wr(&f, E1000_TDT, 1);
     nic_flush(f.n);
     ck_assert_uint_eq(f.be.ntx, before + 1);
-    ck_assert_uint_eq(txd_sta(&f, 0), DD);
+    ck_assert_uint_eq(txd_sta(&f, 0), E1000_TXD_STA_DD);
     fake_fini(&f);
 }
 END_TEST

@@ -7,39 +7,8 @@
 #include <stdio.h>
 
 #include "../unit/harness.h"
+#include "hw/pcnet_regs.h"
 #include "nic_fake.h"
-
-/* I/O ports (offsets in the BAR) */
-#define RDP   0x10
-#define RAP   0x12
-#define RESET 0x14
-#define BDP   0x16
-
-/* CSR0 */
-#define INIT 0x0001
-#define STRT 0x0002
-#define STOP 0x0004
-#define TDMD 0x0008
-#define TXON 0x0010
-#define RXON 0x0020
-#define INEA 0x0040
-#define INTR 0x0080
-#define IDON 0x0100
-#define TINT 0x0200
-#define RINT 0x0400
-#define MERR 0x0800
-#define MISS 0x1000
-#define BABL 0x4000
-#define ERR  0x8000
-
-/* descriptor status */
-#define OWN  0x8000
-#define DERR 0x4000
-#define STP  0x0200
-#define ENP  0x0100
-#define PAM  0x0040
-#define LAFM 0x0020
-#define BAM  0x0010
 
 /* guest memory layout */
 #define IB      0x1000
@@ -52,26 +21,26 @@ static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 static void csr_w(fake *f, unsigned r, uint16_t v)
 {
-    reg_wr(f, RAP, 2, r);
-    reg_wr(f, RDP, 2, v);
+    reg_wr(f, PCNET_RAP, 2, r);
+    reg_wr(f, PCNET_RDP, 2, v);
 }
 
 static uint16_t csr_r(fake *f, unsigned r)
 {
-    reg_wr(f, RAP, 2, r);
-    return (uint16_t)reg_rd(f, RDP, 2);
+    reg_wr(f, PCNET_RAP, 2, r);
+    return (uint16_t)reg_rd(f, PCNET_RDP, 2);
 }
 
 static void bcr_w(fake *f, unsigned r, uint16_t v)
 {
-    reg_wr(f, RAP, 2, r);
-    reg_wr(f, BDP, 2, v);
+    reg_wr(f, PCNET_RAP, 2, r);
+    reg_wr(f, PCNET_BDP, 2, v);
 }
 
 static uint16_t bcr_r(fake *f, unsigned r)
 {
-    reg_wr(f, RAP, 2, r);
-    return (uint16_t)reg_rd(f, BDP, 2);
+    reg_wr(f, PCNET_RAP, 2, r);
+    return (uint16_t)reg_rd(f, PCNET_BDP, 2);
 }
 
 static const nic_stats *st(fake *f)
@@ -105,7 +74,7 @@ static void rx_give(fake *f, unsigned i, size_t buflen)
     mem_w32(f, a, RXB(i));
     mem_w16(f, a + 4, bcnt(buflen));
     mem_w32(f, a + 8, 0);
-    mem_w16(f, a + 6, OWN);
+    mem_w16(f, a + 6, PCNET_DESC_OWN);
 }
 
 static uint16_t rmd_status(fake *f, unsigned i)
@@ -148,8 +117,8 @@ static void setup_opt(fake *f, const nic_options *o, unsigned rlog,
                       unsigned tlog, unsigned nrx)
 {
     fake_init(f, NIC_PCNET, o);
-    reg_rd(f, RESET, 2);
-    ck_assert_uint_eq(csr_r(f, 0), STOP);
+    reg_rd(f, PCNET_RESET, 2);
+    ck_assert_uint_eq(csr_r(f, 0), CSR0_STOP);
     bcr_w(f, 20, 2);
     write_ib(f, rlog, tlog, 0);
     for (unsigned i = 0; i < nrx; i++)
@@ -157,10 +126,11 @@ static void setup_opt(fake *f, const nic_options *o, unsigned rlog,
     csr_w(f, 1, IB & 0xffff);
     csr_w(f, 2, IB >> 16);
     csr_w(f, 4, 0x0915);
-    csr_w(f, 0, INIT);
-    ck_assert(csr_r(f, 0) & IDON);
-    csr_w(f, 0, IDON | INEA | STRT);
-    ck_assert_uint_eq(csr_r(f, 0), INIT | STRT | TXON | RXON | INEA);
+    csr_w(f, 0, CSR0_INIT);
+    ck_assert(csr_r(f, 0) & CSR0_IDON);
+    csr_w(f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
+    ck_assert_uint_eq(csr_r(f, 0), CSR0_INIT | CSR0_STRT | CSR0_TXON |
+                      CSR0_RXON | CSR0_INEA);
     ck_assert_int_eq(f->level, 0);
 }
 
@@ -171,7 +141,7 @@ static void setup(fake *f)
 
 static void kick(fake *f)
 {
-    csr_w(f, 0, INEA | TDMD);
+    csr_w(f, 0, CSR0_INEA | CSR0_TDMD);
 }
 
 /* ---- identity and probing ------------------------------------------- */
@@ -229,10 +199,10 @@ START_TEST(probe_like_pcnet32)
     uint32_t ver;
 
     fake_init(&f, NIC_PCNET, NULL);
-    reg_rd(&f, RESET, 2);
+    reg_rd(&f, PCNET_RESET, 2);
     ck_assert_uint_eq(csr_r(&f, 0), 4);
-    reg_wr(&f, RAP, 2, 88);
-    ck_assert_uint_eq(reg_rd(&f, RAP, 2), 88);
+    reg_wr(&f, PCNET_RAP, 2, 88);
+    ck_assert_uint_eq(reg_rd(&f, PCNET_RAP, 2), 88);
     ver = csr_r(&f, 88) | (uint32_t)csr_r(&f, 89) << 16;
     ck_assert_uint_eq(ver, 0x2621003);
     ck_assert_uint_eq(ver & 0xfff, 0x003);
@@ -248,10 +218,10 @@ START_TEST(probe_like_pcnet32)
     ck_assert_uint_eq(bcr_r(&f, 20) & 0x1ff, 0x102);    /* SSIZE32 */
     ck_assert_uint_eq(csr_r(&f, 58) & 0xff, 2);          /* alias */
     /* The reset port resets RAP and CSR0 again. */
-    csr_w(&f, 0, INIT);
-    reg_rd(&f, RESET, 2);
-    ck_assert_uint_eq(reg_rd(&f, RAP, 2), 0);
-    ck_assert_uint_eq(reg_rd(&f, RDP, 2), STOP);
+    csr_w(&f, 0, CSR0_INIT);
+    reg_rd(&f, PCNET_RESET, 2);
+    ck_assert_uint_eq(reg_rd(&f, PCNET_RAP, 2), 0);
+    ck_assert_uint_eq(reg_rd(&f, PCNET_RDP, 2), CSR0_STOP);
     ck_assert_uint_eq(st(&f)->resets, 2);
     fake_fini(&f);
 }
@@ -264,11 +234,11 @@ START_TEST(rap_is_the_latch)
     uint8_t frame[64];
 
     setup(&f);
-    ck_assert(nic_access_is_latch(f.n, RAP, 2));
-    ck_assert(!nic_access_is_latch(f.n, RAP, 1));
-    ck_assert(!nic_access_is_latch(f.n, RDP, 2));
-    ck_assert(!nic_access_is_latch(f.n, RESET, 2));
-    ck_assert(!nic_access_is_latch(f.n, BDP, 2));
+    ck_assert(nic_access_is_latch(f.n, PCNET_RAP, 2));
+    ck_assert(!nic_access_is_latch(f.n, PCNET_RAP, 1));
+    ck_assert(!nic_access_is_latch(f.n, PCNET_RDP, 2));
+    ck_assert(!nic_access_is_latch(f.n, PCNET_RESET, 2));
+    ck_assert(!nic_access_is_latch(f.n, PCNET_BDP, 2));
     ck_assert(!nic_access_is_latch(f.n, 0x40, 2));
     ck_assert_uint_eq(nic_latch_ranges(f.n, r, 4), 1);
     ck_assert_uint_eq(r[0][0], 0x12);
@@ -277,12 +247,12 @@ START_TEST(rap_is_the_latch)
     /* A RAP write neither receives nor interrupts... */
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 1));
     uint64_t latches = st(&f)->latch_accesses;
-    reg_wr(&f, RAP, 2, 0);
+    reg_wr(&f, PCNET_RAP, 2, 0);
     ck_assert_uint_eq(st(&f)->latch_accesses, latches + 1);
     ck_assert_uint_eq(fake_rx_waiting(&f), 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 0);
     /* ...the next RDP access does. */
-    ck_assert(reg_rd(&f, RDP, 2) & INEA);
+    ck_assert(reg_rd(&f, PCNET_RDP, 2) & CSR0_INEA);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     ck_assert_int_eq(f.level, 1);
     fake_fini(&f);
@@ -296,13 +266,14 @@ START_TEST(init_done_interrupt)
     fake f;
 
     fake_init(&f, NIC_PCNET, NULL);
-    reg_rd(&f, RESET, 2);
+    reg_rd(&f, PCNET_RESET, 2);
     bcr_w(&f, 20, 2);
     write_ib(&f, 2, 2, 0);
     csr_w(&f, 1, IB);
     csr_w(&f, 2, 0);
-    csr_w(&f, 0, INIT | INEA);
-    ck_assert_uint_eq(csr_r(&f, 0), INIT | INEA | INTR | IDON);
+    csr_w(&f, 0, CSR0_INIT | CSR0_INEA);
+    ck_assert_uint_eq(csr_r(&f, 0), CSR0_INIT | CSR0_INEA | CSR0_INTR |
+                      CSR0_IDON);
     ck_assert_int_eq(f.level, 1);
     ck_assert_uint_eq(csr_r(&f, 76), (uint16_t)-4);     /* 2^2 */
     ck_assert_uint_eq(csr_r(&f, 78), (uint16_t)-4);
@@ -310,13 +281,13 @@ START_TEST(init_done_interrupt)
     ck_assert_uint_eq(csr_r(&f, 30), TXR);
     /* IDONM masks INTR, not IDON. */
     csr_w(&f, 3, 0x0100);
-    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | INTR), IDON);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_IDON | CSR0_INTR), CSR0_IDON);
     ck_assert_int_eq(f.level, 0);
     csr_w(&f, 3, 0);
     ck_assert_int_eq(f.level, 1);
     /* Write 1 to clear; writing the value read back clears it. */
-    csr_w(&f, 0, csr_r(&f, 0) & ~(INIT | STRT | TDMD));
-    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | INTR), 0);
+    csr_w(&f, 0, csr_r(&f, 0) & ~(CSR0_INIT | CSR0_STRT | CSR0_TDMD));
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_IDON | CSR0_INTR), 0);
     ck_assert_int_eq(f.level, 0);
     fake_fini(&f);
 }
@@ -330,19 +301,19 @@ START_TEST(interrupt_enable_and_masks)
     setup(&f);
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 100, 2));
     nic_poll_rx(f.n);
-    ck_assert(csr_r(&f, 0) & RINT);
+    ck_assert(csr_r(&f, 0) & CSR0_RINT);
     ck_assert_int_eq(f.level, 1);
     csr_w(&f, 0, 0);                    /* INEA off: INTR stays */
-    ck_assert(csr_r(&f, 0) & INTR);
+    ck_assert(csr_r(&f, 0) & CSR0_INTR);
     ck_assert_int_eq(f.level, 0);
-    csr_w(&f, 0, INEA);
+    csr_w(&f, 0, CSR0_INEA);
     ck_assert_int_eq(f.level, 1);
     csr_w(&f, 3, 0x0400);               /* RINTM */
-    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | INTR), RINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_INTR), CSR0_RINT);
     ck_assert_int_eq(f.level, 0);
     csr_w(&f, 3, 0);
-    csr_w(&f, 0, INEA | RINT);
-    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | INTR), 0);
+    csr_w(&f, 0, CSR0_INEA | CSR0_RINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_INTR), 0);
     ck_assert_int_eq(f.level, 0);
     fake_fini(&f);
 }
@@ -357,19 +328,19 @@ START_TEST(tx_one_frame)
     size_t len = fake_frame_make(frame, bcast, 300, 3);
 
     setup(&f);
-    tx_put(&f, 0, frame, len, OWN | STP | ENP);
+    tx_put(&f, 0, frame, len, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(f.be.tx[0].len, len);
     ck_assert_mem_eq(f.be.tx[0].data, frame, len);
-    ck_assert_uint_eq(tmd_status(&f, 0), STP | ENP);
-    ck_assert(csr_r(&f, 0) & TINT);
-    ck_assert_uint_eq(csr_r(&f, 0) & TDMD, 0);
+    ck_assert_uint_eq(tmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP);
+    ck_assert(csr_r(&f, 0) & CSR0_TINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & CSR0_TDMD, 0);
     ck_assert_int_eq(f.level, 1);
     ck_assert_uint_eq(st(&f)->tx_frames, 1);
     ck_assert_uint_eq(st(&f)->irq_raised, 1);
     /* The next descriptor is used next. */
-    tx_put(&f, 1, frame, 60, OWN | STP | ENP);
+    tx_put(&f, 1, frame, 60, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 2);
     ck_assert_uint_eq(f.be.tx[1].len, 60);
@@ -384,15 +355,15 @@ START_TEST(tx_chained_buffers)
     size_t len = fake_frame_make(frame, bcast, 1514, 4);
 
     setup(&f);
-    tx_put(&f, 0, frame, 500, OWN | STP);
-    tx_put(&f, 1, frame + 500, 500, OWN);
-    tx_put(&f, 2, frame + 1000, 514, OWN | ENP);
+    tx_put(&f, 0, frame, 500, PCNET_DESC_OWN | PCNET_DESC_STP);
+    tx_put(&f, 1, frame + 500, 500, PCNET_DESC_OWN);
+    tx_put(&f, 2, frame + 1000, 514, PCNET_DESC_OWN | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(f.be.tx[0].len, len);
     ck_assert_mem_eq(f.be.tx[0].data, frame, len);
     for (unsigned i = 0; i < 3; i++)
-        ck_assert_uint_eq(tmd_status(&f, i) & OWN, 0);
+        ck_assert_uint_eq(tmd_status(&f, i) & PCNET_DESC_OWN, 0);
     fake_fini(&f);
 }
 END_TEST
@@ -406,23 +377,23 @@ START_TEST(tx_chain_without_enp)
 
     setup(&f);
     fake_frame_make(frame, bcast, 200, 5);
-    tx_put(&f, 0, frame, 100, OWN | STP);
-    tx_put(&f, 1, frame + 100, 100, OWN);
+    tx_put(&f, 0, frame, 100, PCNET_DESC_OWN | PCNET_DESC_STP);
+    tx_put(&f, 1, frame + 100, 100, PCNET_DESC_OWN);
     errs = st(&f)->guest_errors;
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(tmd_status(&f, 0), STP);
-    ck_assert_uint_eq(tmd_status(&f, 1), DERR);
+    ck_assert_uint_eq(tmd_status(&f, 0), PCNET_DESC_STP);
+    ck_assert_uint_eq(tmd_status(&f, 1), PCNET_DESC_ERR);
     ck_assert_uint_eq(tmd_misc(&f, 1) & 0xc0000000u, 0xc0000000u);
-    ck_assert_uint_eq(csr_r(&f, 0) & TXON, 0);          /* UFLO: off */
-    ck_assert(csr_r(&f, 0) & TINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & CSR0_TXON, 0);          /* UFLO: off */
+    ck_assert(csr_r(&f, 0) & CSR0_TINT);
     ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
     /* Nothing more goes out until STRT again. */
-    tx_put(&f, 2, frame, 100, OWN | STP | ENP);
+    tx_put(&f, 2, frame, 100, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
-    csr_w(&f, 0, INEA | STRT | STOP);   /* STOP wins */
-    ck_assert_uint_eq(csr_r(&f, 0), STOP);
+    csr_w(&f, 0, CSR0_INEA | CSR0_STRT | CSR0_STOP);   /* STOP wins */
+    ck_assert_uint_eq(csr_r(&f, 0), CSR0_STOP);
     fake_fini(&f);
 }
 END_TEST
@@ -437,11 +408,12 @@ START_TEST(tx_whole_ring_without_enp)
     setup(&f);
     fake_frame_make(frame, bcast, 64, 6);
     for (unsigned i = 0; i < 8; i++)
-        tx_put(&f, i, frame, 64, OWN | (i == 0 ? STP : 0));
+        tx_put(&f, i, frame, 64, PCNET_DESC_OWN |
+               (i == 0 ? PCNET_DESC_STP : 0));
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(tmd_status(&f, 7), DERR);
-    ck_assert_uint_eq(csr_r(&f, 0) & TXON, 0);
+    ck_assert_uint_eq(tmd_status(&f, 7), PCNET_DESC_ERR);
+    ck_assert_uint_eq(csr_r(&f, 0) & CSR0_TXON, 0);
     fake_fini(&f);
 }
 END_TEST
@@ -456,16 +428,17 @@ START_TEST(tx_all_owned)
     setup(&f);
     fake_frame_make(frame, bcast, 64, 7);
     for (unsigned i = 0; i < 8; i++)
-        tx_put(&f, i, frame, 64, OWN | STP | ENP);
+        tx_put(&f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP |
+               PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 8);
     for (unsigned i = 0; i < 8; i++)
-        tx_put(&f, i, frame, 64, OWN);
+        tx_put(&f, i, frame, 64, PCNET_DESC_OWN);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 8);
-    ck_assert(csr_r(&f, 0) & TXON);
+    ck_assert(csr_r(&f, 0) & CSR0_TXON);
     for (unsigned i = 0; i < 8; i++)
-        ck_assert_uint_eq(tmd_status(&f, i), OWN);
+        ck_assert_uint_eq(tmd_status(&f, i), PCNET_DESC_OWN);
     fake_fini(&f);
 }
 END_TEST
@@ -480,26 +453,28 @@ START_TEST(tx_oversize)
 
     setup(&f);
     fake_frame_make(frame, bcast, 1514, 8);
-    tx_put(&f, 0, frame, 1000, OWN | STP);
-    tx_put(&f, 1, frame, 1000, OWN | ENP);
+    tx_put(&f, 0, frame, 1000, PCNET_DESC_OWN | PCNET_DESC_STP);
+    tx_put(&f, 1, frame, 1000, PCNET_DESC_OWN | PCNET_DESC_ENP);
     errs = st(&f)->guest_errors;
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(csr_r(&f, 0) & (BABL | ERR | TXON), BABL | ERR | TXON);
-    ck_assert_uint_eq(tmd_status(&f, 1) & OWN, 0);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_BABL | CSR0_ERR | CSR0_TXON),
+                      CSR0_BABL | CSR0_ERR | CSR0_TXON);
+    ck_assert_uint_eq(tmd_status(&f, 1) & PCNET_DESC_OWN, 0);
     ck_assert_uint_eq(st(&f)->guest_errors, errs + 1);
     ck_assert_int_eq(f.level, 1);
-    csr_w(&f, 0, INEA | BABL);
-    ck_assert_uint_eq(csr_r(&f, 0) & (BABL | ERR), 0);
-    tx_put(&f, 2, frame, 1514, OWN | STP | ENP);
+    csr_w(&f, 0, CSR0_INEA | CSR0_BABL);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_BABL | CSR0_ERR), 0);
+    tx_put(&f, 2, frame, 1514, PCNET_DESC_OWN | PCNET_DESC_STP |
+           PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 1);
     /* BCNT 0 is a 4096-byte buffer: over the limit. */
-    tx_put(&f, 3, frame, 100, OWN | STP | ENP);
+    tx_put(&f, 3, frame, 100, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     mem_w16(&f, TXR + 16 * 3 + 4, 0xf000);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 1);
-    ck_assert(csr_r(&f, 0) & BABL);
+    ck_assert(csr_r(&f, 0) & CSR0_BABL);
     fake_fini(&f);
 }
 END_TEST
@@ -512,19 +487,19 @@ START_TEST(tx_padding_and_runts)
 
     setup(&f);
     fake_frame_make(frame, bcast, 64, 9);
-    tx_put(&f, 0, frame, 10, OWN | STP | ENP);
+    tx_put(&f, 0, frame, 10, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(f.be.tx[0].len, 60);
     ck_assert_mem_eq(f.be.tx[0].data, frame, 10);
     ck_assert_uint_eq(f.be.tx[0].data[59], 0);
     csr_w(&f, 4, 0x0115);
-    tx_put(&f, 1, frame, 10, OWN | STP | ENP);
-    tx_put(&f, 2, frame, 20, OWN | STP | ENP);
+    tx_put(&f, 1, frame, 10, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
+    tx_put(&f, 2, frame, 20, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 2);
     ck_assert_uint_eq(f.be.tx[1].len, 20);
-    ck_assert_uint_eq(tmd_status(&f, 1) & OWN, 0);
+    ck_assert_uint_eq(tmd_status(&f, 1) & PCNET_DESC_OWN, 0);
     fake_fini(&f);
 }
 END_TEST
@@ -542,7 +517,8 @@ START_TEST(rx_one_frame)
     fake_rx_push(&f, frame, 42);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
-    ck_assert_uint_eq(rmd_status(&f, 0), STP | ENP | PAM);
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      PCNET_DESC_PAM);
     ck_assert_uint_eq(rmd_mcnt(&f, 0), 64);             /* 60 + FCS */
     memset(want, 0, sizeof want);
     memcpy(want, frame, 42);
@@ -553,9 +529,10 @@ START_TEST(rx_one_frame)
             fcs = (fcs >> 1) ^ (0xedb88320u & (0u - (fcs & 1)));
     }
     ck_assert_uint_eq(mem_r32(&f, RXB(0) + 60), ~fcs);
-    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | INTR), RINT | INTR);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_INTR), CSR0_RINT |
+                      CSR0_INTR);
     ck_assert_int_eq(f.level, 1);
-    ck_assert_uint_eq(rmd_status(&f, 1), OWN);
+    ck_assert_uint_eq(rmd_status(&f, 1), PCNET_DESC_OWN);
     fake_fini(&f);
 }
 END_TEST
@@ -580,7 +557,7 @@ START_TEST(rx_waits_for_descriptors)
     rx_give(&f, 2, 1544);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 2);
-    ck_assert_uint_eq(rmd_status(&f, 2), OWN);
+    ck_assert_uint_eq(rmd_status(&f, 2), PCNET_DESC_OWN);
     fake_fini(&f);
 }
 END_TEST
@@ -599,11 +576,11 @@ START_TEST(rx_chained_buffers)
     fake_rx_push(&f, frame, 1200);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
-    ck_assert_uint_eq(rmd_status(&f, 0), STP);
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP);
     ck_assert_uint_eq(rmd_status(&f, 1), 0);
-    ck_assert_uint_eq(rmd_status(&f, 2), ENP | PAM);
+    ck_assert_uint_eq(rmd_status(&f, 2), PCNET_DESC_ENP | PCNET_DESC_PAM);
     ck_assert_uint_eq(rmd_mcnt(&f, 2), 1204);
-    ck_assert_uint_eq(rmd_status(&f, 3), OWN);
+    ck_assert_uint_eq(rmd_status(&f, 3), PCNET_DESC_OWN);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 512);
     ck_assert_mem_eq(f.ram + RXB(1), frame + 512, 512);
     ck_assert_mem_eq(f.ram + RXB(2), frame + 1024, 176);
@@ -624,7 +601,7 @@ START_TEST(rx_chain_waits)
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 0);
     ck_assert_uint_ge(st(&f)->rx_no_buffer, 1);
-    ck_assert_uint_eq(rmd_status(&f, 0), OWN);
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_OWN);
     rx_give(&f, 2, 512);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
@@ -645,7 +622,8 @@ START_TEST(rx_missed_when_ring_too_small)
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 1000, 14));
     fake_rx_push(&f, frame, 100);
     nic_poll_rx(f.n);
-    ck_assert_uint_eq(csr_r(&f, 0) & (MISS | ERR | INTR), MISS | ERR | INTR);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MISS | CSR0_ERR | CSR0_INTR),
+                      CSR0_MISS | CSR0_ERR | CSR0_INTR);
     ck_assert_uint_eq(csr_r(&f, 112), 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);            /* the small one */
     ck_assert_uint_eq(rmd_mcnt(&f, 0), 104);
@@ -670,7 +648,8 @@ START_TEST(rx_address_filter)
     fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 15));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
-    ck_assert_uint_eq(rmd_status(&f, 0), STP | ENP | BAM);
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      PCNET_DESC_BAM);
     ck_assert_uint_eq(fake_rx_waiting(&f), 0);
     /* Program LADRF for the group, and PROM, through a re-INIT. */
     for (int i = 0; i < 6; i++) {
@@ -679,26 +658,28 @@ START_TEST(rx_address_filter)
             crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
     }
     h = crc >> 26;
-    csr_w(&f, 0, STOP);
+    csr_w(&f, 0, CSR0_STOP);
     write_ib(&f, 3, 3, 0x8000);                         /* PROM */
     f.ram[IB + 12 + h / 8] |= (uint8_t)(1u << (h % 8));
     for (unsigned i = 0; i < 8; i++)
         rx_give(&f, i, 1544);
-    csr_w(&f, 0, INIT);
-    csr_w(&f, 0, IDON | INEA | STRT);
+    csr_w(&f, 0, CSR0_INIT);
+    csr_w(&f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
     fake_rx_push(&f, frame, fake_frame_make(frame, mcast, 64, 16));
     fake_rx_push(&f, frame, fake_frame_make(frame, other, 64, 16));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 3);
-    ck_assert_uint_eq(rmd_status(&f, 0), STP | ENP | LAFM);
-    ck_assert_uint_eq(rmd_status(&f, 1), STP | ENP);    /* promiscuous */
+    ck_assert_uint_eq(rmd_status(&f, 0), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      PCNET_DESC_LAFM);
+    /* promiscuous */
+    ck_assert_uint_eq(rmd_status(&f, 1), PCNET_DESC_STP | PCNET_DESC_ENP);
     /* DRCVBC: no broadcasts (PROM off). */
-    csr_w(&f, 0, STOP);
+    csr_w(&f, 0, CSR0_STOP);
     write_ib(&f, 3, 3, 0x4000);
     for (unsigned i = 0; i < 8; i++)
         rx_give(&f, i, 1544);
-    csr_w(&f, 0, INIT);
-    csr_w(&f, 0, IDON | INEA | STRT);
+    csr_w(&f, 0, CSR0_INIT);
+    csr_w(&f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
     fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 17));
     nic_poll_rx(f.n);
     ck_assert_uint_eq(st(&f)->rx_frames, 3);
@@ -716,12 +697,13 @@ START_TEST(synchronous_reply)
     setup(&f);
     f.be.echo = true;
     tx_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 98, 18),
-           OWN | STP | ENP);
+           PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 1);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 98);
-    ck_assert_uint_eq(csr_r(&f, 0) & (RINT | TINT), RINT | TINT);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_RINT | CSR0_TINT), CSR0_RINT |
+                      CSR0_TINT);
     fake_fini(&f);
 }
 END_TEST
@@ -737,23 +719,25 @@ START_TEST(send_combining)
     setup_opt(&f, &o, 3, 3, 8);
     fake_frame_make(frame, bcast, 64, 19);
     for (unsigned i = 0; i < 2; i++) {
-        tx_put(&f, i, frame, 64, OWN | STP | ENP);
+        tx_put(&f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP |
+               PCNET_DESC_ENP);
         kick(&f);
         ck_assert_uint_eq(f.be.ntx, 0);
-        ck_assert_uint_eq(tmd_status(&f, i), OWN | STP | ENP);
-        ck_assert(csr_r(&f, 0) & TDMD);                 /* pending */
+        ck_assert_uint_eq(tmd_status(&f, i), PCNET_DESC_OWN | PCNET_DESC_STP |
+                          PCNET_DESC_ENP);
+        ck_assert(csr_r(&f, 0) & CSR0_TDMD);                 /* pending */
     }
     ck_assert_uint_eq(st(&f)->tx_combined, 2);
     ck_assert_int_eq(f.level, 0);
-    tx_put(&f, 2, frame, 64, OWN | STP | ENP);
+    tx_put(&f, 2, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);                           /* the third sends the batch */
     ck_assert_uint_eq(f.be.ntx, 3);
     ck_assert_uint_eq(st(&f)->tx_batches, 1);
     ck_assert_uint_eq(st(&f)->irq_raised, 1);           /* one for three */
     ck_assert_int_eq(f.level, 1);
-    csr_w(&f, 0, INEA | TINT);
+    csr_w(&f, 0, CSR0_INEA | CSR0_TINT);
     /* One waiting kick, then the VMM's next exit flushes it. */
-    tx_put(&f, 3, frame, 64, OWN | STP | ENP);
+    tx_put(&f, 3, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 3);
     nic_flush(f.n);
@@ -763,12 +747,13 @@ START_TEST(send_combining)
     nic_flush(f.n);                     /* nothing queued: nothing */
     ck_assert_uint_eq(st(&f)->tx_batches, 2);
     /* STOP forgets the queue; the frames stay in the ring. */
-    tx_put(&f, 4, frame, 64, OWN | STP | ENP);
+    tx_put(&f, 4, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     kick(&f);
-    csr_w(&f, 0, STOP);
+    csr_w(&f, 0, CSR0_STOP);
     nic_flush(f.n);
     ck_assert_uint_eq(f.be.ntx, 4);
-    ck_assert_uint_eq(tmd_status(&f, 4), OWN | STP | ENP);
+    ck_assert_uint_eq(tmd_status(&f, 4), PCNET_DESC_OWN | PCNET_DESC_STP |
+                      PCNET_DESC_ENP);
     fake_fini(&f);
 }
 END_TEST
@@ -783,11 +768,12 @@ static void irq_workload(fake *f, bool coalesce)
     setup_opt(f, &o, 3, 3, 8);
     fake_frame_make(frame, fake_mac, 64, 20);
     for (unsigned i = 0; i < 6; i++) {
-        tx_put(f, i, frame, 64, OWN | STP | ENP);
+        tx_put(f, i, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP |
+               PCNET_DESC_ENP);
         kick(f);
         kick(f);                        /* nothing more to send */
         csr_w(f, 3, 0);                 /* an interrupt-state update */
-        csr_w(f, 0, INEA | TINT);
+        csr_w(f, 0, CSR0_INEA | CSR0_TINT);
     }
 }
 
@@ -822,13 +808,14 @@ START_TEST(dma_failure_init_block)
     uint64_t errs = dev_guest_errors();
 
     fake_init(&f, NIC_PCNET, NULL);
-    reg_rd(&f, RESET, 2);
+    reg_rd(&f, PCNET_RESET, 2);
     bcr_w(&f, 20, 2);
     csr_w(&f, 1, 0xfff0);
     csr_w(&f, 2, 0x7fff);               /* far beyond RAM */
-    csr_w(&f, 0, INIT | INEA);
-    ck_assert_uint_eq(csr_r(&f, 0) & (MERR | ERR | IDON | INTR),
-                      MERR | ERR | INTR);
+    csr_w(&f, 0, CSR0_INIT | CSR0_INEA);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MERR | CSR0_ERR | CSR0_IDON |
+                                      CSR0_INTR),
+                      CSR0_MERR | CSR0_ERR | CSR0_INTR);
     ck_assert_int_eq(f.level, 1);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
     ck_assert_uint_gt(dev_guest_errors(), errs);
@@ -842,22 +829,23 @@ START_TEST(dma_failure_buffer_and_ring)
     uint8_t frame[64];
 
     setup(&f);
-    tx_put(&f, 0, frame, 64, OWN | STP | ENP);
+    tx_put(&f, 0, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     mem_w32(&f, TXR, 0xfffff000u);      /* buffer outside RAM */
     kick(&f);
     ck_assert_uint_eq(f.be.ntx, 0);
-    ck_assert_uint_eq(csr_r(&f, 0) & (MERR | TXON | RXON), MERR);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MERR | CSR0_TXON | CSR0_RXON),
+                      CSR0_MERR);
     ck_assert_uint_eq(st(&f)->guest_errors, 1);
     /* A receive ring outside RAM. */
-    csr_w(&f, 0, STOP);
+    csr_w(&f, 0, CSR0_STOP);
     mem_w16(&f, TXR + 6, 0);
     write_ib(&f, 3, 3, 0);
     mem_w32(&f, IB + 20, 0xffff0000u);
-    csr_w(&f, 0, INIT);
-    csr_w(&f, 0, IDON | INEA | STRT);
+    csr_w(&f, 0, CSR0_INIT);
+    csr_w(&f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 64, 21));
     nic_poll_rx(f.n);
-    ck_assert_uint_eq(csr_r(&f, 0) & (MERR | RXON), MERR);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_MERR | CSR0_RXON), CSR0_MERR);
     ck_assert_uint_eq(st(&f)->rx_frames, 0);
     fake_fini(&f);
 }
@@ -871,23 +859,24 @@ START_TEST(no_dma_without_bus_master)
 
     fake_init(&f, NIC_PCNET, NULL);
     nic_set_bus_master(f.n, false);
-    reg_rd(&f, RESET, 2);
+    reg_rd(&f, PCNET_RESET, 2);
     bcr_w(&f, 20, 2);
     write_ib(&f, 3, 3, 0);
     rx_give(&f, 0, 1544);
     csr_w(&f, 1, IB);
     csr_w(&f, 2, 0);
     reads = f.dma_reads;
-    csr_w(&f, 0, INIT | INEA | STRT);   /* waits */
-    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | TXON), 0);
+    csr_w(&f, 0, CSR0_INIT | CSR0_INEA | CSR0_STRT);   /* waits */
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_IDON | CSR0_TXON), 0);
     ck_assert_uint_eq(f.dma_reads, reads);
     nic_set_bus_master(f.n, true);
-    ck_assert_uint_eq(csr_r(&f, 0) & (IDON | TXON | RXON), IDON | TXON | RXON);
-    csr_w(&f, 0, INEA | IDON);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_IDON | CSR0_TXON | CSR0_RXON),
+                      CSR0_IDON | CSR0_TXON | CSR0_RXON);
+    csr_w(&f, 0, CSR0_INEA | CSR0_IDON);
     /* Transmit and receive stop while bus mastering is off. */
     nic_set_bus_master(f.n, false);
     tx_put(&f, 0, frame, fake_frame_make(frame, fake_mac, 64, 22),
-           OWN | STP | ENP);
+           PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     fake_rx_push(&f, frame, 64);
     reads = f.dma_reads;
     kick(&f);
@@ -910,18 +899,19 @@ START_TEST(zero_length_rings_and_stop_only_csrs)
     unsigned reads;
 
     fake_init(&f, NIC_PCNET, NULL);
-    reg_rd(&f, RESET, 2);
+    reg_rd(&f, PCNET_RESET, 2);
     ck_assert_uint_eq(csr_r(&f, 76), 0);
     reads = f.dma_reads;
-    csr_w(&f, 0, STRT | INEA);
-    ck_assert_uint_eq(csr_r(&f, 0) & (TXON | RXON | STRT), STRT);
+    csr_w(&f, 0, CSR0_STRT | CSR0_INEA);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_TXON | CSR0_RXON | CSR0_STRT),
+                      CSR0_STRT);
     ck_assert_uint_eq(st(&f)->guest_errors, 2);
     kick(&f);
     nic_poll_rx(f.n);
     ck_assert_uint_eq(f.dma_reads, reads);
     csr_w(&f, 76, 0xfffc);              /* ignored: running */
     ck_assert_uint_eq(csr_r(&f, 76), 0);
-    csr_w(&f, 0, STOP);
+    csr_w(&f, 0, CSR0_STOP);
     csr_w(&f, 76, 0xfffc);
     ck_assert_uint_eq(csr_r(&f, 76), 0xfffc);
     fake_fini(&f);
@@ -936,7 +926,7 @@ START_TEST(style0_descriptors)
     uint8_t frame[80];
 
     fake_init(&f, NIC_PCNET, NULL);
-    reg_rd(&f, RESET, 2);
+    reg_rd(&f, PCNET_RESET, 2);
     memset(f.ram + IB, 0, 24);
     memcpy(f.ram + IB + 2, fake_mac, 6);
     mem_w16(&f, IB + 16, RXR);
@@ -945,24 +935,27 @@ START_TEST(style0_descriptors)
     f.ram[IB + 23] = 1 << 5;            /* TLEN: 2 */
     /* RMD: LADR, status|HADR, BCNT, MCNT */
     mem_w16(&f, RXR, RXB(0) & 0xffff);
-    mem_w16(&f, RXR + 2, OWN | (RXB(0) >> 16));
+    mem_w16(&f, RXR + 2, PCNET_DESC_OWN | (RXB(0) >> 16));
     mem_w16(&f, RXR + 4, bcnt(1544));
     fake_frame_make(frame, bcast, 80, 23);
     memcpy(f.ram + TXB(0), frame, 80);
     mem_w16(&f, TXR, TXB(0) & 0xffff);
     mem_w16(&f, TXR + 4, bcnt(80));
-    mem_w16(&f, TXR + 2, OWN | STP | ENP | (TXB(0) >> 16));
+    mem_w16(&f, TXR + 2, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP |
+            (TXB(0) >> 16));
     csr_w(&f, 1, IB);
     csr_w(&f, 2, 0);
-    csr_w(&f, 0, INIT);
-    csr_w(&f, 0, IDON | INEA | STRT);
+    csr_w(&f, 0, CSR0_INIT);
+    csr_w(&f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
     ck_assert_uint_eq(csr_r(&f, 76), (uint16_t)-2);
     ck_assert_uint_eq(f.be.ntx, 1);                     /* sent at STRT */
     ck_assert_mem_eq(f.be.tx[0].data, frame, 80);
-    ck_assert_uint_eq(mem_r16(&f, TXR + 2), STP | ENP | (TXB(0) >> 16));
+    ck_assert_uint_eq(mem_r16(&f, TXR + 2), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      (TXB(0) >> 16));
     fake_rx_push(&f, frame, 80);
     nic_poll_rx(f.n);
-    ck_assert_uint_eq(mem_r16(&f, RXR + 2), STP | ENP | (RXB(0) >> 16));
+    ck_assert_uint_eq(mem_r16(&f, RXR + 2), PCNET_DESC_STP | PCNET_DESC_ENP |
+                      (RXB(0) >> 16));
     ck_assert_uint_eq(mem_r16(&f, RXR + 6), 84);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 80);
     fake_fini(&f);
@@ -1000,14 +993,14 @@ START_TEST(bad_accesses)
     nic_access(f.n, 0x10, 3, false, &v);
     ck_assert_uint_eq(v, 0xffffffffu);
     nic_access(f.n, 0x10, 8, true, &v);
-    ck_assert_uint_eq(reg_rd(&f, RDP, 4), 0xffffffffu); /* no DWIO */
-    reg_wr(&f, RDP, 4, 0x12345678);
-    ck_assert_uint_eq(reg_rd(&f, RDP, 1), 0xff);
+    ck_assert_uint_eq(reg_rd(&f, PCNET_RDP, 4), 0xffffffffu); /* no DWIO */
+    reg_wr(&f, PCNET_RDP, 4, 0x12345678);
+    ck_assert_uint_eq(reg_rd(&f, PCNET_RDP, 1), 0xff);
     ck_assert_uint_eq(reg_rd(&f, 0x18, 2), 0xffff);     /* reserved */
     ck_assert_uint_eq(st(&f)->guest_errors, 8);
     ck_assert_uint_eq(st(&f)->reg_reads, 7);
     ck_assert_uint_eq(st(&f)->reg_writes, 2);
-    ck_assert_uint_eq(csr_r(&f, 0), STOP);
+    ck_assert_uint_eq(csr_r(&f, 0), CSR0_STOP);
     ck_assert_uint_eq(csr_r(&f, 200), 0);               /* no such CSR */
     ck_assert_uint_eq(bcr_r(&f, 100), 0);
     fake_fini(&f);
@@ -1033,7 +1026,7 @@ START_TEST(garbage_everywhere)
     for (int round = 0; round < 4; round++) {
         for (uint32_t off = 0; off < 0x24; off++)
             for (unsigned size = 1; size <= 4; size *= 2) {
-                if ((off & 0x1e) == RESET && round & 1)
+                if ((off & 0x1e) == PCNET_RESET && round & 1)
                     continue;
                 reg_wr(&f, off, size, fake_rand(&seed));
                 reg_rd(&f, off, size);
@@ -1041,7 +1034,7 @@ START_TEST(garbage_everywhere)
         for (unsigned r = 0; r < 256; r++) {
             uint16_t v = (uint16_t)fake_rand(&seed);
             if (r == 0 && (round & 1))
-                v |= INIT | STRT | TDMD | INEA;
+                v |= CSR0_INIT | CSR0_STRT | CSR0_TDMD | CSR0_INEA;
             csr_w(&f, r, v);
             csr_r(&f, r);
             bcr_w(&f, r, (uint16_t)fake_rand(&seed));
@@ -1055,8 +1048,8 @@ START_TEST(garbage_everywhere)
     }
     nic_set_bus_master(f.n, true);
     /* Still a PCnet. */
-    reg_rd(&f, RESET, 2);
-    ck_assert_uint_eq(csr_r(&f, 0), STOP);
+    reg_rd(&f, PCNET_RESET, 2);
+    ck_assert_uint_eq(csr_r(&f, 0), CSR0_STOP);
     csr_w(&f, 58, 2);
     write_ib(&f, 3, 3, 0);
     memset(f.ram + TXR, 0, 16 * 8);
@@ -1064,10 +1057,10 @@ START_TEST(garbage_everywhere)
     csr_w(&f, 1, IB);
     csr_w(&f, 2, 0);
     csr_w(&f, 4, 0x0915);
-    csr_w(&f, 0, INIT);
-    csr_w(&f, 0, IDON | INEA | STRT);
+    csr_w(&f, 0, CSR0_INIT);
+    csr_w(&f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
     tx_put(&f, 0, frame, fake_frame_make(frame, bcast, 100, 1),
-           OWN | STP | ENP);
+           PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);
     unsigned before = f.be.ntx;
     kick(&f);
     nic_flush(f.n);

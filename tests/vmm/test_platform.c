@@ -9,6 +9,9 @@
 #include "../unit/harness.h"
 #include "bus.h"
 #include "devices/platform.h"
+#include "hw/e1000_regs.h"
+#include "hw/pcnet_regs.h"
+#include "lcvmm/platform.h"
 
 /* ---- buses ---------------------------------------------------------------- */
 
@@ -123,9 +126,14 @@ static pci_bus *pci_rig(pci_seen *s, bool io)
     pci_bus *p = pci_create();
 
     ck_assert_ptr_nonnull(p);
-    ck_assert_int_eq(pci_add_function(p, 3, id,
-                                      (pci_bar_info){ io ? 32 : 0x20000, io },
-                                      io ? 0xc000 : 0xfebc0000u, 11, &ops), 0);
+    /* where lcvmm puts its NIC (lcvmm/platform.h) */
+    ck_assert_int_eq(pci_add_function(p, LCVMM_NIC_PCI_DEV, id,
+                                      (pci_bar_info){ io ? PCNET_BAR_SIZE
+                                                         : E1000_BAR_SIZE,
+                                                      io },
+                                      io ? LCVMM_PCNET_IO_BASE
+                                         : LCVMM_E1000_MMIO_BASE,
+                                      LCVMM_NIC_IRQ, &ops), 0);
     return p;
 }
 
@@ -140,7 +148,7 @@ START_TEST(pci_config_space)
     ck_assert_uint_eq(cfg_rd(p, 3, 2, 2), 0x2000);
     ck_assert_uint_eq(cfg_rd(p, 3, 0x0b, 1), 0x02);
     ck_assert_uint_eq(cfg_rd(p, 3, 0x10, 4), 0xc001u);   /* I/O BAR */
-    ck_assert_uint_eq(cfg_rd(p, 3, 0x3c, 1), 11);
+    ck_assert_uint_eq(cfg_rd(p, 3, 0x3c, 1), LCVMM_NIC_IRQ);
     ck_assert_uint_eq(cfg_rd(p, 3, 0x3d, 1), 1);
     /* nothing else on the bus, nothing without the enable bit, no other
      * bus or function */
@@ -179,12 +187,12 @@ START_TEST(pci_bar_sizing_and_moves)
     pci_seen s = { 0 };
     pci_bus *p = pci_rig(&s, false);
 
-    ck_assert_uint_eq(cfg_rd(p, 3, 0x10, 4), 0xfebc0000u);
+    ck_assert_uint_eq(cfg_rd(p, 3, 0x10, 4), LCVMM_E1000_MMIO_BASE);
     /* firmware's sizing: all ones, read the mask, restore */
     cfg_wr(p, 3, 0x10, 4, 0xffffffffu);
     ck_assert_uint_eq(cfg_rd(p, 3, 0x10, 4), 0xfffe0000u);
-    cfg_wr(p, 3, 0x10, 4, 0xfebc0000u);
-    ck_assert_uint_eq(s.bar, 0xfebc0000u);
+    cfg_wr(p, 3, 0x10, 4, LCVMM_E1000_MMIO_BASE);
+    ck_assert_uint_eq(s.bar, LCVMM_E1000_MMIO_BASE);
     /* unaligned bases are aligned down; a byte write moves bits 31:24 */
     cfg_wr(p, 3, 0x10, 4, 0xe0012345u);
     ck_assert_uint_eq(s.bar, 0xe0000000u);

@@ -19,21 +19,21 @@
 
 void uart_init(void)
 {
-    outb(COM1 + UART_IER, 0x00);   /* no UART interrupts: we poll */
-    outb(COM1 + UART_LCR, 0x80);   /* DLAB=1 */
-    outb(COM1 + UART_DLL, 0x01);   /* 115200 baud */
-    outb(COM1 + UART_DLM, 0x00);
-    outb(COM1 + UART_LCR, 0x03);   /* 8N1, DLAB=0 */
-    outb(COM1 + UART_FCR, 0x07);   /* FIFOs on, both cleared */
-    outb(COM1 + UART_MCR, 0x03);   /* DTR, RTS */
+    outb(LCVMM_COM1_PORT + UART_IER, 0x00);   /* no UART interrupts: we poll */
+    outb(LCVMM_COM1_PORT + UART_LCR, 0x80);   /* DLAB=1 */
+    outb(LCVMM_COM1_PORT + UART_DLL, 0x01);   /* 115200 baud */
+    outb(LCVMM_COM1_PORT + UART_DLM, 0x00);
+    outb(LCVMM_COM1_PORT + UART_LCR, 0x03);   /* 8N1, DLAB=0 */
+    outb(LCVMM_COM1_PORT + UART_FCR, 0x07);   /* FIFOs on, both cleared */
+    outb(LCVMM_COM1_PORT + UART_MCR, 0x03);   /* DTR, RTS */
 }
 
 void uart_putc(char c)
 {
     for (uint32_t i = 0; i < LSR_POLL_BOUND; i++)
-        if (inb(COM1 + UART_LSR) & LSR_THRE)
+        if (inb(LCVMM_COM1_PORT + UART_LSR) & LSR_THRE)
             break;
-    outb(COM1 + UART_THR, (uint8_t)c);
+    outb(LCVMM_COM1_PORT + UART_THR, (uint8_t)c);
 }
 
 void uart_puts(const char *s)
@@ -184,7 +184,7 @@ void debug_exit(uint32_t code)
      * (QEMU's isa-debug-exit with iosize=4 exits with code*2+1). IOPL=3
      * makes this legal at CPL 3 too. If nothing ends the VM, spin: HLT
      * would fault at CPL 3. */
-    outl(DEBUG_EXIT_PORT, code);
+    outl(LCVMM_DEBUG_EXIT_PORT, code);
     for (;;)
         cpu_pause();
 }

@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Ports, PCI slots and exit statuses of the platform, shared with the VMM. */
+#include "lcvmm/platform.h"
+
 /* ---- exit codes (the value written to the debug exit port) ---- */
 enum {
     EXIT_OK = 0,
@@ -92,12 +95,11 @@ static inline void cpu_cli(void) { __asm__ volatile("cli" ::: "memory"); }
  * wake-up cannot be lost between the caller's check and the HLT. */
 static inline void cpu_sti_hlt(void) { __asm__ volatile("sti; hlt" ::: "memory"); }
 
-/* ---- debug exit (docs/vmm.md): a 32-bit OUT to 0xF4 ends the VM ---- */
-#define DEBUG_EXIT_PORT 0xf4
+/* ---- debug exit (docs/vmm.md): a 32-bit OUT to LCVMM_DEBUG_EXIT_PORT
+ * ends the VM ---- */
 void debug_exit(uint32_t code) __attribute__((noreturn));
 
 /* ---- console: 16550 UART at COM1 ---- */
-#define COM1 0x3f8
 void uart_init(void);
 void uart_putc(char c);
 void uart_puts(const char *s);
@@ -110,8 +112,6 @@ void fail(uint32_t code, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
 
 /* ---- PCI configuration mechanism #1: 0xCF8 address, 0xCFC data ---- */
-#define PCI_CFG_ADDR 0xcf8
-#define PCI_CFG_DATA 0xcfc
 #define PCI_VENDOR 0x00
 #define PCI_COMMAND 0x04
 #define PCI_CMD_IO 0x0001

@@ -10,10 +10,10 @@
 #include "boot.h"
 #include "guest.h"
 
-#define PIC1_CMD 0x20
-#define PIC1_DATA 0x21
-#define PIC2_CMD 0xa0
-#define PIC2_DATA 0xa1
+#define PIC1_CMD LCVMM_PIC1_PORT
+#define PIC1_DATA (LCVMM_PIC1_PORT + 1)
+#define PIC2_CMD LCVMM_PIC2_PORT
+#define PIC2_DATA (LCVMM_PIC2_PORT + 1)
 #define PIC_EOI 0x20
 #define PIC_READ_ISR 0x0b   /* OCW3: next read of the command port = ISR */
 #define PIT_CH0 0x40

@@ -14,32 +14,32 @@ static uint32_t cfg_addr(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t off)
 
 uint32_t pci_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t off)
 {
-    outl(PCI_CFG_ADDR, cfg_addr(bus, dev, fn, off));
-    return inl(PCI_CFG_DATA);
+    outl(LCVMM_PCI_CONFIG_ADDR, cfg_addr(bus, dev, fn, off));
+    return inl(LCVMM_PCI_CONFIG_DATA);
 }
 
 uint16_t pci_read16(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t off)
 {
-    outl(PCI_CFG_ADDR, cfg_addr(bus, dev, fn, off));
-    return inw((uint16_t)(PCI_CFG_DATA + (off & 2)));
+    outl(LCVMM_PCI_CONFIG_ADDR, cfg_addr(bus, dev, fn, off));
+    return inw((uint16_t)(LCVMM_PCI_CONFIG_DATA + (off & 2)));
 }
 
 uint8_t pci_read8(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t off)
 {
-    outl(PCI_CFG_ADDR, cfg_addr(bus, dev, fn, off));
-    return inb((uint16_t)(PCI_CFG_DATA + (off & 3)));
+    outl(LCVMM_PCI_CONFIG_ADDR, cfg_addr(bus, dev, fn, off));
+    return inb((uint16_t)(LCVMM_PCI_CONFIG_DATA + (off & 3)));
 }
 
 void pci_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t off, uint32_t v)
 {
-    outl(PCI_CFG_ADDR, cfg_addr(bus, dev, fn, off));
-    outl(PCI_CFG_DATA, v);
+    outl(LCVMM_PCI_CONFIG_ADDR, cfg_addr(bus, dev, fn, off));
+    outl(LCVMM_PCI_CONFIG_DATA, v);
 }
 
 void pci_write16(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t off, uint16_t v)
 {
-    outl(PCI_CFG_ADDR, cfg_addr(bus, dev, fn, off));
-    outw((uint16_t)(PCI_CFG_DATA + (off & 2)), v);
+    outl(LCVMM_PCI_CONFIG_ADDR, cfg_addr(bus, dev, fn, off));
+    outw((uint16_t)(LCVMM_PCI_CONFIG_DATA + (off & 2)), v);
 }
 
 bool pci_find(uint16_t vendor, uint16_t device, struct pci_dev *out)

@@ -50,104 +50,9 @@
  */
 #include <string.h>
 
+#include "hw/e1000_regs.h"
 #include "nic_model.h"
 
-/* Register offsets */
-#define CTRL     0x0000
-#define STATUS   0x0008
-#define EECD     0x0010
-#define EERD     0x0014
-#define CTRL_EXT 0x0018
-#define MDIC     0x0020
-#define ICR      0x00c0
-#define ITR      0x00c4
-#define ICS      0x00c8
-#define IMS      0x00d0
-#define IMC      0x00d8
-#define RCTL     0x0100
-#define TCTL     0x0400
-#define LEDCTL   0x0e00
-#define PBA      0x1000
-#define RDBAL    0x2800
-#define RDBAH    0x2804
-#define RDLEN    0x2808
-#define RDH      0x2810
-#define RDT      0x2818
-#define TDBAL    0x3800
-#define TDBAH    0x3804
-#define TDLEN    0x3808
-#define TDH      0x3810
-#define TDT      0x3818
-#define MPC      0x4010
-#define GPRC     0x4074
-#define GPTC     0x4080
-#define GORCL    0x4088
-#define GOTCL    0x4090
-#define TPR      0x40d0
-#define TPT      0x40d4
-#define MTA      0x5200
-#define RAL0     0x5400
-#define RAH0     0x5404
-#define E1K_NREGS (0x6000 / 4)
-
-#define CTRL_FD        0x00000001u
-#define CTRL_SLU       0x00000040u
-#define CTRL_SPEED_1000 0x00000200u
-#define CTRL_RST       0x04000000u
-#define CTRL_PHY_RST   0x80000000u
-#define STATUS_FD      0x00000001u
-#define STATUS_LU      0x00000002u
-#define STATUS_SPEED_1000 0x00000080u
-#define STATUS_ASDV_1000  0x00000200u
-
-#define EECD_SK   0x001u
-#define EECD_CS   0x002u
-#define EECD_DI   0x004u
-#define EECD_DO   0x008u
-#define EECD_FWE  0x030u
-#define EECD_REQ  0x040u
-#define EECD_GNT  0x080u
-#define EECD_PRES 0x100u
-#define EERD_START 0x01u
-#define EERD_DONE  0x10u
-
-#define MDIC_OP_WRITE 0x04000000u
-#define MDIC_OP_READ  0x08000000u
-#define MDIC_READY    0x10000000u
-#define MDIC_INT_EN   0x20000000u
-#define MDIC_ERROR    0x40000000u
-
-/* ICR / ICS / IMS / IMC interrupt causes */
-#define ICR_TXDW   0x00000001u
-#define ICR_TXQE   0x00000002u
-#define ICR_RXDMT0 0x00000010u
-#define ICR_RXO    0x00000040u
-#define ICR_RXT0   0x00000080u
-#define ICR_MDAC   0x00000200u
-
-#define RCTL_EN    0x00000002u
-#define RCTL_UPE   0x00000008u
-#define RCTL_MPE   0x00000010u
-#define RCTL_RDMTS_SHIFT 8
-#define RCTL_MO_SHIFT    12
-#define RCTL_BAM   0x00008000u
-#define RCTL_BSIZE_SHIFT 16
-#define RCTL_BSEX  0x02000000u
-#define RCTL_SECRC 0x04000000u
-#define TCTL_EN    0x00000002u
-#define TCTL_PSP   0x00000008u
-#define RAH_AV     0x80000000u
-
-/* Descriptor bits (legacy TX CMD / extended DCMD share byte 11) */
-#define TXD_CMD_EOP  0x01u
-#define TXD_CMD_RS   0x08u
-#define TXD_CMD_DEXT 0x20u
-#define TXD_STA_DD   0x01u
-#define RXD_STA_DD   0x01u
-#define RXD_STA_EOP  0x02u
-#define RXD_STA_IXSM 0x04u
-
-#define E1K_DESC     16
 #define E1K_TXBUF    16384
 #define E1K_EE_WORDS 64
 #define E1K_RX_BUDGET 64
@@ -171,58 +76,60 @@ typedef struct e1k_reg {
 
 /* Sorted by offset. Latch: registers a driver writes that only store. */
 static const e1k_reg e1k_regs[] = {
-    { CTRL,     4, K_CTRL, false, 0 },
-    { STATUS,   4, K_RO,   false, 0 },
-    { EECD,     4, K_EECD, false, 0 },
-    { EERD,     4, K_EERD, false, 0 },
-    { CTRL_EXT, 4, K_RW,   false, 0xffffdfffu },    /* EE_RST self-clears */
-    { MDIC,     4, K_MDIC, false, 0 },
-    { 0x0028,   8, K_RW,   true,  0xffffffffu },    /* FCAL, FCAH */
-    { 0x0030,   4, K_RW,   true,  0x0000ffffu },    /* FCT */
-    { 0x0038,   4, K_RW,   true,  0x0000ffffu },    /* VET */
-    { ICR,      4, K_ICR,  false, 0 },
-    { ITR,      4, K_RW,   true,  0x0000ffffu },
-    { ICS,      4, K_ICS,  false, 0 },
-    { IMS,      4, K_IMS,  false, 0 },
-    { IMC,      4, K_IMC,  false, 0 },
-    { RCTL,     4, K_RCTL, false, 0 },
-    { 0x0170,   4, K_RW,   true,  0x0000ffffu },    /* FCTTV */
-    { 0x0178,   4, K_RW,   false, 0xffffffffu },    /* TXCW */
-    { 0x0180,   4, K_RO,   false, 0 },              /* RXCW */
-    { TCTL,     4, K_TCTL, false, 0 },
-    { 0x0410,   4, K_RW,   true,  0x3fffffffu },    /* TIPG */
-    { LEDCTL,   4, K_RW,   false, 0xffffffffu },
-    { PBA,      4, K_RW,   false, 0x0000ffffu },
-    { RDBAL,    4, K_RING, true,  0xffffffffu },
-    { RDBAH,    4, K_RING, true,  0xffffffffu },
-    { RDLEN,    4, K_RING, true,  0x000fffffu },
-    { RDH,      4, K_RING, false, 0x0000ffffu },
-    { RDT,      4, K_RDT,  false, 0x0000ffffu },
-    { 0x2820,   4, K_RW,   true,  0x0000ffffu },    /* RDTR */
-    { 0x2828,   4, K_RW,   true,  0xffffffffu },    /* RXDCTL */
-    { 0x282c,   4, K_RW,   true,  0x0000ffffu },    /* RADV */
-    { 0x2c00,   4, K_RW,   true,  0x00000fffu },    /* RSRPD */
-    { TDBAL,    4, K_RING, true,  0xffffffffu },
-    { TDBAH,    4, K_RING, true,  0xffffffffu },
-    { TDLEN,    4, K_RING, true,  0x000fffffu },
-    { TDH,      4, K_RING, false, 0x0000ffffu },
-    { TDT,      4, K_TDT,  false, 0x0000ffffu },
-    { 0x3820,   4, K_RW,   true,  0x0000ffffu },    /* TIDV */
-    { 0x3828,   4, K_RW,   true,  0xffffffffu },    /* TXDCTL */
-    { 0x382c,   4, K_RW,   true,  0x0000ffffu },    /* TADV */
-    { 0x4000, 256, K_STAT, false, 0 },              /* statistics */
-    { 0x5000,   4, K_RW,   true,  0x000007ffu },    /* RXCSUM */
-    { MTA,    512, K_RW,   true,  0xffffffffu },
-    { RAL0,   128, K_RW,   true,  0xffffffffu },    /* RAL/RAH 0-15 */
-    { 0x5600, 512, K_RW,   true,  0xffffffffu },    /* VFTA */
-    { 0x5800,   4, K_RW,   false, 0xffffffffu },    /* WUC */
-    { 0x5808,   4, K_RW,   false, 0xffffffffu },    /* WUFC */
-    { 0x5820,   4, K_RW,   false, 0xffffffffu },    /* MANC */
+    { E1000_CTRL,     4, K_CTRL, false, 0 },
+    { E1000_STATUS,   4, K_RO,   false, 0 },
+    { E1000_EECD,     4, K_EECD, false, 0 },
+    { E1000_EERD,     4, K_EERD, false, 0 },
+    /* EE_RST self-clears */
+    { E1000_CTRL_EXT, 4, K_RW,   false, 0xffffdfffu },
+    { E1000_MDIC,     4, K_MDIC, false, 0 },
+    { E1000_FCAL,     8, K_RW,   true,  0xffffffffu },    /* FCAL, FCAH */
+    { E1000_FCT,      4, K_RW,   true,  0x0000ffffu },    /* FCT */
+    { E1000_VET,      4, K_RW,   true,  0x0000ffffu },    /* VET */
+    { E1000_ICR,      4, K_ICR,  false, 0 },
+    { E1000_ITR,      4, K_RW,   true,  0x0000ffffu },
+    { E1000_ICS,      4, K_ICS,  false, 0 },
+    { E1000_IMS,      4, K_IMS,  false, 0 },
+    { E1000_IMC,      4, K_IMC,  false, 0 },
+    { E1000_RCTL,     4, K_RCTL, false, 0 },
+    { E1000_FCTTV,    4, K_RW,   true,  0x0000ffffu },    /* FCTTV */
+    { E1000_TXCW,     4, K_RW,   false, 0xffffffffu },    /* TXCW */
+    { E1000_RXCW,     4, K_RO,   false, 0 },              /* RXCW */
+    { E1000_TCTL,     4, K_TCTL, false, 0 },
+    { E1000_TIPG,     4, K_RW,   true,  0x3fffffffu },    /* TIPG */
+    { E1000_LEDCTL,   4, K_RW,   false, 0xffffffffu },
+    { E1000_PBA,      4, K_RW,   false, 0x0000ffffu },
+    { E1000_RDBAL,    4, K_RING, true,  0xffffffffu },
+    { E1000_RDBAH,    4, K_RING, true,  0xffffffffu },
+    { E1000_RDLEN,    4, K_RING, true,  0x000fffffu },
+    { E1000_RDH,      4, K_RING, false, 0x0000ffffu },
+    { E1000_RDT,      4, K_RDT,  false, 0x0000ffffu },
+    { E1000_RDTR,     4, K_RW,   true,  0x0000ffffu },
+    { E1000_RXDCTL,   4, K_RW,   true,  0xffffffffu },
+    { E1000_RADV,     4, K_RW,   true,  0x0000ffffu },
+    { E1000_RSRPD,    4, K_RW,   true,  0x00000fffu },
+    { E1000_TDBAL,    4, K_RING, true,  0xffffffffu },
+    { E1000_TDBAH,    4, K_RING, true,  0xffffffffu },
+    { E1000_TDLEN,    4, K_RING, true,  0x000fffffu },
+    { E1000_TDH,      4, K_RING, false, 0x0000ffffu },
+    { E1000_TDT,      4, K_TDT,  false, 0x0000ffffu },
+    { E1000_TIDV,     4, K_RW,   true,  0x0000ffffu },
+    { E1000_TXDCTL,   4, K_RW,   true,  0xffffffffu },
+    { E1000_TADV,     4, K_RW,   true,  0x0000ffffu },
+    { E1000_STATS_BASE, E1000_STATS_LEN, K_STAT, false, 0 },
+    { E1000_RXCSUM,   4, K_RW,   true,  0x000007ffu },
+    { E1000_MTA,  E1000_MTA_LEN, K_RW,   true,  0xffffffffu },
+    /* RAL/RAH 0-15 */
+    { E1000_RAL(0), E1000_RA_LEN, K_RW,   true,  0xffffffffu },
+    { E1000_VFTA,   E1000_VFTA_LEN, K_RW,   true,  0xffffffffu },
+    { E1000_WUC,      4, K_RW,   false, 0xffffffffu },
+    { E1000_WUFC,     4, K_RW,   false, 0xffffffffu },
+    { E1000_MANC,     4, K_RW,   false, 0xffffffffu },
 };
 #define E1K_NREG_ENTRIES (sizeof e1k_regs / sizeof e1k_regs[0])
 
 typedef struct e1000 {
-    uint32_t reg[E1K_NREGS];
+    uint32_t reg[E1000_REG_END / 4];
     uint16_t eeprom[E1K_EE_WORDS];
     uint16_t phy[32];
     /* Microwire state behind EECD */
@@ -257,12 +164,12 @@ static void e1k_update_irq(nic *n)
 {
     e1000 *s = S(n);
 
-    nic_set_irq(n, (*R(s, ICR) & *R(s, IMS)) != 0);
+    nic_set_irq(n, (*R(s, E1000_ICR) & *R(s, E1000_IMS)) != 0);
 }
 
 static void e1k_cause(nic *n, uint32_t bits)
 {
-    *R(S(n), ICR) |= bits;
+    *R(S(n), E1000_ICR) |= bits;
 }
 
 static void stat_add(e1000 *s, uint32_t off, uint32_t v)
@@ -292,9 +199,9 @@ static void eeprom_build(nic *n)
         s->eeprom[i] = (uint16_t)(n->mac[2 * i] | n->mac[2 * i + 1] << 8);
     s->eeprom[0x04] = 0xffff;           /* LED settings: defaults */
     s->eeprom[0x0b] = 0x001e;           /* subsystem ID */
-    s->eeprom[0x0c] = 0x8086;           /* subsystem vendor */
-    s->eeprom[0x0d] = 0x100e;           /* device ID */
-    s->eeprom[0x0e] = 0x8086;           /* vendor ID */
+    s->eeprom[0x0c] = E1000_VENDOR_ID;           /* subsystem vendor */
+    s->eeprom[0x0d] = E1000_DEVICE_ID;           /* device ID */
+    s->eeprom[0x0e] = E1000_VENDOR_ID;           /* vendor ID */
     for (int i = 0; i < E1K_EE_WORDS - 1; i++)
         sum = (uint16_t)(sum + s->eeprom[i]);
     s->eeprom[E1K_EE_WORDS - 1] = (uint16_t)(0xbaba - sum);
@@ -307,31 +214,34 @@ static void eeprom_build(nic *n)
 static void eecd_write(nic *n, uint32_t v)
 {
     e1000 *s = S(n);
-    uint32_t old = *R(s, EECD);
-    uint32_t now = (v & (EECD_SK | EECD_CS | EECD_DI | EECD_FWE | EECD_REQ)) |
-                   EECD_PRES | ((v & EECD_REQ) ? EECD_GNT : 0) |
-                   (old & EECD_DO);
+    uint32_t old = *R(s, E1000_EECD);
+    uint32_t now = (v & (E1000_EECD_SK | E1000_EECD_CS | E1000_EECD_DI |
+                         E1000_EECD_FWE | E1000_EECD_REQ)) |
+                   E1000_EECD_PRES |
+                   ((v & E1000_EECD_REQ) ? E1000_EECD_GNT : 0) |
+                   (old & E1000_EECD_DO);
 
-    if (!(now & EECD_CS)) {
+    if (!(now & E1000_EECD_CS)) {
         s->ee_bits_in = s->ee_val_in = 0;
         s->ee_reading = false;
-        now &= ~EECD_DO;
-    } else if (!(old & EECD_SK) && (now & EECD_SK)) {
+        now &= ~E1000_EECD_DO;
+    } else if (!(old & E1000_EECD_SK) && (now & E1000_EECD_SK)) {
         if (s->ee_reading) {
             unsigned bit = s->eeprom[s->ee_addr] >> (15 - s->ee_bit_out) & 1;
-            now = (now & ~EECD_DO) | (bit ? EECD_DO : 0);
+            now = (now & ~E1000_EECD_DO) | (bit ? E1000_EECD_DO : 0);
             if (++s->ee_bit_out == 16) {
                 s->ee_bit_out = 0;
                 s->ee_addr = (s->ee_addr + 1) % E1K_EE_WORDS;
             }
-        } else if (s->ee_bits_in > 0 || (now & EECD_DI)) {
-            s->ee_val_in = (s->ee_val_in << 1 | !!(now & EECD_DI)) & 0x1ff;
+        } else if (s->ee_bits_in > 0 || (now & E1000_EECD_DI)) {
+            s->ee_val_in = (s->ee_val_in << 1 |
+                            !!(now & E1000_EECD_DI)) & 0x1ff;
             if (++s->ee_bits_in == 9) {
                 if ((s->ee_val_in >> 6) == 6) {     /* start, read */
                     s->ee_reading = true;
                     s->ee_addr = s->ee_val_in & 0x3f;
                     s->ee_bit_out = 0;
-                    now &= ~EECD_DO;                /* the dummy 0 */
+                    now &= ~E1000_EECD_DO;                /* the dummy 0 */
                 }
                 s->ee_bits_in = 10;                 /* nothing more in */
             } else if (s->ee_bits_in > 9) {
@@ -339,7 +249,7 @@ static void eecd_write(nic *n, uint32_t v)
             }
         }
     }
-    *R(s, EECD) = now;
+    *R(s, E1000_EECD) = now;
 }
 
 static void eerd_write(nic *n, uint32_t v)
@@ -348,12 +258,12 @@ static void eerd_write(nic *n, uint32_t v)
     unsigned addr = (v >> 8) & 0xff;
     uint16_t data;
 
-    if (!(v & EERD_START)) {
-        *R(s, EERD) = v & 0xff00u;
+    if (!(v & E1000_EERD_START)) {
+        *R(s, E1000_EERD) = v & 0xff00u;
         return;
     }
     data = addr < E1K_EE_WORDS ? s->eeprom[addr] : 0xffff;
-    *R(s, EERD) = (uint32_t)data << 16 | addr << 8 | EERD_DONE;
+    *R(s, E1000_EERD) = (uint32_t)data << 16 | addr << 8 | E1000_EERD_DONE;
 }
 
 static void phy_reset(e1000 *s)
@@ -386,18 +296,18 @@ static void mdic_write(nic *n, uint32_t v)
     uint32_t out = v & 0x3fffffffu;
 
     if (phyadd != 1) {
-        out |= MDIC_ERROR;
-    } else if (v & MDIC_OP_READ) {
+        out |= E1000_MDIC_ERROR;
+    } else if (v & E1000_MDIC_OP_READ) {
         out = (out & 0xffff0000u) | s->phy[regadd];
-    } else if ((v & MDIC_OP_WRITE) && !(ro >> regadd & 1)) {
+    } else if ((v & E1000_MDIC_OP_WRITE) && !(ro >> regadd & 1)) {
         uint16_t d = (uint16_t)v;
         if (regadd == 0)                /* reset, restart autoneg: done */
             d &= (uint16_t)~0x8200;
         s->phy[regadd] = d;
     }
-    *R(s, MDIC) = out | MDIC_READY;
-    if (v & MDIC_INT_EN)
-        e1k_cause(n, ICR_MDAC);
+    *R(s, E1000_MDIC) = out | E1000_MDIC_READY;
+    if (v & E1000_MDIC_INT_EN)
+        e1k_cause(n, E1000_ICR_MDAC);
 }
 
 /* ---- reset ---------------------------------------------------------- */
@@ -409,14 +319,14 @@ static void e1k_reset_regs(nic *n)
     e1000 *s = S(n);
 
     memset(s->reg, 0, sizeof s->reg);
-    *R(s, CTRL) = CTRL_FD | CTRL_SLU | CTRL_SPEED_1000;
-    *R(s, STATUS) = STATUS_FD | STATUS_LU | STATUS_SPEED_1000 |
-                    STATUS_ASDV_1000;
-    *R(s, EECD) = EECD_PRES;
-    *R(s, LEDCTL) = 0x07068302;
-    *R(s, PBA) = 0x00000030;
-    *R(s, RAL0) = nic_le32(n->mac);
-    *R(s, RAH0) = nic_le16(n->mac + 4) | RAH_AV;
+    *R(s, E1000_CTRL) = E1000_CTRL_FD | E1000_CTRL_SLU | E1000_CTRL_SPEED_1000;
+    *R(s, E1000_STATUS) = E1000_STATUS_FD | E1000_STATUS_LU |
+                          E1000_STATUS_SPEED_1000 | E1000_STATUS_ASDV_1000;
+    *R(s, E1000_EECD) = E1000_EECD_PRES;
+    *R(s, E1000_LEDCTL) = 0x07068302;
+    *R(s, E1000_PBA) = 0x00000030;
+    *R(s, E1000_RAL(0)) = nic_le32(n->mac);
+    *R(s, E1000_RAH(0)) = nic_le16(n->mac + 4) | E1000_RAH_AV;
     s->ee_bits_in = s->ee_val_in = s->ee_addr = s->ee_bit_out = 0;
     s->ee_reading = false;
     s->tx_len = 0;
@@ -440,8 +350,9 @@ static void e1k_reset(nic *n)
 static bool ring_ok(nic *n, bool tx, unsigned *ndesc)
 {
     e1000 *s = S(n);
-    uint32_t len = *R(s, tx ? TDLEN : RDLEN);
-    uint32_t h = *R(s, tx ? TDH : RDH), t = *R(s, tx ? TDT : RDT);
+    uint32_t len = *R(s, tx ? E1000_TDLEN : E1000_RDLEN);
+    uint32_t h = *R(s, tx ? E1000_TDH : E1000_RDH);
+    uint32_t t = *R(s, tx ? E1000_TDT : E1000_RDT);
     bool *halted = tx ? &s->tx_halted : &s->rx_halted;
     const char *name = tx ? "transmit" : "receive";
 
@@ -453,7 +364,7 @@ static bool ring_ok(nic *n, bool tx, unsigned *ndesc)
         *halted = true;
         return false;
     }
-    *ndesc = len / E1K_DESC;
+    *ndesc = len / E1000_DESC_SIZE;
     if (h >= *ndesc || t >= *ndesc) {
         nic_guest_error(n, "%s head %u or tail %u beyond the ring of %u",
                         name, h, t, *ndesc);
@@ -465,9 +376,9 @@ static bool ring_ok(nic *n, bool tx, unsigned *ndesc)
 
 static uint64_t ring_desc(e1000 *s, bool tx, uint32_t idx)
 {
-    uint64_t base = (uint64_t)*R(s, tx ? TDBAH : RDBAH) << 32 |
-                    (*R(s, tx ? TDBAL : RDBAL) & ~0xfu);
-    return base + (uint64_t)idx * E1K_DESC;
+    uint64_t base = (uint64_t)*R(s, tx ? E1000_TDBAH : E1000_RDBAH) << 32 |
+                    (*R(s, tx ? E1000_TDBAL : E1000_RDBAL) & ~0xfu);
+    return base + (uint64_t)idx * E1000_DESC_SIZE;
 }
 
 /* ---- transmit ------------------------------------------------------- */
@@ -483,10 +394,10 @@ static void tx_deliver(nic *n)
         nic_guest_error(n, "transmit frame over %d bytes dropped",
                         NET_FRAME_MAX);
     } else if ((len = nic_tx_frame(n, s->tx_buf, len,
-                                   *R(s, TCTL) & TCTL_PSP)) != 0) {
-        stat_add(s, GPTC, 1);
-        stat_add(s, TPT, 1);
-        stat_add64(s, GOTCL, len + NIC_FCS_LEN);
+                                   *R(s, E1000_TCTL) & E1000_TCTL_PSP)) != 0) {
+        stat_add(s, E1000_GPTC, 1);
+        stat_add(s, E1000_TPT, 1);
+        stat_add64(s, E1000_GOTCL, len + NIC_FCS_LEN);
     }
     s->tx_len = 0;
     s->tx_oversize = s->tx_lost = false;
@@ -502,7 +413,7 @@ static bool tx_desc(nic *n, uint64_t da, const uint8_t *d, bool *wrote)
     size_t len;
     bool context = false;
 
-    if (cmd & TXD_CMD_DEXT) {           /* extended: DTYP in bits 23:20 */
+    if (cmd & E1000_TXD_CMD_DEXT) {           /* extended: DTYP in bits 23:20 */
         uint32_t w = nic_le32(d + 8);
         context = ((w >> 20) & 0xf) == 0;
         len = context ? 0 : (w & 0xfffff);
@@ -520,10 +431,11 @@ static bool tx_desc(nic *n, uint64_t da, const uint8_t *d, bool *wrote)
             s->tx_len += len;
         }
     }
-    if (!context && (cmd & TXD_CMD_EOP))
+    if (!context && (cmd & E1000_TXD_CMD_EOP))
         tx_deliver(n);
-    if (cmd & TXD_CMD_RS) {
-        uint8_t sta = (uint8_t)((d[12] & 0xf0) | TXD_STA_DD);  /* STA 3:0 */
+    if (cmd & E1000_TXD_CMD_RS) {
+        /* STA 3:0 */
+        uint8_t sta = (uint8_t)((d[12] & 0xf0) | E1000_TXD_STA_DD);
         if (nic_dma_write(n, da + 12, &sta, 1) < 0) {
             nic_guest_error(n, "transmit descriptor write-back at %#llx "
                             "failed", (unsigned long long)da);
@@ -540,13 +452,14 @@ static void e1k_transmit(nic *n)
     unsigned ndesc, budget;
     bool wrote = false, progress = false;
 
-    if (!(*R(s, TCTL) & TCTL_EN) || !nic_can_dma(n) ||
+    if (!(*R(s, E1000_TCTL) & E1000_TCTL_EN) || !nic_can_dma(n) ||
         !ring_ok(n, true, &ndesc))
         return;
-    for (budget = ndesc; budget > 0 && *R(s, TDH) != *R(s, TDT); budget--) {
-        uint32_t h = *R(s, TDH);
+    for (budget = ndesc; budget > 0 &&
+         *R(s, E1000_TDH) != *R(s, E1000_TDT); budget--) {
+        uint32_t h = *R(s, E1000_TDH);
         uint64_t da = ring_desc(s, true, h);
-        uint8_t d[E1K_DESC];
+        uint8_t d[E1000_DESC_SIZE];
 
         if (nic_dma_read(n, da, d, sizeof d) < 0) {
             nic_guest_error(n, "transmit descriptor at %#llx unreadable",
@@ -559,14 +472,14 @@ static void e1k_transmit(nic *n)
             s->tx_halted = true;
             break;
         }
-        *R(s, TDH) = (h + 1) % ndesc;
+        *R(s, E1000_TDH) = (h + 1) % ndesc;
     }
     if (!progress)
         return;
     if (wrote)
-        e1k_cause(n, ICR_TXDW);
-    if (*R(s, TDH) == *R(s, TDT))
-        e1k_cause(n, ICR_TXQE);
+        e1k_cause(n, E1000_ICR_TXDW);
+    if (*R(s, E1000_TDH) == *R(s, E1000_TDT))
+        e1k_cause(n, E1000_ICR_TXQE);
     e1k_update_irq(n);
 }
 
@@ -578,7 +491,7 @@ static size_t rx_buf_size(uint32_t rctl)
         { 2048, 1024, 512, 256 },
         { 2048, 16384, 8192, 4096 },    /* BSEX; 00b reserved */
     };
-    return sz[!!(rctl & RCTL_BSEX)][(rctl >> RCTL_BSIZE_SHIFT) & 3];
+    return sz[!!(rctl & E1000_RCTL_BSEX)][(rctl >> E1000_RCTL_BSIZE_SHIFT) & 3];
 }
 
 /* Multicast table hash: 12 bits of the address chosen by RCTL.MO. */
@@ -587,18 +500,19 @@ static unsigned mta_hash(uint32_t rctl, const uint8_t *a)
     static const unsigned shift[4] = { 4, 3, 2, 0 };   /* bits 47:36 .. 43:32 */
     unsigned v = (unsigned)a[4] | (unsigned)a[5] << 8;
 
-    return (v >> shift[(rctl >> RCTL_MO_SHIFT) & 3]) & 0xfff;
+    return (v >> shift[(rctl >> E1000_RCTL_MO_SHIFT) & 3]) & 0xfff;
 }
 
 static bool rx_accept(e1000 *s, const uint8_t *dst)
 {
-    uint32_t rctl = *R(s, RCTL);
+    uint32_t rctl = *R(s, E1000_RCTL);
     static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
     for (unsigned i = 0; i < 16; i++) {
-        uint32_t lo = *R(s, RAL0 + 8 * i), hi = *R(s, RAH0 + 8 * i);
+        uint32_t lo = *R(s, E1000_RAL(i)),
+                 hi = *R(s, E1000_RAH(i));
         uint8_t a[6];
-        if (!(hi & RAH_AV))
+        if (!(hi & E1000_RAH_AV))
             continue;
         nic_put32(a, lo);
         nic_put16(a + 4, (uint16_t)hi);
@@ -606,12 +520,13 @@ static bool rx_accept(e1000 *s, const uint8_t *dst)
             return true;
     }
     if (!memcmp(dst, bcast, 6))
-        return (rctl & RCTL_BAM) || (rctl & RCTL_MPE);
+        return (rctl & E1000_RCTL_BAM) || (rctl & E1000_RCTL_MPE);
     if (dst[0] & 1) {
         unsigned h = mta_hash(rctl, dst);
-        return (rctl & RCTL_MPE) || (*R(s, MTA + 4 * (h >> 5)) >> (h & 31) & 1);
+        return (rctl & E1000_RCTL_MPE) ||
+               (*R(s, E1000_MTA + 4 * (h >> 5)) >> (h & 31) & 1);
     }
-    return (rctl & RCTL_UPE) != 0;
+    return (rctl & E1000_RCTL_UPE) != 0;
 }
 
 /* Write the held frame (total bytes) into `need` descriptors from RDH.
@@ -623,9 +538,9 @@ static bool rx_write(nic *n, size_t total, unsigned need, unsigned ndesc,
     size_t done = 0;
 
     for (unsigned i = 0; i < need; i++) {
-        uint32_t h = *R(s, RDH);
+        uint32_t h = *R(s, E1000_RDH);
         uint64_t da = ring_desc(s, false, h);
-        uint8_t d[E1K_DESC];
+        uint8_t d[E1000_DESC_SIZE];
         size_t part = total - done < bsize ? total - done : bsize;
         uint64_t addr;
 
@@ -643,14 +558,14 @@ static bool rx_write(nic *n, size_t total, unsigned need, unsigned ndesc,
         done += part;
         memset(d + 8, 0, 8);
         nic_put16(d + 8, (uint16_t)part);               /* length */
-        d[12] = RXD_STA_DD | RXD_STA_IXSM |
-                (i == need - 1 ? RXD_STA_EOP : 0);      /* status */
+        d[12] = E1000_RXD_STA_DD | E1000_RXD_STA_IXSM |
+                (i == need - 1 ? E1000_RXD_STA_EOP : 0);      /* status */
         if (nic_dma_write(n, da + 8, d + 8, 8) < 0) {
             nic_guest_error(n, "receive descriptor write-back at %#llx "
                             "failed", (unsigned long long)da);
             return false;
         }
-        *R(s, RDH) = (h + 1) % ndesc;
+        *R(s, E1000_RDH) = (h + 1) % ndesc;
     }
     return true;
 }
@@ -658,31 +573,32 @@ static bool rx_write(nic *n, size_t total, unsigned need, unsigned ndesc,
 /* Free descriptors at or below RCTL.RDMTS (1/2, 1/4, 1/8 of the ring). */
 static void rx_check_threshold(e1000 *s, unsigned ndesc)
 {
-    unsigned free_desc = (*R(s, RDT) + ndesc - *R(s, RDH)) % ndesc;
-    unsigned rdmts = (*R(s, RCTL) >> RCTL_RDMTS_SHIFT) & 3;
+    unsigned free_desc = (*R(s, E1000_RDT) + ndesc - *R(s, E1000_RDH)) % ndesc;
+    unsigned rdmts = (*R(s, E1000_RCTL) >> E1000_RCTL_RDMTS_SHIFT) & 3;
 
     if (free_desc <= ndesc >> (rdmts == 3 ? 3 : rdmts + 1))
-        *R(s, ICR) |= ICR_RXDMT0;
+        *R(s, E1000_ICR) |= E1000_ICR_RXDMT0;
 }
 
 static void e1k_poll_rx(nic *n)
 {
     e1000 *s = S(n);
-    uint32_t rctl = *R(s, RCTL);
+    uint32_t rctl = *R(s, E1000_RCTL);
     size_t bsize = rx_buf_size(rctl);
     unsigned ndesc;
     bool progress = false;
 
-    if (!(rctl & RCTL_EN) || !nic_can_dma(n) || !ring_ok(n, false, &ndesc))
+    if (!(rctl & E1000_RCTL_EN) || !nic_can_dma(n) ||
+        !ring_ok(n, false, &ndesc))
         return;
     for (int budget = E1K_RX_BUDGET; budget > 0; budget--) {
-        unsigned avail = (*R(s, RDT) + ndesc - *R(s, RDH)) % ndesc;
+        unsigned avail = (*R(s, E1000_RDT) + ndesc - *R(s, E1000_RDH)) % ndesc;
         size_t flen, total;
         unsigned need;
 
         if (avail == 0) {               /* ring exhausted, frame held */
             if (nic_rx_wait(n)) {
-                e1k_cause(n, ICR_RXO);
+                e1k_cause(n, E1000_ICR_RXO);
                 progress = true;
             }
             break;
@@ -694,17 +610,17 @@ static void e1k_poll_rx(nic *n)
             nic_rx_drop(n);
             continue;
         }
-        total = flen + ((rctl & RCTL_SECRC) ? 0 : NIC_FCS_LEN);
+        total = flen + ((rctl & E1000_RCTL_SECRC) ? 0 : NIC_FCS_LEN);
         need = (unsigned)((total + bsize - 1) / bsize);
         if (need > ndesc - 1) {         /* can never fit: missed */
             nic_rx_drop(n);
-            stat_add(s, MPC, 1);
+            stat_add(s, E1000_MPC, 1);
             progress = true;
             continue;
         }
         if (need > avail) {             /* wait for the guest */
             if (nic_rx_wait(n)) {
-                e1k_cause(n, ICR_RXO);
+                e1k_cause(n, E1000_ICR_RXO);
                 progress = true;
             }
             break;
@@ -716,10 +632,10 @@ static void e1k_poll_rx(nic *n)
             break;
         }
         nic_rx_consume(n);
-        stat_add(s, GPRC, 1);
-        stat_add(s, TPR, 1);
-        stat_add64(s, GORCL, flen + NIC_FCS_LEN);
-        e1k_cause(n, ICR_RXT0);
+        stat_add(s, E1000_GPRC, 1);
+        stat_add(s, E1000_TPR, 1);
+        stat_add64(s, E1000_GORCL, flen + NIC_FCS_LEN);
+        e1k_cause(n, E1000_ICR_RXT0);
         rx_check_threshold(s, ndesc);
     }
     if (progress)
@@ -735,7 +651,7 @@ static uint32_t reg_read(nic *n, const e1k_reg *r, uint32_t off)
 
     switch (r->kind) {
     case K_ICR:                         /* clear on read */
-        *R(s, ICR) = 0;
+        *R(s, E1000_ICR) = 0;
         e1k_update_irq(n);
         return v;
     case K_STAT:
@@ -760,46 +676,47 @@ static void reg_write(nic *n, const e1k_reg *r, uint32_t off, uint32_t v)
         *R(s, off) = v & r->wmask;
         break;
     case K_CTRL:
-        if (v & CTRL_RST) {             /* self-clearing full reset */
+        if (v & E1000_CTRL_RST) {             /* self-clearing full reset */
             e1k_reset_regs(n);
             n->stats.resets++;
             e1k_update_irq(n);
             break;
         }
-        *R(s, CTRL) = v & ~CTRL_PHY_RST;
+        *R(s, E1000_CTRL) = v & ~E1000_CTRL_PHY_RST;
         break;
     case K_EECD: eecd_write(n, v); break;
     case K_EERD: eerd_write(n, v); break;
     case K_MDIC: mdic_write(n, v); e1k_update_irq(n); break;
-    case K_ICR: *R(s, ICR) &= ~v; e1k_update_irq(n); break;
-    case K_ICS: *R(s, ICR) |= v; e1k_update_irq(n); break;
-    case K_IMS: *R(s, IMS) |= v; e1k_update_irq(n); break;
-    case K_IMC: *R(s, IMS) &= ~v; e1k_update_irq(n); break;
+    case K_ICR: *R(s, E1000_ICR) &= ~v; e1k_update_irq(n); break;
+    case K_ICS: *R(s, E1000_ICR) |= v; e1k_update_irq(n); break;
+    case K_IMS: *R(s, E1000_IMS) |= v; e1k_update_irq(n); break;
+    case K_IMC: *R(s, E1000_IMS) &= ~v; e1k_update_irq(n); break;
     case K_RCTL:
-        *R(s, RCTL) = v;
+        *R(s, E1000_RCTL) = v;
         s->rx_halted = false;
         break;
     case K_TCTL:
-        *R(s, TCTL) = v;
+        *R(s, E1000_TCTL) = v;
         s->tx_halted = false;
-        if ((v & TCTL_EN) && !(old & TCTL_EN))
+        if ((v & E1000_TCTL_EN) && !(old & E1000_TCTL_EN))
             nic_tx_now(n);              /* descriptors already queued */
         break;
     case K_RING:
         *R(s, off) = v & r->wmask;
-        if (off < TDBAL)
+        if (off < E1000_TDBAL)
             s->rx_halted = false;
         else
             s->tx_halted = false;
         break;
     case K_RDT:
-        *R(s, RDT) = v & r->wmask;
+        *R(s, E1000_RDT) = v & r->wmask;
         s->rx_halted = false;           /* received on after the access */
         break;
     case K_TDT:
-        *R(s, TDT) = v & r->wmask;
+        *R(s, E1000_TDT) = v & r->wmask;
         s->tx_halted = false;
-        if (*R(s, TDT) != *R(s, TDH))   /* a kick only if there is work */
+        /* a kick only if there is work */
+        if (*R(s, E1000_TDT) != *R(s, E1000_TDH))
             nic_tx_kick(n);
         break;
     }
@@ -875,7 +792,7 @@ static void e1k_resume(nic *n)
 const nic_model_ops nic_e1000_ops = {
     .name = "e1000",
     .state_size = sizeof(e1000),
-    .bar_size = 0x20000,
+    .bar_size = E1000_BAR_SIZE,
     .reset = e1k_reset,
     .read = e1k_read,
     .write = e1k_write,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The NIC front: creation and dispatch to the two models, access checks,
- * statistics, and the three optimizations of seeds/000 section 3.3 that
+ * statistics, and the three optimizations of Sugerman et al. section 3.3 that
  * do not depend on the model (nic.h):
  *
  *   irq_coalesce  nic_set_irq() drives vm_irq.set only when the level
@@ -27,6 +27,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hw/e1000_regs.h"
+#include "hw/pcnet_regs.h"
 #include "nic_model.h"
 
 #define NIC_COMBINE_DEFAULT 3
@@ -111,17 +113,17 @@ void nic_pci_identity(nic_model m, nic_pci_id *id)
     id->subclass = 0x00;                    /* Ethernet */
     switch (m) {
     case NIC_PCNET:                         /* AMD PCnet-PCI II */
-        id->vendor = 0x1022;
-        id->device = 0x2000;
-        id->subsys_vendor = 0x1022;
-        id->subsys = 0x2000;
+        id->vendor = PCNET_VENDOR_ID;
+        id->device = PCNET_DEVICE_ID;
+        id->subsys_vendor = PCNET_VENDOR_ID;
+        id->subsys = PCNET_DEVICE_ID;
         id->revision = 0x10;
         id->bar_is_io = true;
         break;
     case NIC_E1000:                         /* Intel 82540EM */
-        id->vendor = 0x8086;
-        id->device = 0x100e;
-        id->subsys_vendor = 0x8086;
+        id->vendor = E1000_VENDOR_ID;
+        id->device = E1000_DEVICE_ID;
+        id->subsys_vendor = E1000_VENDOR_ID;
         id->subsys = 0x001e;
         id->revision = 0x03;
         id->bar_is_io = false;
@@ -271,8 +273,8 @@ int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
     return dma_write(n->dma, gpa, buf, len);
 }
 
-/* Send combining (seeds/000 s3.3): leave the frames in the guest's ring
- * and count the kick, until the batch is full. */
+/* Send combining (Sugerman et al. section 3.3): leave the frames in the
+ * guest's ring and count the kick, until the batch is full. */
 void nic_tx_kick(nic *n)
 {
     if (!n->opt.send_combine) {

@@ -13,7 +13,7 @@
  * backend frames out (dev.h, backends/net.h). The VMM serialises calls
  * into one device (one lock per device).
  *
- * The NIC optimizations of seeds/000 (Sugerman et al., "Virtualizing I/O
+ * The NIC optimizations of Sugerman et al. ("Virtualizing I/O
  * devices on VMware Workstation's hosted VMM", section 3.3) are options,
  * each counted in nic_stats:
  *   latch_fast   accesses that only latch state (the PCnet RAP, the e1000

@@ -9,7 +9,7 @@
  *              boards (byte 9 = 0x11, bytes 12-13 = 16-bit sum of bytes
  *              0-11 and 14-15, bytes 14-15 = 'W' 'W'). Read-only here.
  *   0x10 RDP   data of the CSR that RAP selects
- *   0x12 RAP   register address: a pure latch (seeds/000 s3.3: "the Lance
+ *   0x12 RAP   register address: a pure latch (Sugerman et al. section 3.3: "the Lance
  *              address register has memory semantics")
  *   0x14 RESET reading it is S_RESET (software reset)
  *   0x16 BDP   data of the BCR that RAP selects
@@ -53,70 +53,16 @@
  */
 #include <string.h>
 
+#include "hw/pcnet_regs.h"
 #include "nic_model.h"
 
-/* I/O map in WIO mode */
-#define PCN_APROM   0x00
-#define PCN_RDP     0x10
-#define PCN_RAP     0x12
-#define PCN_RESET   0x14
-#define PCN_BDP     0x16
-
-/* CSR0: controller status and control */
-#define CSR0_INIT   0x0001
-#define CSR0_STRT   0x0002
-#define CSR0_STOP   0x0004
-#define CSR0_TDMD   0x0008
-#define CSR0_TXON   0x0010
-#define CSR0_RXON   0x0020
-#define CSR0_INEA   0x0040
-#define CSR0_INTR   0x0080
-#define CSR0_IDON   0x0100
-#define CSR0_TINT   0x0200
-#define CSR0_RINT   0x0400
-#define CSR0_MERR   0x0800
-#define CSR0_MISS   0x1000
-#define CSR0_CERR   0x2000
-#define CSR0_BABL   0x4000
-#define CSR0_ERR    0x8000
-/* Cleared by writing 1; writing 0 has no effect. */
-#define CSR0_W1C    (CSR0_BABL | CSR0_CERR | CSR0_MISS | CSR0_MERR | \
-                     CSR0_RINT | CSR0_TINT | CSR0_IDON)
 /* The sources of INTR. CSR3 masks them bit for bit (BABLM, MISSM, MERRM,
  * RINTM, TINTM, IDONM); CERR sets ERR but never INTR. */
 #define CSR0_INT_SRC (CSR0_BABL | CSR0_MISS | CSR0_MERR | CSR0_RINT | \
                       CSR0_TINT | CSR0_IDON)
 #define CSR3_WMASK  0x5f7c      /* masks, DXSUFLO, LAPPEN, DXMT2PD, EMBA, BSWP */
-#define CSR4_APAD_XMT 0x0800
-
-/* CSR15: mode (loaded from the init block) */
-#define MODE_DRX    0x0001
-#define MODE_DTX    0x0002
-#define MODE_DRCVPA 0x2000
-#define MODE_DRCVBC 0x4000
-#define MODE_PROM   0x8000
-
-/* BCR20 / CSR58: software style */
-#define SWS_STYLE   0x00ff
-#define SWS_SSIZE32 0x0100
-#define SWS_CSRPCNET 0x0200
-#define SWS_APERREN 0x0400
-
-/* Descriptor status (TMD1/RMD1 bits 31-16, or the high byte of the 16-bit
- * style's second word). */
-#define DS_OWN      0x8000
-#define DS_ERR      0x4000
-#define DS_STP      0x0200
-#define DS_ENP      0x0100
-#define DS_PAM      0x0040      /* RMD1, style 2 only */
-#define DS_LAFM     0x0020
-#define DS_BAM      0x0010
-/* TMD2 (style 2 layout; the 16-bit style's TMD3 is its upper half) */
-#define TMD2_BUFF   0x80000000u
-#define TMD2_UFLO   0x40000000u
 #define RX_PROMISC  0x0001      /* rx_match: accepted, no RMD1 match bit */
 
-#define PCN_CHIP_ID     0x02621003u     /* CSR89:CSR88, Am79C970A */
 #define PCN_RING_MAX_LOG 9              /* RLEN/TLEN: at most 512 */
 #define PCN_RX_CHAIN_MAX 32             /* buffers one received frame may use */
 #define PCN_RX_BUDGET   64              /* frames per poll */
@@ -135,7 +81,7 @@ typedef struct pcnet {
 /* One descriptor, either style. */
 typedef struct pcn_desc {
     uint32_t addr;              /* buffer address */
-    uint16_t status;            /* DS_* */
+    uint16_t status;            /* PCNET_DESC_* */
     uint16_t bcnt;              /* ONES | BCNT (two's complement) */
     uint32_t misc;              /* TMD2 / RMD2 */
 } pcn_desc;
@@ -295,7 +241,7 @@ static int tx_frame(nic *n, pcn_desc d, unsigned len)
             }
             flen += blen;
         }
-        if (d.status & DS_ENP)
+        if (d.status & PCNET_DESC_ENP)
             break;
         nidx = (idx + 1) % len;
         if (count >= len) {
@@ -303,18 +249,19 @@ static int tx_frame(nic *n, pcn_desc d, unsigned len)
         } else if (read_desc(n, TX_RING, nidx, &next) < 0) {
             return -1;
         }
-        if (!(next.status & DS_OWN)) {
+        if (!(next.status & PCNET_DESC_OWN)) {
             /* TMD2.BUFF: no ENP and the next buffer is not ours; UFLO
              * follows and the transmitter turns off (CSR3.DXSUFLO = 0). */
-            d.status = (uint16_t)((d.status & ~DS_OWN) | DS_ERR);
-            d.misc = TMD2_BUFF | TMD2_UFLO;
+            d.status = (uint16_t)((d.status & ~PCNET_DESC_OWN) |
+                                  PCNET_DESC_ERR);
+            d.misc = PCNET_TMD2_BUFF | PCNET_TMD2_UFLO;
             s->csr[0] = (uint16_t)((s->csr[0] & ~CSR0_TXON) | CSR0_TINT);
             s->tx_idx = nidx;
             nic_guest_error(n, "transmit chain without ENP: BUFF, UFLO");
             write_desc(n, TX_RING, idx, &d);
             return -1;
         }
-        d.status &= (uint16_t)~DS_OWN;  /* this buffer is done */
+        d.status &= (uint16_t)~PCNET_DESC_OWN;  /* this buffer is done */
         d.misc = 0;
         if (write_desc(n, TX_RING, idx, &d) < 0)
             return -1;
@@ -322,7 +269,7 @@ static int tx_frame(nic *n, pcn_desc d, unsigned len)
         d = next;
     }
     tx_deliver(n, frame, flen, oversize);
-    d.status &= (uint16_t)~(DS_OWN | DS_ERR);
+    d.status &= (uint16_t)~(PCNET_DESC_OWN | PCNET_DESC_ERR);
     d.misc = 0;
     s->tx_idx = (idx + 1) % len;
     s->csr[0] |= CSR0_TINT;
@@ -353,9 +300,10 @@ static void pcn_transmit(nic *n)
         budget--;
         if (read_desc(n, TX_RING, s->tx_idx, &d) < 0)
             break;
-        if (!(d.status & DS_OWN))
+        if (!(d.status & PCNET_DESC_OWN))
             break;
-        if (!(d.status & DS_STP)) {     /* TMD1.STP: skip, poll the next */
+        /* TMD1.STP: skip, poll the next */
+        if (!(d.status & PCNET_DESC_STP)) {
             s->tx_idx = (s->tx_idx + 1) % len;
             continue;
         }
@@ -379,21 +327,21 @@ static uint16_t rx_match(const pcnet *s, const uint8_t *dst)
     uint16_t mode = s->csr[15];
     static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
-    if (!(mode & MODE_DRCVPA)) {
+    if (!(mode & CSR15_DRCVPA)) {
         bool pam = true;
         for (int i = 0; i < 6 && pam; i++)
             pam = dst[i] == (uint8_t)(s->csr[12 + i / 2] >> (8 * (i & 1)));
         if (pam)
-            return DS_PAM;
+            return PCNET_DESC_PAM;
     }
-    if (!memcmp(dst, bcast, 6) && !(mode & MODE_DRCVBC))
-        return DS_BAM;
+    if (!memcmp(dst, bcast, 6) && !(mode & CSR15_DRCVBC))
+        return PCNET_DESC_BAM;
     if (dst[0] & 1) {
         unsigned h = nic_crc32(dst, 6) >> 26;
         if (s->csr[8 + h / 16] & (1u << (h % 16)))
-            return DS_LAFM;
+            return PCNET_DESC_LAFM;
     }
-    return (mode & MODE_PROM) ? RX_PROMISC : 0;
+    return (mode & CSR15_PROM) ? RX_PROMISC : 0;
 }
 
 /* Place the held frame (total bytes with FCS) into the owned descriptors
@@ -418,7 +366,7 @@ static int rx_place(nic *n, size_t total, uint16_t match, unsigned len)
         }
         if (read_desc(n, RX_RING, i, &chain[k]) < 0)
             return -1;
-        if (!(chain[k].status & DS_OWN)) {
+        if (!(chain[k].status & PCNET_DESC_OWN)) {
             nic_rx_wait(n);
             return 0;
         }
@@ -443,9 +391,9 @@ static int rx_place(nic *n, size_t total, uint16_t match, unsigned len)
         d->status = 0;                  /* OWN cleared, no errors */
         d->misc = 0;
         if (j == 0)
-            d->status |= DS_STP;
+            d->status |= PCNET_DESC_STP;
         if (j == k - 1) {
-            d->status |= DS_ENP;
+            d->status |= PCNET_DESC_ENP;
             if (s->style && match != RX_PROMISC)
                 d->status |= match;
             d->misc = (uint32_t)total & 0x0fff;
@@ -479,7 +427,7 @@ static void pcn_poll_rx(nic *n)
             progress = true;
             break;
         }
-        if (!(d.status & DS_OWN)) {
+        if (!(d.status & PCNET_DESC_OWN)) {
             nic_rx_wait(n);
             break;
         }
@@ -521,7 +469,7 @@ static void pcn_init(nic *n)
         return;
     }
     s->init_pending = false;
-    s->style = (s->bcr[20] & SWS_STYLE) == 2 ? 2 : 0;
+    s->style = (s->bcr[20] & BCR20_SWSTYLE) == 2 ? 2 : 0;
     if (nic_dma_read(n, iadr, ib, s->style ? 28 : 24) < 0) {
         pcn_memory_error(n, "initialization block", iadr);
         return;
@@ -571,13 +519,13 @@ static void pcn_start(nic *n)
     }
     s->start_pending = false;
     s->csr[0] = (uint16_t)((s->csr[0] & ~CSR0_STOP) | CSR0_STRT);
-    if (!(s->csr[15] & MODE_DRX)) {
+    if (!(s->csr[15] & CSR15_DRX)) {
         if (ring_len(s, RX_RING))
             s->csr[0] |= CSR0_RXON;
         else
             nic_guest_error(n, "STRT with a zero-length receive ring");
     }
-    if (!(s->csr[15] & MODE_DTX)) {
+    if (!(s->csr[15] & CSR15_DTX)) {
         if (ring_len(s, TX_RING))
             s->csr[0] |= CSR0_TXON;
         else
@@ -614,8 +562,8 @@ static void pcn_reset_csrs(nic *n)
         s->csr[12 + i] = nic_le16(s->prom + 2 * i);
     s->csr[15] &= 0x21c4;
     s->csr[80] = 0x1410;
-    s->csr[88] = (uint16_t)PCN_CHIP_ID;
-    s->csr[89] = (uint16_t)(PCN_CHIP_ID >> 16);
+    s->csr[88] = (uint16_t)PCNET_CHIP_ID;
+    s->csr[89] = (uint16_t)(PCNET_CHIP_ID >> 16);
     s->csr[100] = 0x0200;
     s->csr[112] = s->csr[114] = 0;
     s->csr[124] = 0;
@@ -644,7 +592,7 @@ static void pcn_reset(nic *n)
     s->bcr[7] = 0x0090;                 /* LED3 */
     s->bcr[18] = 0x9001;                /* BSBC */
     s->bcr[19] = 0x0002;                /* EECAS */
-    s->bcr[20] = SWS_CSRPCNET;          /* SWSTYLE 0 */
+    s->bcr[20] = BCR20_CSRPCNET;          /* SWSTYLE 0 */
     s->bcr[22] = 0xff06;                /* PLAT */
     pcn_reset_csrs(n);
 }
@@ -655,14 +603,14 @@ static void pcn_reset(nic *n)
 static void sws_write(nic *n, uint16_t v)
 {
     pcnet *s = S(n);
-    unsigned style = v & SWS_STYLE;
+    unsigned style = v & BCR20_SWSTYLE;
 
     if (style != 0 && style != 2) {
         nic_guest_error(n, "software style %u not supported", style);
         return;
     }
-    s->bcr[20] = (uint16_t)(style | (v & SWS_APERREN) | SWS_CSRPCNET |
-                            (style ? SWS_SSIZE32 : 0));
+    s->bcr[20] = (uint16_t)(style | (v & BCR20_APERREN) | BCR20_CSRPCNET |
+                            (style ? BCR20_SSIZE32 : 0));
 }
 
 static void csr0_write(nic *n, uint16_t v)
@@ -799,19 +747,19 @@ static void pcn_read(nic *n, uint32_t off, unsigned size, uint32_t *val)
         return;
     }
     switch (off) {
-    case PCN_RDP:
+    case PCNET_RDP:
         *val = csr_read(s, s->rap);
         break;
-    case PCN_RAP:
+    case PCNET_RAP:
         *val = s->rap;
         break;
-    case PCN_RESET:                     /* reading is S_RESET */
+    case PCNET_RESET:                     /* reading is S_RESET */
         pcn_reset_csrs(n);
         n->stats.resets++;
         pcn_update_irq(n);
         *val = 0;
         break;
-    case PCN_BDP:
+    case PCNET_BDP:
         *val = bcr_read(s, s->rap);
         break;
     }
@@ -829,15 +777,15 @@ static void pcn_write(nic *n, uint32_t off, unsigned size, uint32_t val)
         return;
     }
     switch (off) {
-    case PCN_RDP:
+    case PCNET_RDP:
         csr_write(n, s->rap, (uint16_t)val);
         break;
-    case PCN_RAP:
+    case PCNET_RAP:
         s->rap = val & 0xff;            /* RAP[7:0]; bits 15-8 reserved */
         break;
-    case PCN_RESET:                     /* writes have no effect */
+    case PCNET_RESET:                     /* writes have no effect */
         break;
-    case PCN_BDP:
+    case PCNET_BDP:
         bcr_write(n, s->rap, (uint16_t)val);
         break;
     }
@@ -846,7 +794,7 @@ static void pcn_write(nic *n, uint32_t off, unsigned size, uint32_t val)
 static bool pcn_is_latch(const nic *n, uint32_t off, unsigned size)
 {
     (void)n;
-    return off == PCN_RAP && size == 2;
+    return off == PCNET_RAP && size == 2;
 }
 
 static unsigned pcn_latch_ranges(const nic *n, uint32_t (*ranges)[2],
@@ -855,7 +803,7 @@ static unsigned pcn_latch_ranges(const nic *n, uint32_t (*ranges)[2],
     (void)n;
     if (max < 1)
         return 0;
-    ranges[0][0] = PCN_RAP;
+    ranges[0][0] = PCNET_RAP;
     ranges[0][1] = 2;
     return 1;
 }
@@ -879,7 +827,7 @@ static void pcn_resume(nic *n)
 const nic_model_ops nic_pcnet_ops = {
     .name = "pcnet",
     .state_size = sizeof(pcnet),
-    .bar_size = 32,
+    .bar_size = PCNET_BAR_SIZE,
     .reset = pcn_reset,
     .read = pcn_read,
     .write = pcn_write,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The platform devices of the reference VMM besides the NICs: a 16550
- * UART console, PCI configuration mechanism #1 with its host bridge, and
- * the debug exit port. Pure models, like the NICs: the VMM core registers
- * their ranges on its buses and forwards accesses.
+ * UART console and PCI configuration mechanism #1. Pure models, like the
+ * NICs: the board (../board.c) puts them on the buses at the addresses of
+ * lcvmm/platform.h; the debug exit port and the delay ports are the
+ * board's own.
  */
 #ifndef VMM_PLATFORM_H
 #define VMM_PLATFORM_H
@@ -12,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* ---- 16550 UART (COM1 at 0x3F8, 8 ports) ------------------------------ */
+/* ---- 16550 UART (8 ports) ---------------------------------------------- */
 
 typedef struct uart uart;
 /* Characters the guest sends go to `out` (line buffered by the model). */
@@ -22,7 +23,7 @@ void uart_destroy(uart *u);
 void uart_access(uart *u, unsigned offset, bool is_write, uint8_t *val);
 uint64_t uart_bytes_out(const uart *u);
 
-/* ---- PCI configuration mechanism #1 (0xCF8, 0xCFC..0xCFF) -------------- */
+/* ---- PCI configuration mechanism #1 (CONFIG_ADDRESS, CONFIG_DATA) ------- */
 
 #define PCI_MAX_DEVFN 32          /* bus 0, function 0 of devices 0..31 */
 
@@ -49,14 +50,10 @@ void pci_destroy(pci_bus *p);
 int pci_add_function(pci_bus *p, unsigned dev, const uint8_t id[64],
                      pci_bar_info bar0, uint32_t bar0_base, uint8_t irq_line,
                      const pci_function_ops *ops);
-/* Port access at 0xCF8 + offset (offset 0..7), size 1, 2 or 4. */
+/* Port access at CONFIG_ADDRESS + offset (offset 0..7), size 1, 2 or 4. */
 void pci_access(pci_bus *p, unsigned offset, unsigned size, bool is_write,
                 uint32_t *val);
 /* Is decoding of BAR0 of `dev` enabled (command bits)? */
 bool pci_decodes(const pci_bus *p, unsigned dev);
-
-/* ---- Debug exit port (0xF4) ------------------------------------------ */
-/* Handled by the core: a write ends the VM with the value as exit code. */
-#define DEBUG_EXIT_PORT 0xF4
 
 #endif /* VMM_PLATFORM_H */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The platform of the reference VMM as its guests see it: where each
+ * device sits and what the exit status means. The one copy shared by the
+ * VMM (examples/vmm), the guests (examples/guests, in C and in assembly)
+ * and the tests; docs/vmm.md ("The platform a guest sees") describes it.
+ *
+ * Freestanding: macros only (and one enum outside assembly), so the
+ * guests (-ffreestanding, no libc) and .S files can include it.
+ */
+#ifndef LCVMM_PLATFORM_H
+#define LCVMM_PLATFORM_H
+
+/* ---- legacy ports ------------------------------------------------------ */
+#define LCVMM_PIC1_PORT       0x20      /* 8259A master: command, data */
+#define LCVMM_PIC2_PORT       0xA0      /* 8259A slave */
+#define LCVMM_PIC_PORTS       2
+#define LCVMM_POST_PORT       0x80      /* POST codes / delay port: ignored */
+#define LCVMM_DELAY_PORT      0xED      /* the other delay port: ignored */
+#define LCVMM_DEBUG_EXIT_PORT 0xF4      /* a write ends the VM (below) */
+#define LCVMM_DEBUG_EXIT_PORTS 4        /* takes 1-, 2- and 4-byte writes */
+#define LCVMM_COM1_PORT       0x3F8     /* 16550 UART, the console */
+#define LCVMM_UART_PORTS      8
+#define LCVMM_PCI_CONFIG_ADDR 0xCF8     /* PCI configuration mechanism #1 */
+#define LCVMM_PCI_CONFIG_DATA 0xCFC
+#define LCVMM_PCI_CONFIG_PORTS 8        /* 0xCF8-0xCFF */
+
+/* ---- PCI: bus 0, function 0 of each device ------------------------------ */
+#define LCVMM_PCI_HOST_DEV    0         /* i440FX-style host bridge */
+#define LCVMM_NIC_PCI_DEV     3         /* the NIC (pcnet or e1000) */
+#define LCVMM_NIC_IRQ         11        /* its INTA#: PIC IRQ / GSI 11 */
+/* Where the VMM places BAR0 before the guest moves it (the guests read
+ * it from configuration space; these are the firmware's choice). */
+#define LCVMM_PCNET_IO_BASE   0xC000    /* 32 bytes of I/O space */
+#define LCVMM_E1000_MMIO_BASE 0xFEBC0000u   /* 128 KiB of memory space */
+
+/* ---- memory ------------------------------------------------------------ */
+/* Multiboot images load at or above 1 MiB (boot/guest.ld links there). */
+#define LCVMM_LOAD_MIN        0x100000u
+
+/* ---- exit status of lcvmm ----------------------------------------------- */
+/* When the guest ends the run by writing its own code (0-255) to the debug
+ * exit port, that code is lcvmm's exit status; otherwise the status is one
+ * of these (the VMM's last stderr line says which way the run ended). */
+#ifndef __ASSEMBLER__
+enum lcvmm_exit_status {
+    LCVMM_EXIT_OK      = 0,     /* guest halted or asked to power off */
+    LCVMM_EXIT_ERROR   = 2,     /* VMM error: arguments, image, back end */
+    LCVMM_EXIT_CRASH   = 3,     /* guest crashed (triple fault, bad state) */
+    LCVMM_EXIT_TIMEOUT = 4,     /* --timeout or --insn-limit reached */
+};
+#endif
+
+#endif /* LCVMM_PLATFORM_H */

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The board: the devices of the reference VMM's platform, each a
+ * descriptor with the ranges it decodes, and their init list. The
+ * addresses are the platform's (lcvmm/platform.h, shared with the
+ * guests); docs/vmm.md, "The platform a guest sees", describes them.
+ */
+#include <stdio.h>
+
+#include "lcvmm/platform.h"
+#include "vmm.h"
+
+/* ---- PCI configuration mechanism #1 and its host bridge ---------------- */
+
+static void pci_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
+                        uint64_t *val)
+{
+    uint32_t v = (uint32_t)*val;
+    pci_access(opaque, (unsigned)off, size, w, &v);
+    if (!w)
+        *val = v;
+}
+
+static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
+{
+    static const uint8_t host_bridge[64] = {
+        0x86, 0x80, 0x37, 0x12,         /* 8086:1237 (i440FX) */
+        [0x0a] = 0x00, [0x0b] = 0x06,   /* class 06/00: host bridge */
+    };
+
+    vm->pci = pci_create();
+    if (!vm->pci) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    dev->state = vm->pci;
+    if (pci_add_function(vm->pci, LCVMM_PCI_HOST_DEV, host_bridge,
+                         (pci_bar_info){ 0, false }, 0, 0, NULL)) {
+        snprintf(err, errlen, "cannot add the PCI host bridge");
+        return -1;
+    }
+    return 0;
+}
+
+static void pci_host_exit(vmm *vm, vmm_device *dev)
+{
+    pci_destroy(dev->state);
+    vm->pci = NULL;
+}
+
+static const vmm_device_ops pci_host_device = {
+    .name = "pci-cfg",
+    .ranges = { { false, LCVMM_PCI_CONFIG_ADDR, LCVMM_PCI_CONFIG_PORTS,
+                  pci_cfg_bus } },
+    .init = pci_host_init,
+    .exit = pci_host_exit,
+};
+
+/* ---- 16550 UART on COM1: the console ----------------------------------- */
+
+static void uart_bus(void *opaque, uint64_t off, unsigned size, bool w,
+                     uint64_t *val)
+{
+    uint8_t v = (uint8_t)*val;
+    (void)size;
+    uart_access(opaque, (unsigned)off, w, &v);
+    if (!w)
+        *val = v;
+}
+
+static int uart_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
+{
+    (void)vm;
+    dev->state = uart_create(stdout);
+    if (!dev->state) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static void uart_exit(vmm *vm, vmm_device *dev)
+{
+    (void)vm;
+    uart_destroy(dev->state);
+}
+
+static const vmm_device_ops uart_device = {
+    .name = "uart",
+    .ranges = { { false, LCVMM_COM1_PORT, LCVMM_UART_PORTS, uart_bus } },
+    .init = uart_init,
+    .exit = uart_exit,
+};
+
+/* ---- the debug exit port ---------------------------------------------- */
+
+static void debug_exit(void *opaque, uint64_t off, unsigned size, bool w,
+                       uint64_t *val)
+{
+    (void)off; (void)size;
+    if (w)
+        vmm_request_stop(opaque, (int)(*val & 0xff),
+                         "guest wrote %#llx to the debug exit port",
+                         (unsigned long long)*val);
+}
+
+static const vmm_device_ops debug_exit_device = {
+    .name = "debug-exit",
+    .ranges = { { false, LCVMM_DEBUG_EXIT_PORT, LCVMM_DEBUG_EXIT_PORTS,
+                  debug_exit } },
+};
+
+/* ---- delay ports ------------------------------------------------------ */
+
+/* Port 0x80 (POST codes, and the delay port of the paper's section-4
+ * OUT 0x80 workaround) and 0xED (the other delay port BIOSes use, as in
+ * the paper's section-4 PCI sequence): accepted and ignored, as on a PC
+ * without a POST card. */
+static void sink(void *opaque, uint64_t off, unsigned size, bool w,
+                 uint64_t *val)
+{
+    (void)opaque; (void)off; (void)size; (void)w; (void)val;
+}
+
+static const vmm_device_ops delay_ports_device = {
+    .name = "delay",
+    .ranges = { { false, LCVMM_POST_PORT, 1, sink },
+                { false, LCVMM_DELAY_PORT, 1, sink } },
+};
+
+/* ---- the init list ------------------------------------------------------ */
+
+/* In init order: the PCI host first, since the NIC attaches to its bus. */
+const vmm_device_ops *const vmm_board[] = {
+    &pci_host_device,
+    &uart_device,
+    &debug_exit_device,
+    &delay_ports_device,
+    &vmm_nic_device,
+    NULL,
+};

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device list: initialising the board's devices in order, registering
+ * the ranges each declares, and the run-time hooks over all of them
+ * (device.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vmm.h"
+
+static int register_ranges(vmm *vm, vmm_device *d)
+{
+    const vmm_device_ops *o = d->ops;
+
+    for (unsigned i = 0; i < VMM_DEVICE_MAX_RANGES && o->ranges[i].len; i++) {
+        const vmm_io_range *r = &o->ranges[i];
+        if (bus_register(r->mmio ? &vm->mmio : &vm->pio, r->base, r->len,
+                         r->fn, o->init ? d->state : vm, o->name))
+            return -1;
+    }
+    return 0;
+}
+
+int vmm_devices_init(vmm *vm, char *err, size_t errlen)
+{
+    bus_init(&vm->pio, "pio");
+    bus_init(&vm->mmio, "mmio");
+    vm->dma = vmm_dma_template;
+    vm->dma.opaque = vm;
+    vm->ndev = 0;
+    for (const vmm_device_ops *const *o = vmm_board; *o; o++) {
+        vmm_device *d;
+        int rc = 0;
+
+        if (vm->ndev == VMM_MAX_DEVICES) {
+            snprintf(err, errlen, "too many devices");
+            return -1;
+        }
+        d = &vm->dev[vm->ndev];
+        *d = (vmm_device){ .ops = *o, .vm = vm };
+        if ((*o)->init)
+            rc = (*o)->init(vm, d, err, errlen);
+        if (rc == VMM_DEVICE_ABSENT)
+            continue;
+        vm->ndev++;             /* fini undoes init, even a partial one */
+        if (rc)
+            return -1;
+        if (register_ranges(vm, d)) {
+            snprintf(err, errlen, "cannot register the ports of %s",
+                     (*o)->name);
+            return -1;
+        }
+    }
+    /* what the devices mapped at creation is no news to the engine */
+    atomic_store(&vm->map_changed, false);
+    return 0;
+}
+
+void vmm_devices_fini(vmm *vm)
+{
+    while (vm->ndev) {
+        vmm_device *d = &vm->dev[--vm->ndev];
+        if (d->ops->exit)
+            d->ops->exit(vm, d);
+        d->state = NULL;
+    }
+}
+
+/* Send combining's "next world switch" (Sugerman et al., section 3.3,
+ * device.h): nearly every
+ * exit has nothing queued, so the lock is taken only when a device says
+ * it has. */
+void vmm_devices_flush_pending(vmm *vm)
+{
+    for (unsigned i = 0; i < vm->ndev; i++) {
+        vmm_device *d = &vm->dev[i];
+        if (d->ops->pending && d->ops->pending(d)) {
+            pthread_mutex_lock(&vm->dev_lock);
+            d->ops->flush(d);
+            pthread_mutex_unlock(&vm->dev_lock);
+        }
+    }
+}
+
+void vmm_devices_flush(vmm *vm)
+{
+    pthread_mutex_lock(&vm->dev_lock);
+    for (unsigned i = 0; i < vm->ndev; i++)
+        if (vm->dev[i].ops->flush)
+            vm->dev[i].ops->flush(&vm->dev[i]);
+    pthread_mutex_unlock(&vm->dev_lock);
+}
+
+bool vmm_devices_want_tick(const vmm *vm)
+{
+    for (unsigned i = 0; i < vm->ndev; i++)
+        if (vm->dev[i].wants_tick)
+            return true;
+    return false;
+}
+
+unsigned vmm_devices_coalesced(vmm *vm, vmm_io_range *out, unsigned max)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < vm->ndev && n < max; i++)
+        if (vm->dev[i].ops->coalesced)
+            n += vm->dev[i].ops->coalesced(&vm->dev[i], out + n, max - n);
+    return n;
+}
+
+void vmm_devices_stats(vmm *vm, vmm_stat_fn put, void *ctx)
+{
+    for (unsigned i = 0; i < vm->ndev; i++)
+        if (vm->dev[i].ops->stats)
+            vm->dev[i].ops->stats(&vm->dev[i], put, ctx);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The VMM's devices: each one a descriptor (vmm_device_ops) with its name,
+ * its init and exit, the port and MMIO ranges it decodes at fixed
+ * addresses, and the optional hooks the core calls at run time. The board
+ * (board.c) lists the descriptors in the order they are initialised
+ * (kvmtool's device init lists in spirit: the buses devices attach to come
+ * first); the core walks that list and registers every declared range on
+ * the port or MMIO bus with the device's state as opaque. A device whose
+ * address is programmable (a PCI BAR) maps it itself with bus_register
+ * and bus_move. The core never names a device: nothing in struct vmm is
+ * specific to one.
+ */
+#ifndef VMM_DEVICE_H
+#define VMM_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bus.h"
+#include "devices/dev.h"
+
+typedef struct vmm vmm;
+typedef struct vmm_device vmm_device;
+
+/* A range a device decodes, in port space or in guest-physical memory. */
+typedef struct vmm_io_range {
+    bool mmio;                  /* false: port space */
+    uint64_t base, len;
+    bus_handler fn;             /* NULL in vmm_device_ops.coalesced */
+} vmm_io_range;
+
+#define VMM_DEVICE_MAX_RANGES 4
+#define VMM_MAX_DEVICES 16
+
+/* The statistics sink of vmm_device_ops.stats: one counter per call. */
+typedef void (*vmm_stat_fn)(void *ctx, const char *section, const char *key,
+                            uint64_t value);
+
+/* init's result besides 0 (ready) and -1 (error, message in err). */
+#define VMM_DEVICE_ABSENT 1     /* not part of this configuration */
+
+typedef struct vmm_device_ops {
+    const char *name;
+    /* Ranges at fixed addresses (len 0 ends the list), registered after
+     * init succeeds, with dev->state as the handler's opaque. */
+    vmm_io_range ranges[VMM_DEVICE_MAX_RANGES];
+    /* Create the state (dev->state); 0, VMM_DEVICE_ABSENT, or -1 with the
+     * reason in err. NULL: a stateless device (opaque = the vmm). */
+    int  (*init)(vmm *vm, vmm_device *dev, char *err, size_t errlen);
+    /* Undo init, also one that failed half way (called in the reverse
+     * order of the list). */
+    void (*exit)(vmm *vm, vmm_device *dev);
+
+    /* Optional run-time hooks; all but pending are called with
+     * vm->dev_lock held. */
+    /* Work the device queued for the next exit (send combining, Sugerman
+     * et al., "Virtualizing I/O Devices on VMware Workstation's Hosted
+     * Virtual Machine Monitor", section 3.3): checked without the lock at
+     * every exit. */
+    bool (*pending)(vmm_device *dev);
+    /* Do what pending reported: at exits, timer ticks, and the end of the
+     * run. */
+    void (*flush)(vmm_device *dev);
+    /* A descriptor the I/O thread polls (-1: none), and what to do when it
+     * is readable. */
+    int  (*poll_fd)(vmm_device *dev);
+    void (*poll)(vmm_device *dev);
+    /* Ranges whose writes only store (latches): the KVM back end may queue
+     * them in the coalesced ring. Absolute addresses; returns the count. */
+    unsigned (*coalesced)(vmm_device *dev, vmm_io_range *out, unsigned max);
+    /* Counters for --stats. */
+    void (*stats)(vmm_device *dev, vmm_stat_fn put, void *ctx);
+} vmm_device_ops;
+
+struct vmm_device {
+    const vmm_device_ops *ops;
+    vmm *vm;
+    void *state;
+    bool wants_tick;            /* flush on send combining's timer tick */
+};
+
+/* The board (board.c): the devices of the platform in init order,
+ * NULL-terminated. */
+extern const vmm_device_ops *const vmm_board[];
+extern const vmm_device_ops vmm_nic_device;     /* nic_dev.c */
+
+/* Initialise the buses and every device of the board; 0, or -1 with the
+ * reason in err (the devices initialised so far stay for fini). */
+int  vmm_devices_init(vmm *vm, char *err, size_t errlen);
+void vmm_devices_fini(vmm *vm);
+
+/* The run-time hooks over all devices. */
+void vmm_devices_flush_pending(vmm *vm);   /* at every exit: cheap */
+void vmm_devices_flush(vmm *vm);           /* timer tick, end of run */
+bool vmm_devices_want_tick(const vmm *vm);
+unsigned vmm_devices_coalesced(vmm *vm, vmm_io_range *out, unsigned max);
+void vmm_devices_stats(vmm *vm, vmm_stat_fn put, void *ctx);
+
+/* The interrupt line `gsi` as devices get it: setting it high also
+ * makes clusters stop for the guest to take it (vm.c). */
+vm_irq vmm_irq_line(vmm *vm, unsigned gsi);
+
+#endif /* VMM_DEVICE_H */

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NIC (pcnet or e1000, --nic) as a device of the board: the model
+ * (devices/nic.h) behind PCI function LCVMM_NIC_PCI_DEV with one BAR the
+ * guest may move, its network backend (--net), interrupt line
+ * LCVMM_NIC_IRQ, and the hooks of the NIC optimizations of Sugerman et
+ * al. ("Virtualizing I/O Devices on VMware Workstation's Hosted Virtual
+ * Machine Monitor", section 3.3): send combining's queued frames
+ * (pending/flush and the timer tick), the backend's receive descriptor
+ * (poll), and the latch-only registers for the coalesced ring
+ * (coalesced).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lcvmm/platform.h"
+#include "vmm.h"
+
+typedef struct nic_dev {
+    vmm *vm;
+    nic *nic;
+    net_backend *net;
+    vm_irq irq;
+    nic_pci_id id;
+    uint32_t bar;               /* BAR0 base, as last programmed */
+    bool mapped;                /* BAR0 is on the bus */
+    bool placed;                /* set up by the VMM: later moves are the
+                                 * guest's */
+} nic_dev;
+
+static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
+                    uint64_t *val)
+{
+    nic_dev *g = opaque;
+    vmm *vm = g->vm;
+
+    if (!pci_decodes(vm->pci, LCVMM_NIC_PCI_DEV)) {
+        if (!w)
+            *val = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+        return;
+    }
+    pthread_mutex_lock(&vm->dev_lock);
+    if (size == 8) {            /* two dwords, low half first */
+        uint32_t lo = (uint32_t)*val, hi = (uint32_t)(*val >> 32);
+        nic_access(g->nic, (uint32_t)off, 4, w, &lo);
+        nic_access(g->nic, (uint32_t)off + 4, 4, w, &hi);
+        if (!w)
+            *val = lo | (uint64_t)hi << 32;
+    } else {
+        uint32_t v = (uint32_t)*val;
+        nic_access(g->nic, (uint32_t)off, size, w, &v);
+        if (!w)
+            *val = v;
+    }
+    pthread_mutex_unlock(&vm->dev_lock);
+}
+
+/* PCI: the guest (or the VMM, at creation) moved BAR0 to `base`. */
+static void nic_bar_moved(void *opaque, uint32_t base)
+{
+    nic_dev *g = opaque;
+    vmm *vm = g->vm;
+    bus *b = g->id.bar_is_io ? &vm->pio : &vm->mmio;
+    int rc;
+
+    if (g->mapped)
+        rc = bus_move(b, g->bar, base);
+    else
+        rc = bus_register(b, base, g->id.bar_size, nic_bus, g,
+                          nic_model_name(nic_model_of(g->nic)));
+    if (rc && g->placed)
+        dev_guest_error("pci", "BAR0 of 00:%02x.0 moved to %#x, onto "
+                        "another device: it decodes nothing there",
+                        LCVMM_NIC_PCI_DEV, base);
+    g->mapped = rc == 0;
+    g->bar = base;
+    /* translations remember device frames (lc_vm_ops.gpa_map contract) */
+    atomic_store(&vm->map_changed, true);
+}
+
+/* PCI: the command register changed; bit 2 is bus mastering. */
+static void nic_command(void *opaque, uint16_t cmd)
+{
+    nic_dev *g = opaque;
+    pthread_mutex_lock(&g->vm->dev_lock);
+    nic_set_bus_master(g->nic, cmd & 4);
+    pthread_mutex_unlock(&g->vm->dev_lock);
+}
+
+/* The first 64 bytes of configuration space from the model's identity. */
+static void identity(uint8_t id[64], const nic_pci_id *n)
+{
+    memset(id, 0, 64);
+    memcpy(&id[0], &n->vendor, 2);
+    memcpy(&id[2], &n->device, 2);
+    id[8] = n->revision;
+    id[9] = n->prog_if;
+    id[10] = n->subclass;
+    id[11] = n->class_code;
+    memcpy(&id[0x2c], &n->subsys_vendor, 2);
+    memcpy(&id[0x2e], &n->subsys, 2);
+    id[0x3d] = 1;               /* INTA# */
+}
+
+static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
+{
+    static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+    nic_dev *g;
+    uint8_t cfg[64];
+
+    if (vm->opt.nic == NIC_NONE)
+        return VMM_DEVICE_ABSENT;
+    g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    dev->state = g;
+    g->vm = vm;
+    g->net = net_backend_from_arg(vm->opt.net ? vm->opt.net : "peer", err,
+                                  errlen);
+    if (!g->net)
+        return -1;
+    g->irq = vmm_irq_line(vm, LCVMM_NIC_IRQ);
+    g->nic = nic_create(vm->opt.nic, mac, &vm->dma, &g->irq, g->net,
+                        &vm->opt.nic_opt);
+    if (!g->nic) {
+        snprintf(err, errlen, "cannot create the %s model",
+                 nic_model_name(vm->opt.nic));
+        return -1;
+    }
+    nic_pci_identity(vm->opt.nic, &g->id);
+    identity(cfg, &g->id);
+    pci_function_ops ops = { g, nic_bar_moved, nic_command };
+    if (pci_add_function(vm->pci, LCVMM_NIC_PCI_DEV, cfg,
+                         (pci_bar_info){ g->id.bar_size, g->id.bar_is_io },
+                         g->id.bar_is_io ? LCVMM_PCNET_IO_BASE
+                                         : LCVMM_E1000_MMIO_BASE,
+                         LCVMM_NIC_IRQ, &ops) || !g->mapped) {
+        snprintf(err, errlen, "cannot place the %s on PCI",
+                 nic_model_name(vm->opt.nic));
+        return -1;
+    }
+    g->placed = true;
+    dev->wants_tick = vm->opt.nic_opt.send_combine;
+    return 0;
+}
+
+static void nic_dev_exit(vmm *vm, vmm_device *dev)
+{
+    nic_dev *g = dev->state;
+    (void)vm;
+    if (!g)
+        return;
+    if (g->nic) {
+        nic_flush(g->nic);
+        nic_destroy(g->nic);
+    }
+    net_destroy(g->net);
+    free(g);
+}
+
+static bool nic_dev_pending(vmm_device *dev)
+{
+    return nic_tx_pending(((nic_dev *)dev->state)->nic);
+}
+
+static void nic_dev_flush(vmm_device *dev)
+{
+    nic_flush(((nic_dev *)dev->state)->nic);
+}
+
+static int nic_dev_poll_fd(vmm_device *dev)
+{
+    net_backend *be = ((nic_dev *)dev->state)->net;
+    return be->ops->poll_fd ? be->ops->poll_fd(be) : -1;
+}
+
+static void nic_dev_poll(vmm_device *dev)
+{
+    nic_poll_rx(((nic_dev *)dev->state)->nic);
+}
+
+/* The latch-only registers (nic_latch_ranges) at the BAR's address, when
+ * --nic-opt has latch. */
+static unsigned nic_dev_coalesced(vmm_device *dev, vmm_io_range *out,
+                                  unsigned max)
+{
+    nic_dev *g = dev->state;
+    uint32_t r[16][2];
+    unsigned n;
+
+    if (!g->vm->opt.nic_opt.latch_fast)
+        return 0;
+    n = nic_latch_ranges(g->nic, r, max < 16 ? max : 16);
+    for (unsigned i = 0; i < n; i++)
+        out[i] = (vmm_io_range){ !g->id.bar_is_io, g->bar + r[i][0],
+                                 r[i][1], NULL };
+    return n;
+}
+
+static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
+{
+    nic_dev *g = dev->state;
+    const nic_stats *s = nic_get_stats(g->nic);
+    const net_stats *t = &g->net->stats;
+
+    put(ctx, "nic", "reg_reads", s->reg_reads);
+    put(ctx, "nic", "reg_writes", s->reg_writes);
+    put(ctx, "nic", "latch_accesses", s->latch_accesses);
+    put(ctx, "nic", "tx_frames", s->tx_frames);
+    put(ctx, "nic", "rx_frames", s->rx_frames);
+    put(ctx, "nic", "rx_no_buffer", s->rx_no_buffer);
+    put(ctx, "nic", "tx_combined", s->tx_combined);
+    put(ctx, "nic", "tx_batches", s->tx_batches);
+    put(ctx, "nic", "irq_raised", s->irq_raised);
+    put(ctx, "nic", "irq_line_calls", s->irq_line_calls);
+    put(ctx, "nic", "irq_suppressed", s->irq_suppressed);
+    put(ctx, "nic", "guest_errors", s->guest_errors);
+    put(ctx, "nic", "resets", s->resets);
+    put(ctx, "net", "tx_frames", t->tx_frames);
+    put(ctx, "net", "rx_frames", t->rx_frames);
+    put(ctx, "net", "tx_dropped", t->tx_dropped);
+    put(ctx, "net", "rx_dropped", t->rx_dropped);
+    put(ctx, "net", "arp_replies", t->arp_replies);
+    put(ctx, "net", "icmp_replies", t->icmp_replies);
+    put(ctx, "net", "udp_replies", t->udp_replies);
+    put(ctx, "net", "ignored", t->ignored);
+}
+
+const vmm_device_ops vmm_nic_device = {
+    .name = "nic",
+    .init = nic_dev_init,
+    .exit = nic_dev_exit,
+    .pending = nic_dev_pending,
+    .flush = nic_dev_flush,
+    .poll_fd = nic_dev_poll_fd,
+    .poll = nic_dev_poll,
+    .coalesced = nic_dev_coalesced,
+    .stats = nic_dev_stats,
+};
