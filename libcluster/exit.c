@@ -84,8 +84,8 @@ static int io_matches(const lcd_insn *d, const lc_exit *x,
             return 0;
     if (!io->is_string && d->info.op != (io->is_out ? LC_OP_OUT : LC_OP_IN))
         return 0;
-    if (io->count > 1 && !(string && io->is_rep))
-        return 0;
+    if ((io->count > 1 || io->is_rep) && !(string && io->is_rep))
+        return 0;                     /* only REP INS/OUTS repeat */
     if (string) {
         if ((d->info.rep != 0) != (io->is_rep != 0))
             return 0;
