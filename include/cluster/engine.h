@@ -10,7 +10,7 @@
  * Threading: lc_vcpu_handle_exit() may run on many vCPU threads at once,
  * one call per context at a time. lc_engine_create()/lc_engine_destroy()
  * and lc_vcpu_create()/lc_vcpu_destroy() must not race with calls on the
- * objects they create or destroy.
+ * objects they create or destroy; lc_engine_flush() may run at any time.
  */
 #ifndef CLUSTER_ENGINE_H
 #define CLUSTER_ENGINE_H
@@ -34,7 +34,8 @@ typedef struct lc_vcpu lc_vcpu;
 
 /*
  * Create an engine for one VM. `cfg` is copied (NULL means defaults);
- * `ops` is borrowed and must outlive the engine. On success *out owns a
+ * so is `ops`, up to ops->size bytes: callbacks beyond a smaller (older)
+ * table are NULL, fields of a larger (newer) one are ignored. On success *out owns a
  * new engine the caller frees with lc_engine_destroy().
  * Errors: LC_ERR_INVAL, LC_ERR_NOMEM.
  */
@@ -51,8 +52,12 @@ lc_status lc_engine_get_config(const lc_engine *engine, lc_config *out);
 /*
  * Drop every translation and every exit-tracking entry: on guest reset,
  * and whenever the guest-physical map changes (translations remember
- * which device frame an instruction hits). Must not race with
- * lc_vcpu_handle_exit() on any vCPU.
+ * which device frame an instruction hits). Safe to call from any thread
+ * while vCPUs handle exits, as KVM's vCPU requests: it clears the shared
+ * tracking table and bumps the engine's generation; each vCPU compares
+ * its own generation on entry to lc_vcpu_handle_exit() and drops its
+ * translations when behind. Every exit that starts after this returns
+ * sees the flush; one already running finishes with what it had.
  */
 lc_status lc_engine_flush(lc_engine *engine);
 
