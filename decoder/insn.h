@@ -83,6 +83,12 @@ typedef struct lcd_insn {
 lc_status lcd_decode(lc_cpu_mode mode, const uint8_t *bytes, size_t len,
                      lcd_insn *out);
 
+/* Target of a direct relative JMP, Jcc or CALL at `rip`; contract as
+ * lc_insn_branch_target() (target.c; the translator links its loops and
+ * forward branches with it, so it lives below the translator). */
+lc_status lcd_branch_target(const lc_insn_info *info, uint64_t rip,
+                            uint64_t *target);
+
 /* Intel-syntax text; contract as lc_insn_format(). */
 lc_status lcd_format(const lc_insn_info *info, uint64_t rip, char *buf,
                      size_t size);

@@ -1,14 +1,97 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libcluster/engine_int.h: what the adapters inside libcluster/ may see of
- * a vCPU context. Not installed, not exported (names without lc_).
+ * libcluster/engine_int.h: the engine's objects as the files of the
+ * engine layer share them (engine.c, handle_exit.c, coherency.c, exit.c).
+ * Not installed, not exported (names without lc_), not for the KVM
+ * adapter, which sees only adapter.h.
  */
 #ifndef LC_LIBCLUSTER_ENGINE_INT_H
 #define LC_LIBCLUSTER_ENGINE_INT_H
 
-#include <cluster/engine.h>
+#include <pthread.h>
+#include <stdint.h>
 
-const lc_vm_ops *lci_vcpu_ops(const lc_vcpu *vcpu);
-void *lci_vcpu_opaque(const lc_vcpu *vcpu);
+#include <cluster/cluster.h>
+
+#include "../runtime/rt.h"
+#include "../translator/translator.h"
+#include "exit_tracking.h"
+#include "translation_cache.h"
+
+struct lc_vcpu {
+    lc_engine *engine;
+    uint32_t id;
+    void *opaque;
+    uint64_t gen;                /* engine generation this vCPU's cache
+                                  * belongs to (lci_vcpu_sync) */
+    lc_stats stats;
+    tc_cache tc;                 /* this vCPU's translations */
+    uint64_t invalidated[8];     /* RIPs whose translation failed the
+                                  * coherency check, for "retranslations" */
+    unsigned ninval;
+    lcx_cluster scratch;         /* formation workspace */
+    lcr_fetch_rec rec;           /* the last window fetch's record */
+    struct lc_vcpu *next;        /* engine's list, under engine->lock */
+    struct lc_vcpu **pprev;
+};
+
+struct lc_engine {
+    lc_config cfg;
+    lc_vm_ops ops;               /* the VMM's table, copied up to its size;
+                                  * callbacks it does not have are NULL */
+    uint64_t gen;                /* bumped by lc_engine_flush (atomic) */
+    pthread_mutex_t lock;        /* vCPU list only: never on the hit path */
+    lc_vcpu *vcpus;
+    unsigned nr_vcpus;
+    lc_stats retired;            /* counters of destroyed vCPUs */
+    lct_table track;             /* shared; per-row locks */
+};
+
+/* Counters have one writer (the vCPU's thread) and may be read from any
+ * thread (lc_engine_get_stats): single-writer relaxed atomic stores and
+ * atomic loads keep that race-free without a locked instruction. */
+#define STAT_ADD(field, n) \
+    __atomic_store_n(&(field), (field) + (uint64_t)(n), __ATOMIC_RELAXED)
+#define STAT_INC(field) STAT_ADD(field, 1)
+
+/* Flush requests (engine.c), as KVM's vCPU requests: lc_engine_flush()
+ * bumps the engine's generation; a vCPU that finds itself behind on
+ * entry to the exit path drops its private translations first. Called
+ * on the vCPU's own thread only. */
+static inline void lci_vcpu_sync(lc_vcpu *vc)
+{
+    uint64_t g = __atomic_load_n(&vc->engine->gen, __ATOMIC_ACQUIRE);
+
+    if (__builtin_expect(g != vc->gen, 0)) {
+        tc_flush(&vc->tc);
+        vc->ninval = 0;
+        vc->gen = g;
+    }
+}
+
+/* ---- exit.c: what the exit was ------------------------------------------ */
+
+/* Is the description well formed (kind, sizes, lengths in range)? */
+int lci_exit_valid(const lc_exit *x);
+
+/* Is `d`, an instruction at `rip`, the one the hypervisor says exited,
+ * with everything the description reports (kind, width, port, value,
+ * length, repeat count) agreeing with what the decoded instruction and
+ * the registers in `st` say? `st` is the state with RIP at `d` or, for
+ * an exit reported past it, after it (the reported facts an instruction
+ * changes are then not compared). */
+int lci_exit_matches(const lcd_insn *d, const lc_exit *x,
+                     const lc_cpu_state *st);
+
+/* Why it exited, for the tracking table's property bits (section 5). */
+uint8_t lci_exit_props(const lc_exit *x);
+
+/* ---- coherency.c: section 7 --------------------------------------------- */
+
+/* Are the guest bytes a cached translation `te` covers at `at` still what
+ * it was made from? On yes, gfn[] and *ngfn are the code's frames (for the
+ * SMC watch). Re-records te->rec when it had to do a full fetch. */
+int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at, uint64_t gfn[2],
+                 unsigned *ngfn);
 
 #endif /* LC_LIBCLUSTER_ENGINE_INT_H */

@@ -953,7 +953,7 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
     v->nwatch = nw > 2 ? 2 : nw;
     v->watch_gfn[0] = w0;
     v->watch_gfn[1] = w1;
-    v->mode = lc_cpu_mode_of(st);
+    v->mode = lcr_cpu_mode(st);
     /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
      * code); real mode is CPL 0 and vm86 CPL 3. */
     if (v->mode == LC_MODE_REAL)

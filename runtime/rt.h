@@ -23,7 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cluster/cluster.h>
+/* Only the public headers that describe data: never the engine's API
+ * (the build links the runtime without the engine, see meson.build). */
+#include <cluster/cpu.h>
+#include <cluster/error.h>
+#include <cluster/ops.h>
+#include <cluster/stop.h>
 
 #include "../decoder/insn.h"
 
@@ -109,6 +114,10 @@ typedef struct lcr_vcpu {
                                     * 14 (#PF), 6 (#UD), 0 (#DE) */
     uint64_t         fault_addr; /* linear address for #PF */
 } lcr_vcpu;
+
+/* The execution mode `st` is in, from CR0.PE, EFER.LMA, CS.L/D and
+ * RFLAGS.VM (mode.c); contract as lc_cpu_mode_of(). */
+lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *st);
 
 /* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs). */
 void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "../runtime/alu.h"
-#include "cluster.h"
+#include "translator.h"
 
 /* Translation-time specialization: a register-only ALU or MOV with full
  * GPR operands (no AH..BH) gets a compact descriptor that lcx_run()
@@ -257,7 +257,7 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
                 uint64_t t;
                 lc_insn_info ii = x->d.info;
                 int ti;
-                if (lc_insn_branch_target(&ii, x->rip, &t) != LC_OK)
+                if (lcd_branch_target(&ii, x->rip, &t) != LC_OK)
                     continue;
                 ti = index_of(out, n, t);
                 if (ti < 0)

@@ -9,7 +9,7 @@
  * resuming at that RIP (a taken branch leaving the cluster, method 1).
  */
 #include "../runtime/alu.h"
-#include "cluster.h"
+#include "translator.h"
 
 /* Lazy flags for the inline path: an ALU gap filler records its
  * operation and operands; the status flags are computed only when

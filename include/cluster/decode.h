@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /*
- * Exit classes (DESIGN.md, "Decoding and exit classes").
+ * Exit classes (docs/design.md, "Decoding and exit classes").
  *  STRONG      always exits under hardware virtualization: IN, OUT, INS,
  *              OUTS, CPUID, HLT, MOV to/from DR, RDMSR, WRMSR, VMREAD,
  *              VMWRITE, VMCALL. The runtime runs it through a callback.

@@ -42,33 +42,59 @@ typedef enum lc_exit_rip {
                          * calls the engine (OUT on some KVM builds) */
 } lc_exit_rip;
 
+/*
+ * Every field the VMM fills is cross-checked against the instruction the
+ * engine decodes there (and the registers), and the engine declines the
+ * exit (LC_DECLINED, stop LC_STOP_UNSUPPORTED) on any disagreement: the
+ * code changed under the hypervisor's feet (another vCPU, DMA) or the
+ * description is wrong, and either way acting on it would be wrong.
+ * Facts a hypervisor may not know carry a "known" bit in lc_exit.reported
+ * or use 0 for "unknown", so a VMM that leaves them zeroed loses nothing.
+ */
 typedef struct lc_exit_io {
-    uint16_t port;
-    uint8_t  size;       /* 1, 2 or 4 bytes */
+    uint16_t port;       /* checked with LC_EXIT_HAS_PORT: the immediate or
+                          * DX of the decoded IN/OUT/INS/OUTS */
+    uint8_t  size;       /* 1, 2 or 4 bytes: the decoded data width */
     uint8_t  is_out;     /* 1 for OUT/OUTS, 0 for IN/INS */
     uint8_t  is_string;  /* INS/OUTS */
-    uint8_t  is_rep;
+    uint8_t  is_rep;     /* with is_string: the instruction has a REP
+                          * prefix (checked) */
     uint8_t  pad_[2];
-    uint32_t count;      /* string iterations reported by the hypervisor */
-    uint32_t value;      /* OUT: the value written (size bytes) */
+    uint32_t count;      /* iterations reported by the hypervisor, 0 if
+                          * unknown; more than 1 only for REP INS/OUTS */
+    uint32_t value;      /* OUT with LC_EXIT_HAS_VALUE: the value written
+                          * (size bytes), checked against AL/AX/EAX */
 } lc_exit_io;
 
 typedef struct lc_exit_mmio {
     uint64_t gpa;
-    uint8_t  len;        /* 1, 2, 4 or 8 */
-    uint8_t  is_write;
+    uint8_t  len;        /* 1, 2, 4 or 8; at most the decoded access width
+                          * (a hypervisor may split one at a page end) */
+    uint8_t  is_write;   /* LC_EXIT_MMIO: the decoded instruction writes
+                          * (or, for 0, reads) memory */
     uint8_t  pad_[6];
-    uint64_t value;      /* write: the value stored (len bytes) */
+    uint64_t value;      /* write with LC_EXIT_HAS_VALUE: the value stored
+                          * (len bytes), checked against the source of a
+                          * MOV store of the whole width */
 } lc_exit_mmio;
+
+/* Bits of lc_exit.reported: which optional facts the VMM filled in. */
+#define LC_EXIT_HAS_PORT  (1u << 0)  /* u.io.port */
+#define LC_EXIT_HAS_VALUE (1u << 1)  /* u.io.value (OUT), u.mmio.value
+                                      * (MMIO write) */
+#define LC_EXIT_HAS_MSR   (1u << 2)  /* u.msr: ECX of the RDMSR/WRMSR */
 
 typedef struct lc_exit {
     lc_exit_kind kind;
     lc_exit_rip  rip;
     /* Length of the exiting instruction if the hypervisor reports it (VMX
      * "VM-exit instruction length"), or 0 if unknown; the engine decodes
-     * it anyway and uses this only as a cross-check. */
+     * it anyway and declines the exit when the lengths differ. With
+     * LC_EXIT_RIP_PAST and no insn_rip it also tells where the exiting
+     * instruction started (RIP - insn_len), checked as insn_rip is. */
     uint8_t      insn_len;
-    uint8_t      pad_[3];
+    uint8_t      reported;   /* LC_EXIT_HAS_* */
+    uint8_t      pad_[2];
     /* With LC_EXIT_RIP_PAST: the address (RIP) of the exiting instruction
      * if known, else 0. It lets the engine anchor a translation on the
      * exiting instruction itself, so a loop back to it stays inside the
@@ -79,8 +105,8 @@ typedef struct lc_exit {
     union {
         lc_exit_io   io;     /* LC_EXIT_IO */
         lc_exit_mmio mmio;   /* LC_EXIT_MMIO, LC_EXIT_TRACED */
-        uint32_t     msr;    /* LC_EXIT_RDMSR / LC_EXIT_WRMSR: ECX */
-        uint64_t     field;  /* LC_EXIT_VMREAD / LC_EXIT_VMWRITE */
+        uint32_t     msr;    /* LC_EXIT_RDMSR / LC_EXIT_WRMSR: ECX, with
+                              * LC_EXIT_HAS_MSR */
     } u;
 } lc_exit;
 

@@ -58,6 +58,47 @@ lc_status lc_kvm_probe(lc_kvm_caps *caps);
 const char *lc_kvm_caps_describe(const lc_kvm_caps *caps, char *buf,
                                  unsigned size);
 
+/* ---- kvm_run in the engine's terms ------------------------------------------
+ * The conversions the adapter itself uses, for a VMM that keeps its own
+ * loop (or calls lc_vcpu_handle_exit() itself). They read and write
+ * kvm_run only; no ioctl.
+ */
+
+/*
+ * The vCPU state from kvm_run's sync regs (run->s.regs.regs and .sregs),
+ * which KVM fills at every exit when run->kvm_valid_regs has
+ * KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS (lc_kvm_vcpu_attach() sets them).
+ * Errors: LC_ERR_INVAL (NULL), LC_ERR_UNSUPPORTED (those sync regs are
+ * not valid in `run`; *state untouched).
+ */
+lc_status lc_kvm_state_from_run(const struct kvm_run *run,
+                                lc_cpu_state *state);
+
+/*
+ * Write back the parts of `state` named by `dirty` (LC_DIRTY_*, as in
+ * lc_result.dirty) into the sync regs and mark them in
+ * run->kvm_dirty_regs, so the next KVM_RUN loads them without a
+ * KVM_SET_REGS/KVM_SET_SREGS ioctl. LC_DIRTY_SREGS writes segments,
+ * descriptor tables, control registers and EFER, and keeps the rest of
+ * kvm_sregs (APIC base, pending interrupts) as KVM reported it.
+ * Errors: LC_ERR_INVAL (NULL).
+ */
+lc_status lc_kvm_state_to_run(struct kvm_run *run, const lc_cpu_state *state,
+                              uint32_t dirty);
+
+/*
+ * Describe a KVM_EXIT_IO or KVM_EXIT_MMIO exit as lc_exit: port, size,
+ * direction and count, the value of an OUT or MMIO write (with
+ * LC_EXIT_HAS_PORT / LC_EXIT_HAS_VALUE set), and, when `caps` is given,
+ * whether RIP is already past the instruction on this kernel (else
+ * LC_EXIT_RIP_AT). KVM does not say whether a port access was a string
+ * instruction: one with count > 1 is described as REP INS/OUTS, one with
+ * count 1 as IN/OUT (the engine declines it if the code is INS/OUTS).
+ * Errors: LC_ERR_INVAL (NULL), LC_ERR_UNSUPPORTED (another exit reason).
+ */
+lc_status lc_kvm_exit_from_run(const struct kvm_run *run,
+                               const lc_kvm_caps *caps, lc_exit *exit);
+
 typedef struct lc_kvm_vcpu lc_kvm_vcpu;
 
 /*

@@ -4,8 +4,8 @@
  *
  * Modelled on KVM's struct x86_emulate_ops: the engine knows nothing of the
  * VMM; it holds the vCPU's opaque pointer (given to lc_vcpu_create()) and a
- * const table of callbacks, one per host service. The table must outlive
- * the engine; the engine never writes to it.
+ * const table of callbacks, one per host service. The engine copies the
+ * table at lc_engine_create() (up to `size` bytes) and never writes to it.
  *
  * NOTES (contracts every callback may rely on):
  *  - Access sizes are 1, 2, 4 or 8 bytes (port I/O: 1, 2 or 4).
@@ -67,7 +67,9 @@ typedef struct lc_gpa_map {
 
 typedef struct lc_vm_ops {
     /* Size of this structure as the VMM was compiled against it
-     * (sizeof(lc_vm_ops)); lets the table grow without breaking the ABI. */
+     * (sizeof(lc_vm_ops)); lets the table grow without breaking the ABI:
+     * the engine takes min(size, its sizeof) bytes and treats callbacks
+     * beyond them as NULL. At least up to and including gpa_map. */
     size_t size;
 
     /* Required. Translate a guest-physical address. `is_write` says what

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../../examples/paper/paper_examples.h"
-#include "../../translator/cluster.h"
+#include "../../translator/translator.h"
 #include "../../runtime/alu.h"
 #include "fakevm.h"
 #include "harness.h"

@@ -264,6 +264,158 @@ START_TEST(mismatched_exit_declines)
 }
 END_TEST
 
+/* Every fact the VMM reports about the exit is checked against the
+ * instruction decoded there and its registers, on a miss and on a hit
+ * alike; any disagreement declines the exit with nothing done. */
+static void expect_declined(rig *r, const lc_cpu_state *s0, const lc_exit *x)
+{
+    lc_cpu_state s = *s0;
+    lc_result res;
+
+    r->f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r->v, &s, x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_DECLINED);
+    ck_assert_int_eq(res.stop, LC_STOP_UNSUPPORTED);
+    ck_assert_uint_eq(s.rip, s0->rip);
+    ck_assert_uint_eq(r->f.nlog, 0);
+}
+
+START_TEST(exit_facts_cross_checked)
+{
+    rig r; lc_cpu_state s, s0; lc_result res;
+    lc_exit good = io_exit(0xcf8, 4, 1), x;
+
+    bios_rig(&r, &s0);                 /* 66 ef: out dx, eax */
+    s0.gpr[LC_RAX] = 0x80000010;
+    good.insn_len = 2;
+    good.reported = LC_EXIT_HAS_PORT | LC_EXIT_HAS_VALUE;
+    good.u.io.value = 0x80000010;
+    good.u.io.count = 1;
+    for (int hit = 0; hit < 2; hit++) {
+        x = good; x.insn_len = 1;                 expect_declined(&r, &s0, &x);
+        x = good; x.u.io.port = 0xcfc;            expect_declined(&r, &s0, &x);
+        x = good; x.u.io.value = 0x80000014;      expect_declined(&r, &s0, &x);
+        x = good; x.u.io.size = 1;                expect_declined(&r, &s0, &x);
+        x = good; x.u.io.count = 2;               expect_declined(&r, &s0, &x);
+        x = good; x.u.io.is_rep = 1;              expect_declined(&r, &s0, &x);
+        /* unreported facts are not compared */
+        x = good; x.reported = 0; x.u.io.port = 1; x.u.io.value = 2;
+        x.insn_len = 0;
+        for (int i = 0; i < (hit ? 1 : 3); i++) {  /* the third translates */
+            s = s0;
+            ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+            ck_assert_int_eq(res.disposition, LC_HANDLED);
+        }
+        ck_assert(res.translated);     /* the cases above now meet a hit */
+    }
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &good, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_uint_eq(res.exits_saved, 2);
+
+    /* RDMSR: ECX against the reported MSR */
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_RDMSR;
+    x.reported = LC_EXIT_HAS_MSR;
+    x.u.msr = 0x1b;
+    s0.rip = 0x7100;
+    s0.gpr[LC_RCX] = 0x10;
+    r.f.ram[0x7100] = 0x0f;
+    r.f.ram[0x7101] = 0x32;            /* rdmsr */
+    expect_declined(&r, &s0, &x);
+    s0.gpr[LC_RCX] = 0x1b;
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    rig_down(&r);
+}
+END_TEST
+
+/* MMIO: the direction, the width and the value of a MOV store. */
+START_TEST(mmio_facts_cross_checked)
+{
+    rig r; lc_cpu_state s, s0; lc_result res;
+    lc_exit x;
+
+    rig_up(&r, NULL);
+    fvm_state_prot32(&s0, 0);
+    s0.rip = 0x7000;
+    s0.gpr[LC_RBX] = FVM_MMIO + 0x10;
+    s0.gpr[LC_RAX] = 0x12345678;
+    r.f.ram[0x7000] = 0x89;
+    r.f.ram[0x7001] = 0x03;            /* mov [ebx], eax */
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_MMIO;
+    x.u.mmio.gpa = FVM_MMIO + 0x10;
+    x.u.mmio.len = 4;
+    x.u.mmio.is_write = 1;
+    x.reported = LC_EXIT_HAS_VALUE;
+    x.u.mmio.value = 0x12345679;
+    expect_declined(&r, &s0, &x);
+    x.u.mmio.value = 0x12345678;
+    x.u.mmio.len = 8;                  /* wider than the store */
+    expect_declined(&r, &s0, &x);
+    x.u.mmio.len = 4;
+    x.u.mmio.is_write = 0;             /* a read, but the code stores */
+    expect_declined(&r, &s0, &x);
+    x.u.mmio.is_write = 1;
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_uint_eq(s.rip, 0x7002);
+    rig_down(&r);
+}
+END_TEST
+
+/* lc_vm_ops.size: a table from an older (smaller) header has fewer
+ * callbacks; the engine must treat the ones beyond its size as NULL,
+ * never read them. And the table is copied: the VMM's may go away. */
+START_TEST(vm_ops_size_is_honoured)
+{
+    static const size_t sizes[] = {
+        offsetof(lc_vm_ops, dr_write),          /* ends before dr_write */
+        offsetof(lc_vm_ops, dr_write) + 4,      /* ends inside it */
+    };
+    rig r; lc_cpu_state s; lc_result res;
+    lc_exit x;
+    lc_vm_ops ops;
+
+    for (unsigned i = 0; i < 2; i++) {
+        ops = fvm_ops;                 /* dr_write is set beyond the size */
+        ops.size = sizes[i];
+        fvm_init(&r.f);
+        ck_assert_int_eq(lc_engine_create(NULL, &ops, &r.e), LC_OK);
+        ck_assert_int_eq(lc_vcpu_create(r.e, 0, &r.f, &r.v), LC_OK);
+        fvm_state_prot32(&s, 0);
+        s.rip = 0x7000;
+        fvm_load_example(&r.f, "passmark-dr", 0x7000);
+        memset(&x, 0, sizeof x);
+        x.kind = LC_EXIT_DR_ACCESS;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, LC_DECLINED);   /* no dr_write */
+        ck_assert_uint_eq(r.f.nlog, 0);
+        ck_assert_uint_eq(s.rip, 0x7000);
+        rig_down(&r);
+    }
+
+    /* Copied: clearing the VMM's table after creation changes nothing. */
+    ops = fvm_ops;
+    fvm_init(&r.f);
+    ck_assert_int_eq(lc_engine_create(NULL, &ops, &r.e), LC_OK);
+    ck_assert_int_eq(lc_vcpu_create(r.e, 0, &r.f, &r.v), LC_OK);
+    memset(&ops, 0, sizeof ops);
+    fvm_state_real(&s);
+    s.rip = 0x7000;
+    s.gpr[LC_RDX] = 0xcf8;
+    fvm_load_example(&r.f, "bios-pci", 0x7000);
+    x = io_exit(0xcf8, 4, 1);
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_uint_eq(r.f.nlog, 1);
+    rig_down(&r);
+}
+END_TEST
+
 /* Section 5: a stream of ever-new exiting instructions (an address-space
  * randomized reboot loop, a JIT) makes the FIFOs leak; the leak guard
  * forces translation, and the cache's cap keeps memory bounded. */
@@ -583,6 +735,9 @@ static Suite *suite(void)
     tcase_add_test(t, empty_translation_cached);
     tcase_add_test(t, self_modifying_cluster);
     tcase_add_test(t, mismatched_exit_declines);
+    tcase_add_test(t, exit_facts_cross_checked);
+    tcase_add_test(t, mmio_facts_cross_checked);
+    tcase_add_test(t, vm_ops_size_is_honoured);
     tcase_add_test(t, leak_guard_and_memory_cap);
     tcase_add_test(t, techniques_switch);
     tcase_add_test(t, pae_pair_two_writes);

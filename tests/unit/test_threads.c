@@ -114,11 +114,107 @@ START_TEST(concurrent_vcpus)
 }
 END_TEST
 
+/* lc_engine_flush() from another thread while a vCPU keeps handling
+ * exits (a VMM moving a BAR cannot stop its vCPUs): the flush is a
+ * request each vCPU honours on its next exit (KVM's vCPU requests). The
+ * vCPU thread never pauses: while it waits for the flush it handles
+ * exits at another site, so the flush races with the exit path. After
+ * the flush returned, the next exit at the translated site must find
+ * nothing cached and nothing learned. */
+#define FLUSH_ROUNDS 200
+
+typedef struct flush_rig {
+    lc_engine *e;
+    int phase;          /* 0 run, 1 flush wanted, 2 flushed */
+    int failures;
+} flush_rig;
+
+static int handle(lc_vcpu *v, const lc_cpu_state *s0, uint64_t rip,
+                  const lc_exit *x, lc_result *r)
+{
+    lc_cpu_state s = *s0;
+
+    s.rip = rip;
+    return lc_vcpu_handle_exit(v, &s, x, r) == LC_OK &&
+           r->disposition == LC_HANDLED;
+}
+
+static void *flushed_vcpu(void *arg)
+{
+    flush_rig *fr = arg;
+    fvm f;
+    lc_vcpu *v;
+    lc_cpu_state s0;
+    lc_exit out, in;
+    lc_result r;
+
+    fvm_init(&f);
+    if (lc_vcpu_create(fr->e, 0, &f, &v) != LC_OK) {
+        fr->failures++;
+        fvm_fini(&f);
+        return NULL;
+    }
+    fvm_load_example(&f, "bios-pci", 0x7000);
+    fvm_load_example(&f, "out80", 0x9000);
+    fvm_state_real(&s0);
+    s0.gpr[LC_RDX] = 0xcf8;
+    memset(&out, 0, sizeof out);
+    out.kind = LC_EXIT_IO;
+    out.u.io.size = 4;
+    out.u.io.is_out = 1;
+    in = out;
+    in.u.io.size = 1;
+    in.u.io.is_out = 0;
+    for (int round = 0; round < FLUSH_ROUNDS; round++) {
+        for (int i = 0; i < 4; i++)         /* learn, translate, hit */
+            if (!handle(v, &s0, 0x7000, &out, &r))
+                fr->failures++;
+        if (!r.translated)
+            fr->failures++;
+        __atomic_store_n(&fr->phase, 1, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&fr->phase, __ATOMIC_ACQUIRE) != 2) {
+            f.nlog = 0;
+            if (!handle(v, &s0, 0x9000, &in, &r))
+                fr->failures++;
+        }
+        if (!handle(v, &s0, 0x7000, &out, &r) || r.translated ||
+            !r.learning || r.insns != 1)
+            fr->failures++;                 /* the flush was not seen */
+        __atomic_store_n(&fr->phase, 0, __ATOMIC_RELEASE);
+    }
+    lc_vcpu_destroy(v);
+    fvm_fini(&f);
+    return NULL;
+}
+
+START_TEST(flush_while_running)
+{
+    flush_rig fr = { 0 };
+    pthread_t t;
+    lc_stats st;
+
+    ck_assert_int_eq(lc_engine_create(NULL, &fvm_ops, &fr.e), LC_OK);
+    ck_assert_int_eq(pthread_create(&t, NULL, flushed_vcpu, &fr), 0);
+    for (int round = 0; round < FLUSH_ROUNDS; round++) {
+        while (__atomic_load_n(&fr.phase, __ATOMIC_ACQUIRE) != 1)
+            ;
+        ck_assert_int_eq(lc_engine_flush(fr.e), LC_OK);
+        __atomic_store_n(&fr.phase, 2, __ATOMIC_RELEASE);
+    }
+    pthread_join(t, NULL);
+    ck_assert_int_eq(fr.failures, 0);
+    ck_assert_int_eq(lc_engine_get_stats(fr.e, &st), LC_OK);
+    ck_assert_uint_ge(st.translations, FLUSH_ROUNDS);  /* one per round */
+    ck_assert_int_eq(lc_engine_destroy(fr.e), LC_OK);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("threads");
     TCase *t = tcase_create("vcpus");
     tcase_add_test(t, concurrent_vcpus);
+    tcase_add_test(t, flush_while_running);
     tcase_set_timeout(t, 120);
     suite_add_tcase(s, t);
     return s;

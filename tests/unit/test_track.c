@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "../../libcluster/track.h"
+#include "../../libcluster/exit_tracking.h"
 #include "harness.h"
 
 #define SEC 1000000000ull

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libcluster/tcache.h: the translation cache (paper section 2).
+ * libcluster/translation_cache.h: the translation cache (paper section 2).
  *
  * One cache per vCPU: the hit path takes no lock and shares no cache line
  * with other vCPUs (a documented choice; translations are cheap to make
@@ -11,12 +11,12 @@
  * the cap the oldest translations are evicted (FIFO), so a guest that
  * keeps changing its code cannot grow the cache without bound.
  */
-#ifndef LC_LIBCLUSTER_TCACHE_H
-#define LC_LIBCLUSTER_TCACHE_H
+#ifndef LC_LIBCLUSTER_TRANSLATION_CACHE_H
+#define LC_LIBCLUSTER_TRANSLATION_CACHE_H
 
 #include <stdint.h>
 
-#include "../translator/cluster.h"
+#include "../translator/translator.h"
 
 typedef struct tc_key {
     uint64_t rip;
@@ -56,4 +56,4 @@ tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
                     const uint8_t *code);
 void tc_remove(tc_cache *c, tc_entry *e);
 
-#endif /* LC_LIBCLUSTER_TCACHE_H */
+#endif /* LC_LIBCLUSTER_TRANSLATION_CACHE_H */

@@ -10,13 +10,17 @@
  * branches may go, where interrupts are checked), run by lcx_run() through
  * the runtime with no decoding on the way.
  */
-#ifndef LC_TRANSLATOR_CLUSTER_H
-#define LC_TRANSLATOR_CLUSTER_H
+#ifndef LC_TRANSLATOR_TRANSLATOR_H
+#define LC_TRANSLATOR_TRANSLATOR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cluster/cluster.h>
+/* Public data headers only, never the engine's API (the build links the
+ * translator without the engine). */
+#include <cluster/config.h>
+#include <cluster/cpu.h>
+#include <cluster/stop.h>
 
 #include "../decoder/insn.h"
 #include "../runtime/rt.h"
@@ -125,4 +129,4 @@ int lcx_is_pair(const lcd_insn *a, const lcd_insn *b);
 lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
                        uint32_t weak_backedge_cap, unsigned start);
 
-#endif /* LC_TRANSLATOR_CLUSTER_H */
+#endif /* LC_TRANSLATOR_TRANSLATOR_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libcluster/track.c: exit tracking (paper section 5). See track.h.
+ * libcluster/exit_tracking.c: exit tracking (paper section 5). See exit_tracking.h.
  *
  * Rows are guarded by a byte spin flag each: the table is touched only on
  * the interpreted (pre-translation) path, never on a translation hit, and
@@ -12,7 +12,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "track.h"
+#include "exit_tracking.h"
 
 lc_status lct_init(lct_table *t, const lc_config *cfg)
 {
@@ -42,10 +42,20 @@ void lct_fini(lct_table *t)
     t->lock = NULL;
 }
 
+static void row_lock(lct_table *t, uint32_t row);
+static void row_unlock(lct_table *t, uint32_t row);
+
+/* Row by row under each row's lock: lc_engine_flush() may run while
+ * vCPU threads record exits. */
 void lct_clear(lct_table *t)
 {
-    if (t->e)
-        memset(t->e, 0, (size_t)t->nrows * t->depth * sizeof(*t->e));
+    if (!t->e)
+        return;
+    for (uint32_t row = 0; row < t->nrows; row++) {
+        row_lock(t, row);
+        memset(&t->e[(size_t)row * t->depth], 0, t->depth * sizeof(*t->e));
+        row_unlock(t, row);
+    }
 }
 
 uint64_t lct_hash(uint64_t rip, const uint8_t *bytes, unsigned len)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libcluster/tcache.c: the per-vCPU translation cache. See tcache.h.
+ * libcluster/translation_cache.c: the per-vCPU translation cache. See translation_cache.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "tcache.h"
+#include "translation_cache.h"
 
 #define TC_BUCKETS 1024u
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libcluster/track.h: exit tracking with leakage-rate-aware FIFOs
+ * libcluster/exit_tracking.h: exit tracking with leakage-rate-aware FIFOs
  * (paper section 5, figure 1).
  *
  * An exiting instruction is hashed from (RIP, length, bytes) into
@@ -14,13 +14,13 @@
  * is translated at once (the leak guard), so the engine can never be
  * stuck interpreting forever.
  */
-#ifndef LC_LIBCLUSTER_TRACK_H
-#define LC_LIBCLUSTER_TRACK_H
+#ifndef LC_LIBCLUSTER_EXIT_TRACKING_H
+#define LC_LIBCLUSTER_EXIT_TRACKING_H
 
 #include <stdint.h>
 
 #include <cluster/decode.h>
-#include <cluster/engine.h>
+#include <cluster/config.h>
 
 /* Why an instruction exited (lct_entry.props). */
 enum lct_prop {
@@ -74,4 +74,4 @@ lct_verdict lct_record(lct_table *t, uint64_t h, uint8_t props,
  * accumulated reasons, or 0 (the dynamic-cluster predictor). */
 uint8_t lct_lookup(lct_table *t, uint64_t h);
 
-#endif /* LC_LIBCLUSTER_TRACK_H */
+#endif /* LC_LIBCLUSTER_EXIT_TRACKING_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libcluster/decode_api.c: the public face of decoder/.
+ * libcluster/decode.c: the public face of decoder/ (include/cluster/decode.h).
  */
-#include <cluster/cluster.h>
+#include <cluster/decode.h>
 
 #include "../decoder/insn.h"
 
@@ -22,22 +22,7 @@ lc_status lc_decode(lc_cpu_mode mode, const void *bytes, size_t len,
 lc_status lc_insn_branch_target(const lc_insn_info *info, uint64_t rip,
                                 uint64_t *target)
 {
-    uint64_t t;
-
-    if (!info || !target)
-        return LC_ERR_INVAL;
-    if (info->cflow != LC_CF_JMP_REL && info->cflow != LC_CF_JCC_REL &&
-        info->cflow != LC_CF_CALL_REL)
-        return LC_ERR_INVAL;
-    t = rip + info->length + (uint64_t)info->branch_disp;
-    /* The CPU truncates the new instruction pointer to the operand size
-     * (SDM Vol. 2, JMP: "tempEIP AND 0000FFFFH" for 16-bit operands). */
-    if (info->operand_bits == 16)
-        t &= 0xffffu;
-    else if (info->operand_bits == 32)
-        t &= 0xffffffffu;
-    *target = t;
-    return LC_OK;
+    return lcd_branch_target(info, rip, target);
 }
 
 lc_status lc_insn_format(const lc_insn_info *info, uint64_t rip, char *buf,

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcluster/handle_exit.c: the exit path, lc_vcpu_handle_exit().
+ *
+ *   exit -> lookup: a cached translation for this place (section 2)
+ *        -> coherency: its guest bytes unchanged (section 7, coherency.c)
+ *        -> run it, watching its code frames for self-modification
+ *   miss -> decode, check it is the instruction that exited (exit.c),
+ *           record it in the exit-tracking table (section 5); below the
+ *           threshold interpret it alone; at the threshold (or forced by
+ *           the leak guard) form the cluster, cache it, run it.
+ *
+ * Formation and running are translator/'s. The hit path is
+ * lc_vcpu_handle_exit -> exit_begin -> serve -> lookup -> lci_coherent ->
+ * run_translation -> finish; everything else is the miss.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "engine_int.h"
+
+/* One exit on its way through the engine. */
+typedef struct exit_ctx {
+    lc_vcpu *vc;
+    const lc_config *cfg;
+    lc_cpu_state *state;
+    const lc_exit *exit;
+    lc_result *res;
+    lcr_vcpu v;
+    tc_key key;
+    uint64_t at;       /* where the translation starts */
+    unsigned start;    /* 1: anchored on the completed exiting insn */
+    int first_done;    /* RIP is already past the exiting instruction */
+} exit_ctx;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Distinguishes "exited just before this RIP" from "this instruction
+ * exited" in the tracking table (any odd constant far from 0). */
+#define LC_PAST_SITE_SALT 0x9e3779b97f4a7c15ull
+
+/* Dynamic clusters (section 5): a weakly exiting instruction downstream
+ * is included when the tracking table has seen it exit. */
+static uint8_t pred_bits(uint8_t props)
+{
+    if (!props)
+        return 0;
+    return LCX_PRED_EXITS |
+           ((props & (LCT_PROP_MMIO | LCT_PROP_APIC)) ? LCX_PRED_DEVICE : 0);
+}
+
+/* The translator's predictor; `ctx` is the engine's tracking table. */
+static uint8_t predict(void *ctx, uint64_t rip, const lcd_insn *d)
+{
+    return pred_bits(lct_lookup(ctx,
+                                lct_hash(rip, d->info.bytes,
+                                         d->info.length)));
+}
+
+static unsigned log2_bucket(uint64_t n, unsigned buckets)
+{
+    unsigned b = 0;
+    while (n && b + 1 < buckets) {
+        n >>= 1;
+        b++;
+    }
+    return b;
+}
+
+static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
+                   int first_done, lc_result *res)
+{
+    lc_stats *s = &vc->stats;
+
+    res->stop = stop;
+    STAT_INC(s->stops[stop < LC_STOP_REASON_COUNT_ ? stop : LC_STOP_NONE]);
+    if (v->insns == 0 && v->dirty == 0) {
+        /* Nothing ran: the state is as it was; the VMM handles the exit
+         * (or, with RIP past it, just resumes). A REP string instruction
+         * that stopped between iterations did change state (its
+         * completed iterations stand, RIP still at it): that is handled,
+         * not declined. */
+        res->disposition = LC_DECLINED;
+        STAT_INC(s->exits_declined);
+        return;
+    }
+    res->disposition = LC_HANDLED;
+    res->dirty = v->dirty;
+    res->insns = v->insns;
+    res->exits_done = v->exits_done;
+    res->exits_saved = v->exits_done > (first_done ? 0u : 1u)
+                       ? v->exits_done - (first_done ? 0u : 1u) : 0;
+    res->halted = stop == LC_STOP_HALT;
+    STAT_ADD(s->insns, v->insns);
+    STAT_ADD(s->routed_accesses, v->routed);
+    STAT_ADD(s->exits_saved, res->exits_saved);
+    STAT_INC(s->cluster_len[v->exits_done < LC_STATS_CLUSTER_BUCKETS
+                            ? v->exits_done : LC_STATS_CLUSTER_BUCKETS - 1]);
+    if (v->exits_done > 1)
+        STAT_INC(s->exit_distance[log2_bucket((v->insns - 1) /
+                                              (v->exits_done - 1),
+                                              LC_STATS_DISTANCE_BUCKETS)]);
+    if (v->error == LC_ERR_CALLBACK)
+        res->stop = LC_STOP_CALLBACK;
+}
+
+static int was_invalidated(lc_vcpu *vc, uint64_t rip)
+{
+    for (unsigned i = 0; i < vc->ninval && i < 8; i++)
+        if (vc->invalidated[i] == rip)
+            return 1;
+    return 0;
+}
+
+/* Run a translation whose code is known coherent: watch its code frames
+ * for self-modification (section 7), run it, account for it. */
+static lc_status run_translation(exit_ctx *c, lcx_cluster *cl,
+                                 const uint64_t gfn[2], unsigned ngfn)
+{
+    lc_vcpu *vc = c->vc;
+    lcr_vcpu *v = &c->v;
+    lc_stop_reason stop;
+
+    if (c->cfg->techniques & LC_TECH_SMC) {
+        v->nwatch = (uint8_t)ngfn;
+        v->watch_gfn[0] = gfn[0];
+        v->watch_gfn[1] = gfn[1];
+    }
+    if (cl->ninsn == 0) {       /* an empty translation: nothing to run */
+        finish(vc, v, LC_STOP_TERMINATOR, c->first_done, c->res);
+        return LC_OK;
+    }
+    stop = lcx_run(cl, v, c->cfg->weak_backedge_cap, c->start);
+    if (stop == LC_STOP_SMC)
+        STAT_INC(vc->stats.smc_stops);
+    if (v->insns)
+        STAT_INC(vc->stats.exits_translated);
+    c->res->translated = 1;
+    finish(vc, v, stop, c->first_done, c->res);
+    return v->error;
+}
+
+/* The translation cache's key for the translation starting at c->at. */
+static void set_key(exit_ctx *c)
+{
+    const lc_cpu_state *s = c->state;
+
+    c->key.rip = c->at;
+    c->key.cs_base = s->seg[LC_CS].base;
+    c->key.cr3 = (s->cr0 & LC_CR0_PG) ? s->cr3 : 0;
+    c->key.mode = (uint8_t)c->v.mode;
+    c->key.first_done = (uint8_t)(c->start ? 2 : c->first_done);
+}
+
+static void exit_begin(exit_ctx *c, lc_vcpu *vc, lc_cpu_state *state,
+                       const lc_exit *exit, lc_result *res)
+{
+    uint64_t insn_rip = exit->insn_rip;
+
+    c->vc = vc;
+    c->cfg = &vc->engine->cfg;
+    c->state = state;
+    c->exit = exit;
+    c->res = res;
+    c->first_done = exit->rip == LC_EXIT_RIP_PAST;
+    c->v.insn_budget = c->cfg->insn_budget;  /* lcr_begin clears the rest */
+    c->v.rep_budget = c->cfg->rep_budget;
+    c->v.irq_check = 0;
+    c->v.nwatch = 0;
+    lcr_begin(&c->v, state, &vc->engine->ops, vc->opaque);
+
+    /* The VMM completed the exiting instruction and says where it was
+     * (or how long it was): anchor the translation on it, so a loop back
+     * to it can stay inside the cluster; the run starts at instruction 1
+     * (the current RIP). The miss path checks the claim. */
+    c->at = state->rip;
+    c->start = 0;
+    if (c->first_done && !insn_rip && exit->insn_len &&
+        exit->insn_len <= state->rip)
+        insn_rip = state->rip - exit->insn_len;
+    if (c->first_done && insn_rip && insn_rip < state->rip &&
+        state->rip - insn_rip <= LC_INSN_MAX_LEN) {
+        c->at = insn_rip;
+        c->start = 1;
+    }
+    set_key(c);
+}
+
+/* Section 2: the cached translation for this exit, if there is one that
+ * starts with the instruction the hypervisor reported. */
+static tc_entry *lookup(exit_ctx *c)
+{
+    tc_entry *te;
+    const lcx_insn *first;
+
+    if (!(c->cfg->techniques & LC_TECH_SINGLE))
+        return NULL;
+    te = tc_lookup(&c->vc->tc, &c->key);
+    if (!te || (c->first_done && !c->start) || te->cl->ninsn == 0)
+        return te;
+    /* It starts with the exiting instruction: the same cross-check as a
+     * decode would get (a mismatch goes to the miss path, which
+     * declines or drops the anchor). */
+    first = &te->cl->insn[0];
+    if (c->start && c->at + first->d.info.length != c->state->rip)
+        return NULL;
+    if (!lci_exit_matches(&first->d, c->exit, c->state))
+        return NULL;
+    return te;
+}
+
+static lc_status miss(exit_ctx *c, int incoherent);
+
+/* Lookup and coherency; a hit runs, anything else is a miss.
+ * `incoherent`: an earlier lookup of this exit failed the check. */
+static lc_status serve(exit_ctx *c, int incoherent)
+{
+    lc_vcpu *vc = c->vc;
+    tc_entry *te = lookup(c);
+    uint64_t gfn[2];
+    unsigned ngfn = 0;
+
+    if (!te)
+        return miss(c, incoherent);
+    if (lci_coherent(&c->v, te, c->at, gfn, &ngfn))
+        return run_translation(c, te->cl, gfn, ngfn);
+    /* The code changed: drop the translation; this exit runs only its
+     * own instruction; a later exit retranslates (section 7). */
+    STAT_INC(vc->stats.coherency_failures);
+    vc->invalidated[vc->ninval++ % 8] = c->at;
+    tc_remove(&vc->tc, te);
+    return miss(c, 1);
+}
+
+lc_status lc_vcpu_handle_exit(lc_vcpu *vc, lc_cpu_state *state,
+                              const lc_exit *exit, lc_result *res)
+{
+    exit_ctx c;
+
+    if (res)
+        memset(res, 0, sizeof(*res));
+    if (!vc || !state || !exit || !res || !lci_exit_valid(exit))
+        return LC_ERR_INVAL;
+    lci_vcpu_sync(vc);               /* a flush request from any thread */
+    STAT_INC(vc->stats.exits_seen);
+    exit_begin(&c, vc, state, exit, res);
+    return serve(&c, 0);
+}
+
+/* ---- the miss path -------------------------------------------------------- */
+
+/* Below the threshold (section 5), or after a coherency failure: run the
+ * exiting instruction alone (nothing to run with RIP already past it). */
+static lc_status interpret(exit_ctx *c, const lcd_insn *first)
+{
+    lc_stop_reason stop;
+
+    if (c->first_done) {
+        finish(c->vc, &c->v, LC_STOP_NONE, c->first_done, c->res);
+        return LC_OK;
+    }
+    if (lcr_exec(&c->v, first) == LCR_DONE) {
+        STAT_INC(c->vc->stats.exits_interpreted);
+        stop = c->v.stop != LC_STOP_NONE ? c->v.stop : LC_STOP_END;
+    } else {
+        stop = c->v.stop;
+    }
+    finish(c->vc, &c->v, stop, c->first_done, c->res);
+    return c->v.error;
+}
+
+/* At the threshold: form the cluster from the `got` bytes of `code`,
+ * cache it, run it. */
+static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
+                           uint8_t first_props, const uint64_t gfn[2],
+                           unsigned ngfn)
+{
+    lc_vcpu *vc = c->vc;
+    lct_table *track = &vc->engine->track;
+    lcx_form_in in = {
+        .cfg = c->cfg, .mode = c->v.mode, .rip = c->at, .code = code,
+        .code_len = got, .first_done = c->start ? 0 : c->first_done,
+        .predict = predict, .predict_ctx = track,
+        .first_pred = pred_bits(first_props),
+    };
+    lcx_cluster *cl = &vc->scratch;
+    tc_entry *te;
+
+    if (lcx_form(&in, cl) != LC_OK) {
+        /* Nothing worth running here. Remember that too, as an empty
+         * translation checked like any other (section 7), so later exits
+         * at this site cost a lookup instead of a decode of the whole
+         * window. */
+        if (cl->ninsn == 0 && cl->nbytes > 0 &&
+            (c->cfg->techniques & LC_TECH_SINGLE)) {
+            te = tc_insert(&vc->tc, &c->key, cl, code);
+            if (te)
+                te->rec = vc->rec;
+        }
+        finish(vc, &c->v, LC_STOP_TERMINATOR, c->first_done, c->res);
+        return LC_OK;
+    }
+    STAT_INC(vc->stats.translations);
+    if (was_invalidated(vc, c->at))
+        STAT_INC(vc->stats.retranslations);
+    te = tc_insert(&vc->tc, &c->key, cl, code);
+    if (!te)
+        return LC_ERR_NOMEM;   /* nothing ran; state untouched */
+    te->rec = vc->rec;
+    return run_translation(c, te->cl, gfn, ngfn);
+}
+
+/* Miss: decode what is there now, check it is what exited, record the
+ * exit (section 5), then interpret or translate. */
+static lc_status miss(exit_ctx *c, int incoherent)
+{
+    lc_vcpu *vc = c->vc;
+    uint8_t code[LCX_MAX_INSNS * LC_INSN_MAX_LEN];
+    lcd_insn *first = &vc->scratch.insn[0].d;
+    uint64_t gfn[2];
+    unsigned ngfn = 0;
+    uint8_t first_props = 0;
+    size_t got, want = (size_t)c->cfg->max_cluster_insns * LC_INSN_MAX_LEN;
+    lc_status st;
+    lct_verdict verdict;
+
+    if (want > sizeof code)
+        want = sizeof code;
+    got = lcr_fetch_at_rec(&c->v, c->at, code, want, gfn, &ngfn, &vc->rec);
+    st = lcd_decode(c->v.mode, code, got, first);
+    if (c->start && (st != LC_OK ||
+                     c->at + first->info.length != c->state->rip ||
+                     !lci_exit_matches(first, c->exit, c->state))) {
+        /* Not the exiting instruction after all: no anchor. */
+        c->at = c->state->rip;
+        c->start = 0;
+        set_key(c);
+        return serve(c, incoherent);
+    }
+    if (st != LC_OK ||
+        (!c->first_done && !lci_exit_matches(first, c->exit, c->state))) {
+        finish(vc, &c->v, LC_STOP_UNSUPPORTED, c->first_done, c->res);
+        return LC_OK;
+    }
+    /* The exiting instruction's identity. With RIP past it and no anchor,
+     * the instruction at RIP did not exit: track the exit *site* in its
+     * own hash domain, so the predictor never takes that next instruction
+     * for an exiting one. */
+    verdict = lct_record(&vc->engine->track,
+                         lct_hash(c->at, first->info.bytes,
+                                  first->info.length) ^
+                         (c->first_done && !c->start ? LC_PAST_SITE_SALT : 0),
+                         lci_exit_props(c->exit), now_ns(), &first_props);
+    if (verdict == LCT_INTERPRET || incoherent ||
+        !(c->cfg->techniques & LC_TECH_SINGLE)) {
+        c->res->learning = verdict == LCT_INTERPRET || incoherent;
+        return interpret(c, first);
+    }
+    if (verdict == LCT_TRANSLATE_FORCED)
+        STAT_INC(vc->stats.forced_translations);
+    return translate(c, code, got, first_props, gfn, ngfn);
+}
