@@ -95,6 +95,21 @@ static inline void fvm_log(fvm *f, char kind, uint64_t addr, uint8_t size,
         f->log[f->nlog++] = (fvm_event){ kind, addr, size, value };
 }
 
+/* Whether two runs made the same accesses in the same order (field by
+ * field: the events' padding is not compared). */
+static inline int fvm_log_equal(const fvm *a, const fvm *b)
+{
+    if (a->nlog != b->nlog)
+        return 0;
+    for (unsigned i = 0; i < a->nlog; i++) {
+        const fvm_event *x = &a->log[i], *y = &b->log[i];
+        if (x->kind != y->kind || x->addr != y->addr || x->size != y->size ||
+            x->value != y->value)
+            return 0;
+    }
+    return 1;
+}
+
 static inline uint64_t fvm_mask(unsigned size)
 {
     return size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
