@@ -70,12 +70,22 @@ typedef struct fvm {
     uint64_t   ram_size;
     int        own_ram;         /* fvm_fini frees it */
     uint64_t   mmio_base, mmio_size;
+    uint64_t   mmio2_base, mmio2_size;  /* a second window, e.g. above
+                                         * 4 GiB (0, 0: none) */
     uint64_t   traced_gfn;      /* FVM_NONE for none */
     uint64_t   readonly_gfn;    /* FVM_NONE for none */
+    uint64_t   short_gfn;       /* RAM page whose span ends after 3 bytes,
+                                 * shorter than any paging entry */
+    int        traced_no_store; /* traced writes are logged, not stored:
+                                 * proves the engine never stores to a
+                                 * traced page itself */
     fvm_device_fn device;       /* NULL: fvm_default_device */
     void      *ctx;             /* the device function's own state */
     fvm_event  log[FVM_LOG_MAX];
     unsigned   nlog;            /* stops growing at FVM_LOG_MAX */
+    unsigned   nmap, nmap_write;   /* gpa_map calls, with is_write */
+    int        read_not_zeroed; /* an MMIO read arrived with *value != 0
+                                 * (ops.h: the engine zeroes it) */
     /* Knobs of the default device. */
     lc_cb_result pio_answer;    /* LC_CB_OK unless a test wants STOP */
     int        irq;             /* irq_pending answer */
@@ -183,9 +193,18 @@ static inline lc_cb_result fvm_access_device(fvm *f, fvm_access *a)
 static inline void fvm_gpa_map(void *o, uint64_t gpa, int w, lc_gpa_map *m)
 {
     fvm *f = o;
-    (void)w;
-    memset(m, 0, sizeof *m);
-    if (gpa >= f->mmio_base && gpa - f->mmio_base < f->mmio_size) {
+
+    f->nmap++;
+    f->nmap_write += w != 0;
+    /* Every field is set below: poison the rest, so an engine that
+     * relied on zeroing would show it. */
+    memset(m, 0xee, sizeof *m);
+    m->traced = 0;
+    m->readonly = 0;
+    m->hva = NULL;
+    m->span = 0;
+    if ((gpa >= f->mmio_base && gpa - f->mmio_base < f->mmio_size) ||
+        (gpa >= f->mmio2_base && gpa - f->mmio2_base < f->mmio2_size)) {
         m->kind = LC_GPA_MMIO;
     } else if (gpa < f->ram_size) {
         /* RAM up to the MMIO hole, if the window lies inside RAM */
@@ -196,6 +215,8 @@ static inline void fvm_gpa_map(void *o, uint64_t gpa, int w, lc_gpa_map *m)
         m->span = end - gpa;
         m->traced = (gpa >> 12) == f->traced_gfn;
         m->readonly = (gpa >> 12) == f->readonly_gfn;
+        if ((gpa >> 12) == f->short_gfn && m->span > 3)
+            m->span = 3;
     } else {
         m->kind = LC_GPA_UNMAPPED;
     }
@@ -225,6 +246,8 @@ static inline lc_cb_result fvm_mmio(void *o, uint64_t gpa, uint8_t len,
 
     if (len != 1 && len != 2 && len != 4 && len != 8)
         abort();                /* contract: naturally sized pieces only */
+    if (!is_write && *val != 0)
+        ((fvm *)o)->read_not_zeroed = 1;
     r = fvm_access_device(o, &a);
     if (r == LC_CB_OK && !is_write)
         *val = a.value & fvm_mask(len);
@@ -244,7 +267,7 @@ static inline lc_cb_result fvm_traced(void *o, uint64_t gpa, const void *d,
         abort();                /* contract: inside RAM */
     memcpy(&a.value, d, len < 8 ? len : 8);
     r = fvm_access_device(f, &a);
-    if (r == LC_CB_OK)
+    if (r == LC_CB_OK && !f->traced_no_store)
         memcpy(f->ram + gpa, d, len);
     return r;
 }
@@ -345,6 +368,7 @@ static inline int fvm_init_layout(fvm *f, uint8_t *ram, uint64_t ram_size,
     f->mmio_size = mmio_size;
     f->traced_gfn = FVM_NONE;
     f->readonly_gfn = FVM_NONE;
+    f->short_gfn = FVM_NONE;
     return f->ram ? 0 : -1;
 }
 
