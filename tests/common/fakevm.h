@@ -4,9 +4,9 @@
  * benchmark and the paper demo give libcluster.
  *
  * Guest RAM at guest-physical 0 (allocated here, or the caller's, e.g. a
- * KVM memory slot), one MMIO window (which may be a hole in RAM), an
- * optional traced page and read-only page, and one callback for every
- * service in lc_vm_ops. Every callback describes its access as an
+ * KVM memory slot), an MMIO window (which may be a hole in RAM) and an
+ * optional second one, optional traced, read-only and short-span pages,
+ * and one callback for every service in lc_vm_ops. Every callback describes its access as an
  * fvm_access and hands it to one device function, which answers reads
  * and may refuse; the fixture then logs the access. The default device
  * answers from deterministic functions (so tests can compute expected
@@ -16,6 +16,8 @@
  * Every callback checks the contracts ops.h promises (access sizes, DR
  * numbers, traced writes inside RAM) and aborts if the engine breaks one:
  * under the fuzz targets that is the finding, under Check a failed test.
+ * gpa_map poisons the fields it does not set, and MMIO reads that arrive
+ * with a non-zero value are flagged (read_not_zeroed).
  *
  * Header-only and written against the public API alone (<cluster/
  * cluster.h>): the paper demo in examples/paper, which may use nothing

@@ -4,10 +4,11 @@
  * paging mode, access rights, accessed/dirty bits, fragment splitting,
  * MMIO / traced / ROM dispatch, hostile page tables and instruction fetch.
  *
- * The fake VM: 4 MiB of RAM at guest-physical 0 (page tables are built in
- * its top MiB, data lives below), two MMIO windows (one below 4 GiB, one
- * above for PSE-36), an optional traced page, an optional ROM page and an
- * optional page whose mapping is deliberately short. Every callback logs.
+ * The fake VM is the shared one (tests/common/fakevm.h): 4 MiB of RAM at
+ * guest-physical 0 (page tables are built in its top MiB, data lives
+ * below), two MMIO windows (one below 4 GiB, one above for PSE-36), an
+ * optional traced page, an optional ROM page and an optional page whose
+ * mapping is deliberately short. Every callback logs.
  */
 #include <stdio.h>
 #include <stdlib.h>
