@@ -69,6 +69,11 @@ def structs(text):
     if re.search(r'typedef\s+(union\s*\w*|struct)\s*\{', text):
         raise SystemExit('gen_layout: only `typedef struct NAME {...} NAME;` '
                          'is understood')
+    for m in re.finditer(r'\b(struct|union)\s+(\w+)\s*\{', text):
+        if not re.search(r'typedef\s+$', text[:m.start()]) or \
+                m.group(1) == 'union':
+            raise SystemExit('gen_layout: %s %s {...} is not a typedef of a '
+                             'structure: not understood' % m.groups())
     for m in re.finditer(r'typedef\s+struct\s+(\w+)\s*\{', text):
         name, depth, i = m.group(1), 1, m.end()
         while depth:
