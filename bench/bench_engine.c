@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_engine.c: the engine's cost per exit, through the public API
- * against the fake VMM of tests/unit/fakevm.h (its callbacks only append
+ * against the fake VMM of tests/common/fakevm.h (its callbacks only append
  * to a log, a few ns). Medians over repeated runs, all in one process:
  *
  *   hit          a cached single-exit translation (lookup, coherency check,
@@ -23,7 +23,7 @@
 
 #include <cluster/cluster.h>
 
-#include "../tests/unit/fakevm.h"
+#include "../tests/common/fakevm.h"
 #include "bench_util.h"
 
 

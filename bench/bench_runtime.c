@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "../runtime/rt.h"
-#include "../tests/unit/fakevm.h"
+#include "../tests/common/fakevm.h"
 #include "bench_util.h"
 
 

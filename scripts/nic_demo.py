@@ -18,17 +18,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'bench'))
 from lcbench.lcvmm import RunError, invoke  # noqa: E402
 from lcbench.util import kvm_usable, parse_result_line  # noqa: E402
-
-# (label, image, nic, guest params, exchanges per -n): CPL 3 poll mode
-# runs at native speed on KVM here, so it gets 10x the exchanges; CPL 0
-# guest code is emulated by this host (PLATFORM.md), so the
-# interrupt-driven runs are slower per exchange.
-WORKLOADS = [
-    ('pcnet  CPL3 poll', 'guest-pcnet.bin', 'pcnet', 'cpl=3 irq=0', 10),
-    ('pcnet  CPL0 irq', 'guest-pcnet.bin', 'pcnet', 'cpl=0 irq=1', 1),
-    ('e1000  CPL3 poll', 'guest-e1000.bin', 'e1000', 'cpl=3 irq=0', 10),
-    ('e1000  CPL0 irq', 'guest-e1000.bin', 'e1000', 'cpl=0 irq=1', 1),
-]
+# the one workload list (images, NICs, guest parameters, the demo's
+# exchanges per -n) of the benchmarks, the demo and the guest tests
+from lcbench.workloads import demo_workloads, guest_dir  # noqa: E402
 
 
 def run(lcvmm, image, nic, params, cpu, cluster):
@@ -94,7 +86,7 @@ def main():
     args = ap.parse_args()
     cpu = args.cpu or ('kvm' if kvm_usable() else 'unicorn')
     lcvmm = os.path.join(args.build, 'examples', 'vmm', 'lcvmm')
-    gdir = os.path.join(args.build, 'examples', 'guests')
+    gdir = guest_dir(args.build)
     rows = []
     print(f'== the reference VMM (lcvmm) on {cpu}: UDP echo exchanges '
           f'with the built-in peer, {args.n} per run at CPL 0, '
@@ -107,12 +99,13 @@ def main():
     print(f'{"":18} {"off":>8}{"on":>8} {"":>10} {"off":>8}{"on":>9}')
     print(f'{"":18} (steady state: runs of n exchanges minus runs of none; '
           f'time: median of {args.repeats} interleaved pairs)')
-    for label, image, nic, params, scale in WORKLOADS:
+    for w in demo_workloads():
+        label, params = w['label'], w['params']
         if cpu == 'unicorn' and 'irq=1' in params:
             continue
-        img = os.path.join(gdir, image)
-        n = args.n * scale
-        o_out, c_out, off, on = steady(lcvmm, img, nic, params, cpu, n,
+        img = os.path.join(gdir, w['guest'])
+        n = args.n * w['demo_scale']
+        o_out, c_out, off, on = steady(lcvmm, img, w['nic'], params, cpu, n,
                                        args.repeats)
         same = 'yes' if o_out == c_out else 'NO'
         speedup = off['us'] / on['us'] if on['us'] > 0 else float('nan')

@@ -52,14 +52,14 @@ def run(build, wl, n, config_args, cpu='kvm', trace=None, unicorn=False,
     cmd, p, out, stats = invoke(lcvmm_path(build), wl['image'], wl['nic'],
                                 cpu, f'{params} n={n}', extra, timeout)
     result = parse_result_line(out)
-    if p.returncode != 0 or not _all_done(result, n):
+    if p.returncode != 0 or not all_done(result, n):
         err = p.stderr.decode(errors='replace').strip().splitlines()[-3:]
         raise RunError(f'{" ".join(cmd)}: exit status {p.returncode}, '
                        f'result {result or "missing"}; {" | ".join(err)}')
     return flatten(stats, result)
 
 
-def _all_done(result, n):
+def all_done(result, n):
     for k in UNIT_KEYS:
         if k in result:
             return result[k] == str(n)

@@ -8,6 +8,10 @@ guest's exchange loop took, taken from when its console lines arrive
 (see in_run_time); the whole-process wall-clock difference is kept too.
 Both remove QEMU start-up, SeaBIOS and the guest's boot; the in-run one
 also removes their run-to-run noise (about +-0.2 s here).
+
+command() and Peer are also what tests/guests/run_qemu.py boots the guests
+with: one QEMU command line and one peer (lcvmm-peer, the reference VMM's
+built-in peer as a process) for the benchmarks and the QEMU check.
 """
 import os
 import shutil
@@ -35,22 +39,62 @@ def available():
     return path, v
 
 
-def command(qemu, wl, n, qport, pport):
+# For guests that need a NIC on the bus but no network (the PAE guest's
+# e1000, the BIOS guest's bus scan): slirp with no way out.
+NETDEV_ISOLATED = 'user,id=n0,restrict=on'
+
+
+def netdev_dgram(qport, pport):
     """QEMU 7.2's -netdev dgram with inet endpoints (`qemu-system-x86_64
-    -help`: local.type=inet,local.host=,local.port=,remote.type=inet,...).
-    -nodefaults keeps QEMU from adding its own NIC and VGA; romfile= skips
-    the iPXE option ROM, which SeaBIOS would otherwise run at POST (slow
-    here: CPL 0 code is emulated)."""
-    netdev = ('dgram,id=n0,local.type=inet,local.host=127.0.0.1,'
-              f'local.port={qport},remote.type=inet,remote.host=127.0.0.1,'
-              f'remote.port={pport}')
-    return [qemu, '-accel', 'kvm', '-m', '64', '-nodefaults', '-nographic',
+    -help`: local.type=inet,local.host=,local.port=,remote.type=inet,...):
+    QEMU at qport, the peer at pport."""
+    return ('dgram,id=n0,local.type=inet,local.host=127.0.0.1,'
+            f'local.port={qport},remote.type=inet,remote.host=127.0.0.1,'
+            f'remote.port={pport}')
+
+
+def command(qemu, image, nic, cmdline, netdev, accel='kvm'):
+    """Boot `image` (Multiboot, a.out kludge) with `nic` at PCI 00:03.0,
+    the reference VMM's layout, and isa-debug-exit at 0xf4 (QEMU then
+    exits with (code << 1) | 1). -nodefaults keeps QEMU from adding its
+    own NIC and VGA; romfile= skips the iPXE option ROM, which SeaBIOS
+    would otherwise run at POST (slow here: CPL 0 code is emulated)."""
+    return [qemu, '-accel', accel, '-m', '64', '-nodefaults', '-nographic',
             '-no-reboot', '-display', 'none', '-monitor', 'none',
-            '-serial', 'stdio', '-kernel', wl['image'],
-            '-append', f'n={n} {wl["params"]}',
+            '-serial', 'stdio', '-kernel', image, '-append', cmdline,
             '-device', 'isa-debug-exit,iobase=0xf4,iosize=4',
             '-netdev', netdev,
-            '-device', f'{wl["nic"]},netdev=n0,bus=pci.0,addr=3,romfile=']
+            '-device', f'{nic},netdev=n0,bus=pci.0,addr=3,romfile=']
+
+
+def peer_path(build):
+    return os.path.join(build, 'examples', 'vmm', 'backends', 'lcvmm-peer')
+
+
+class Peer:
+    """lcvmm-peer on two free UDP ports for one QEMU run: `netdev` is the
+    -netdev argument that reaches it; `counters` its statistics line(s),
+    printed when it is stopped on leaving the with block."""
+
+    def __init__(self, peer_bin):
+        self.peer_bin = peer_bin
+        self.counters = ''
+
+    def __enter__(self):
+        qport, pport = free_udp_ports(2)
+        self.netdev = netdev_dgram(qport, pport)
+        self.proc = subprocess.Popen(
+            [self.peer_bin, '--listen', f'127.0.0.1:{pport}',
+             '--remote', f'127.0.0.1:{qport}'],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        time.sleep(0.05)                # let the peer bind its socket
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        out, _ = self.proc.communicate()
+        self.counters = out.decode(errors='replace').strip()
+        return False
 
 
 def read_lines_timed(p):
@@ -82,16 +126,11 @@ def one_run(qemu, peer_bin, wl, n):
     """One QEMU process (the peer is started first and stopped after).
     Returns a record with 'wall_s' (whole process) and 'loop_s' (in-run
     time of the exchanges), or 'error'."""
-    qport, pport = free_udp_ports(2)
-    peer = subprocess.Popen([peer_bin, '--listen', f'127.0.0.1:{pport}',
-                             '--remote', f'127.0.0.1:{qport}'],
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
     rec = dict(n=n)
-    try:
-        time.sleep(0.05)                # let the peer bind its socket
+    with Peer(peer_bin) as peer:
         t0 = time.monotonic()
-        p = subprocess.Popen(command(qemu, wl, n, qport, pport),
+        p = subprocess.Popen(command(qemu, wl['image'], wl['nic'],
+                                     f'n={n} {wl["params"]}', peer.netdev),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL)
         lines = read_lines_timed(p)
@@ -105,9 +144,6 @@ def one_run(qemu, peer_bin, wl, n):
             tail = [l.strip() for _t, l in lines if 'error' in l][:2]
             rec['error'] = (f'exit status {rc}, result {result or "missing"}'
                             + (f'; {" | ".join(tail)}' if tail else ''))
-    finally:
-        peer.terminate()
-        peer.wait()
     return rec
 
 
@@ -163,8 +199,7 @@ def measure_all(build, workloads, rounds):
     if not qemu:
         log(f'qemu: skipped: {info}')
         return dict(available=False, reason=info)
-    peer_bin = os.path.join(build, 'examples', 'vmm', 'backends',
-                            'lcvmm-peer')
+    peer_bin = peer_path(build)
     if not os.path.exists(peer_bin):
         return dict(available=False, reason=f'{peer_bin} not built')
     out = dict(available=True, version=info, workloads={})

@@ -238,7 +238,7 @@ def engine_table(m):
         return f'\nEngine microbenchmarks: n/a ({e.get("error", "not run")})\n'
     out = ['\nEngine microbenchmarks, MEASURED (`bench_engine --json`, '
            f'medians of {e.get("runs")} runs x {e.get("iters")} exits, against '
-           'the fake VMM of tests/unit/fakevm.h):\n',
+           'the fake VMM of tests/common/fakevm.h):\n',
            table(['cost', 'ns'], [
                ['translation hit (lookup, coherency check, run, return)', f(e['hit'], 1)],
                ['per register gap filler in a cluster', f(e['gap_filler'])],

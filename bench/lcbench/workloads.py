@@ -2,6 +2,11 @@
 """The workloads, the clustering configurations, and the interleaved
 measurement of every (workload, configuration) pair on KVM.
 
+WORKLOADS is the one list of guest workloads: the benchmarks measure it,
+scripts/nic_demo.py shows its NIC workloads ('demo_scale'), the Meson
+suite's guest tests run its entries through tests/vmm/run_guest.py
+('test_n') and tests/guests/run_qemu.py boots its images under QEMU.
+
 Method (the report's "Method" section says the same in prose):
 - Each measurement is a pair of runs with n1 and n2 units (exchanges,
   passes, rounds). Per-unit figures are (x(n2) - x(n1)) / (n2 - n1), which
@@ -23,38 +28,48 @@ from .util import log, summary, ratio, med
 # which runs every mode at the same (emulated) speed. 'qemu_n' is for
 # QEMU (lcbench/qemu.py): PCnet under QEMU loses an exchange every few
 # hundred (the guest counts an rx error and times out), so its n is small;
-# the in-run timing keeps that precise enough.
+# the in-run timing keeps that precise enough. 'test_n' is the units of
+# the suite's off/on comparison per CPU (tests/vmm/run_guest.py), small so
+# the suite stays fast. 'demo_scale' multiplies the demo's -n: CPL 3 poll
+# mode runs at native speed on KVM, so it gets 10x the exchanges.
+# 'expect' is what the guest's result line must also say.
 WORKLOADS = [
     dict(id='pcnet-cpl3', label='PCnet, CPL 3 poll', guest='guest-pcnet.bin',
          nic='pcnet', params='cpl=3 irq=0', unicorn_params='cpl=3 irq=0',
          unit='exchange', n=dict(full=(600, 6000), quick=(200, 800)),
          unicorn_n=dict(full=(50, 250), quick=(20, 80)),
-         qemu_n=dict(full=(20, 150), quick=(20, 100))),
+         qemu_n=dict(full=(20, 150), quick=(20, 100)),
+         test_n=dict(kvm=20, unicorn=10), demo_scale=10),
     dict(id='e1000-cpl3', label='e1000, CPL 3 poll', guest='guest-e1000.bin',
          nic='e1000', params='cpl=3 irq=0', unicorn_params='cpl=3 irq=0',
          unit='exchange', n=dict(full=(800, 8000), quick=(200, 1000)),
          unicorn_n=dict(full=(50, 250), quick=(20, 80)),
-         qemu_n=dict(full=(200, 3000), quick=(100, 1000))),
+         qemu_n=dict(full=(200, 3000), quick=(100, 1000)),
+         test_n=dict(kvm=20, unicorn=10), demo_scale=10),
     # Unicorn has no interrupt controller: its traces of the CPL 0 guests
     # are taken in poll mode (irq=0), the KVM runs use interrupts (irq=1).
     dict(id='pcnet-cpl0', label='PCnet, CPL 0 irq', guest='guest-pcnet.bin',
          nic='pcnet', params='cpl=0 irq=1', unicorn_params='cpl=0 irq=0',
          unit='exchange', n=dict(full=(8, 40), quick=(4, 16)),
          unicorn_n=dict(full=(50, 250), quick=(20, 80)),
-         qemu_n=dict(full=(5, 40), quick=(5, 20))),
+         qemu_n=dict(full=(5, 40), quick=(5, 20)),
+         test_n=dict(kvm=20, unicorn=10), demo_scale=1),
     dict(id='e1000-cpl0', label='e1000, CPL 0 irq', guest='guest-e1000.bin',
          nic='e1000', params='cpl=0 irq=1', unicorn_params='cpl=0 irq=0',
          unit='exchange', n=dict(full=(8, 40), quick=(4, 16)),
          unicorn_n=dict(full=(50, 250), quick=(20, 80)),
-         qemu_n=dict(full=(5, 40), quick=(5, 20))),
+         qemu_n=dict(full=(5, 40), quick=(5, 20)),
+         test_n=dict(kvm=20, unicorn=10), demo_scale=1),
     dict(id='bios16', label='BIOS 16-bit (s4)', guest='guest-bios16.bin',
          nic='none', params='', unicorn_params='', unit='pass',
          n=dict(full=(50, 500), quick=(20, 80)),
-         unicorn_n=dict(full=(20, 100), quick=(10, 40))),
+         unicorn_n=dict(full=(20, 100), quick=(10, 40)),
+         test_n=dict(kvm=10, unicorn=5)),
     dict(id='pae', label='PAE pairs (s3)', guest='guest-pae.bin',
          nic='e1000', params='', unicorn_params='', unit='round',
          n=dict(full=(400, 4800), quick=(200, 800)),
-         unicorn_n=dict(full=(100, 500), quick=(50, 200))),
+         unicorn_n=dict(full=(100, 500), quick=(50, 200)),
+         test_n=dict(kvm=20, unicorn=10), expect=dict(mismatches='0')),
 ]
 
 # The engine forms multi-instruction clusters only with static formation
@@ -85,10 +100,35 @@ def config(cid):
     return next(c for c in CONFIGS if c['id'] == cid)
 
 
+def workload(wid):
+    """The workload with id `wid` (KeyError if there is none)."""
+    for w in WORKLOADS:
+        if w['id'] == wid:
+            return w
+    raise KeyError(f'no workload {wid!r}; there are '
+                   f'{", ".join(w["id"] for w in WORKLOADS)}')
+
+
+def guest_dir(build):
+    return os.path.join(build, 'examples', 'guests')
+
+
+def guest_params(w, cpu):
+    """The guest's parameters on `cpu`: Unicorn has no interrupt
+    controller, so it runs every guest in poll mode."""
+    return w['unicorn_params'] if cpu == 'unicorn' else w['params']
+
+
+def demo_workloads():
+    """The NIC workloads of the demo, PCnet first."""
+    return sorted((w for w in WORKLOADS if 'demo_scale' in w),
+                  key=lambda w: w['nic'] != 'pcnet')
+
+
 def with_paths(build, mode):
     """The workloads whose guest image exists in this build, with paths
     and the n values of this mode; the missing ones are returned apart."""
-    gdir = os.path.join(build, 'examples', 'guests')
+    gdir = guest_dir(build)
     ready, missing = [], []
     for w in WORKLOADS:
         w = dict(w, image=os.path.join(gdir, w['guest']))

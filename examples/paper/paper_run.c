@@ -4,9 +4,16 @@
  * (public API only) against a tiny simulated machine: 4 MiB of RAM, a
  * device page at 0xfee00000, a write-watched page table page, ports that
  * answer 0 (so polling loops see "ready"), debug registers and a VMCS
- * that answers 0. For each example the guest exits on its first
+ * that answer 0. For each example the guest exits on its first
  * instruction three times (two interpreted exits, then the translation)
  * and the demo prints what one exit did.
+ *
+ * The machine is the tests' shared fake VMM (tests/common/fakevm.h) with
+ * a device that answers 0 and counts. An example may use only the public
+ * API, and that fixture is written against it alone; this file is also
+ * what the unit tests run to check the paper's exit counts
+ * (test_engine_run.c), so a machine of its own here would be a second
+ * fake VMM for the same tests to trust.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,118 +23,45 @@
 
 #include "paper_examples.h"
 #include "paper_run.h"
+#include "../../tests/common/fakevm.h"
 
-#define RAM_SIZE   (4u << 20)
-#define DEV_GPA    0xfee00000ull
 #define TRACED_GFN 0x50ull
 #define CODE_GPA   0x300000ull   /* RIP-relative data 2 MiB below fits */
 #define CODE_REAL  0x7000ull     /* real mode: below 1 MiB */
 
-typedef struct machine {
-    uint8_t *ram;
-    unsigned device_accesses;
-} machine;
-
-static void gpa_map(void *o, uint64_t gpa, int w, lc_gpa_map *m)
+/* Every device read (ports, MMIO, debug registers, VMCS fields) answers
+ * 0; `ctx` counts the accesses to devices and to the traced page. */
+static lc_cb_result quiet_device(fvm *f, fvm_access *a)
 {
-    machine *mc = o;
-    (void)w;
-    memset(m, 0, sizeof *m);
-    if (gpa < RAM_SIZE) {
-        m->kind = LC_GPA_RAM;
-        m->hva = mc->ram + gpa;
-        m->span = RAM_SIZE - gpa;
-        m->traced = (gpa >> 12) == TRACED_GFN;
-    } else if (gpa >= DEV_GPA && gpa < DEV_GPA + 0x1000) {
-        m->kind = LC_GPA_MMIO;
-    }
-}
+    unsigned *accesses = f->ctx;
 
-static lc_cb_result pio(void *o, uint16_t port, uint8_t size, int w,
-                        uint32_t *v)
-{
-    (void)port; (void)size;
-    if (!w)
-        *v = 0;
-    ((machine *)o)->device_accesses++;
+    a->value = 0;
+    memset(a->cpuid, 0, sizeof a->cpuid);
+    if (strchr("iorwt", a->kind))
+        ++*accesses;
     return LC_CB_OK;
 }
 
-static lc_cb_result mmio(void *o, uint64_t gpa, uint8_t len, int w,
-                         uint64_t *v)
-{
-    (void)gpa; (void)len;
-    if (!w)
-        *v = 0;
-    ((machine *)o)->device_accesses++;
-    return LC_CB_OK;
-}
-
-static lc_cb_result traced(void *o, uint64_t gpa, const void *d, uint8_t len)
-{
-    machine *mc = o;
-    memcpy(mc->ram + gpa, d, len);   /* a shadow-paging VMM would also
-                                      * update its shadow entry here */
-    mc->device_accesses++;
-    return LC_CB_OK;
-}
-
-static lc_cb_result dr_read(void *o, unsigned dr, uint64_t *v)
-{ (void)o; (void)dr; *v = 0; return LC_CB_OK; }
-static lc_cb_result dr_write(void *o, unsigned dr, uint64_t v)
-{ (void)o; (void)dr; (void)v; return LC_CB_OK; }
-static lc_cb_result vmread(void *o, uint64_t f, uint64_t *v)
-{ (void)o; (void)f; *v = 0; return LC_CB_OK; }
-
+/* The services the paper's examples need; others stay NULL so the engine
+ * stops before an instruction that would need one. */
 static const lc_vm_ops ops = {
-    .size = sizeof(lc_vm_ops), .gpa_map = gpa_map, .pio = pio, .mmio = mmio,
-    .traced_write = traced, .dr_read = dr_read, .dr_write = dr_write,
-    .vmcs_read = vmread,
+    FVM_OPS_DEVICES, .traced_write = fvm_traced, .dr_read = fvm_dr_read,
+    .dr_write = fvm_dr_write, .vmcs_read = fvm_vmread,
 };
 
-static void seg(lc_segment *s, int code, int db, int l, uint32_t limit)
+/* A flat state in `mode`: code at CODE_REAL or CODE_GPA; long mode gets
+ * identity paging of the first 1 GiB and of the device page. */
+static void state_for(fvm *f, lc_cpu_mode mode, lc_cpu_state *s)
 {
-    memset(s, 0, sizeof *s);
-    s->present = 1; s->s = 1; s->type = code ? 0xb : 0x3;
-    s->db = (uint8_t)db; s->l = (uint8_t)l; s->limit = limit;
-    s->g = limit > 0xfffff;
-}
-
-/* A flat state in `mode`; long mode gets identity paging of the first
- * 1 GiB and of the device page, built in RAM at 0x1000. */
-static void state_for(machine *mc, lc_cpu_mode mode, lc_cpu_state *s)
-{
-    memset(s, 0, sizeof *s);
-    s->rflags = 2;
-    for (int i = 0; i < LC_NR_SREGS; i++) {
-        if (mode == LC_MODE_REAL)
-            seg(&s->seg[i], i == LC_CS, 0, 0, 0xffff);
-        else if (mode == LC_MODE_LONG64)
-            seg(&s->seg[i], i == LC_CS, i != LC_CS, i == LC_CS, 0xffffffffu);
-        else
-            seg(&s->seg[i], i == LC_CS, 1, 0, 0xffffffffu);
-    }
     if (mode == LC_MODE_REAL) {
+        fvm_state_real(s);
         s->rip = CODE_REAL;
-        return;
-    }
-    s->cr0 = LC_CR0_PE;
-    s->rip = CODE_GPA;
-    if (mode == LC_MODE_LONG64) {
-        uint64_t *pml4 = (uint64_t *)(void *)(mc->ram + 0x1000);
-        uint64_t *pdpt = (uint64_t *)(void *)(mc->ram + 0x2000);
-        uint64_t *pd0 = (uint64_t *)(void *)(mc->ram + 0x3000);
-        uint64_t *pd3 = (uint64_t *)(void *)(mc->ram + 0x4000);
-        pml4[0] = 0x2000 | 7;
-        pdpt[0] = 0x3000 | 7;
-        pdpt[3] = 0x4000 | 7;
-        for (int i = 0; i < 512; i++)
-            pd0[i] = ((uint64_t)i << 21) | 0x87;
-        pd3[(DEV_GPA >> 21) & 511] = (DEV_GPA & ~0x1fffffull) | 0x83;
-        s->cr0 |= LC_CR0_PG;
-        s->cr3 = 0x1000;
-        s->cr4 = LC_CR4_PAE;
-        s->efer = LC_EFER_LME | LC_EFER_LMA;
+    } else if (mode == LC_MODE_LONG64) {
+        fvm_state_long64(f, s);
+        s->rip = CODE_GPA;
+    } else {
+        fvm_state_prot32(s, 0);
+        s->rip = CODE_GPA;
     }
 }
 
@@ -146,8 +80,8 @@ static lc_exit_kind setup(const paper_example *ex, lc_cpu_state *s)
     if (!strcmp(n, "sles-weak")) {
         /* RAX - 0x201000 is the device; the table load (RAM, 0) and
          * AND/SUB recompute RAX as -RCX, so RCX brings it back there. */
-        s->gpr[LC_RAX] = DEV_GPA + 0x201000;
-        s->gpr[LC_RCX] = 0 - (DEV_GPA + 0x201000);
+        s->gpr[LC_RAX] = FVM_MMIO + 0x201000;
+        s->gpr[LC_RCX] = 0 - (FVM_MMIO + 0x201000);
         s->gpr[LC_RSI] = 0x10000000;            /* table at 8*RSI-...: RAM */
         return LC_EXIT_MMIO;
     }
@@ -183,7 +117,8 @@ static lc_exit describe(lc_exit_kind kind, const paper_example *ex)
 
 int paper_run(const paper_example *ex, paper_run_result *out)
 {
-    machine mc = { 0 };
+    fvm mc;
+    unsigned accesses = 0;
     lc_engine *e;
     lc_vcpu *v;
     lc_cpu_state s0, s;
@@ -193,15 +128,17 @@ int paper_run(const paper_example *ex, paper_run_result *out)
     int rc = -1;
 
     memset(out, 0, sizeof *out);
-    mc.ram = calloc(1, RAM_SIZE);
-    if (!mc.ram)
+    if (fvm_init_layout(&mc, NULL, FVM_RAM_SIZE, FVM_MMIO, FVM_MMIO_SIZE))
         return -1;
+    mc.traced_gfn = TRACED_GFN;
+    mc.device = quiet_device;
+    mc.ctx = &accesses;
     {
         uint64_t at = ex->mode == LC_MODE_REAL ? CODE_REAL : CODE_GPA;
-        n = paper_example_bytes(ex, mc.ram + at, RAM_SIZE - at);
+        n = paper_example_bytes(ex, mc.ram + at, FVM_RAM_SIZE - at);
     }
     if (!n || lc_engine_create(NULL, &ops, &e) != LC_OK) {
-        free(mc.ram);
+        fvm_fini(&mc);
         return -1;
     }
     if (lc_vcpu_create(e, 0, &mc, &v) != LC_OK)
@@ -225,7 +162,7 @@ int paper_run(const paper_example *ex, paper_run_result *out)
     }
     for (int i = 0; i < 3; i++) {         /* two interpreted, then translated */
         s = s0;
-        mc.device_accesses = 0;
+        accesses = 0;
         if (lc_vcpu_handle_exit(v, &s, &x, &r) != LC_OK ||
             r.disposition != LC_HANDLED)
             goto out_vcpu;
@@ -235,13 +172,13 @@ int paper_run(const paper_example *ex, paper_run_result *out)
     out->insns = r.insns;
     out->exits_done = r.exits_done;
     out->exits_saved = r.exits_saved;
-    out->device_accesses = mc.device_accesses;
+    out->device_accesses = accesses;
     out->stop = lc_stop_reason_name(r.stop);
     rc = 0;
 out_vcpu:
     lc_vcpu_destroy(v);
 out_engine:
     lc_engine_destroy(e);
-    free(mc.ram);
+    fvm_fini(&mc);
     return rc;
 }

@@ -159,7 +159,7 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     r->ntrace = 0;
     memcpy(x->ram, c->ram, RAM_SIZE);
     dev_init(&r->dev, c);
-    x->dev = &r->dev;
+    diff_vm_devices(x, &r->dev);
     if (e->pre) {
         /* The VMM completed the OUT itself (KVM with RIP past it). */
         dev_log(&r->dev, AK_PIO, 1, xe.u.io.size, xe.u.io.port,
@@ -221,7 +221,7 @@ static void train(lc_vcpu *vc, eng_ctx *x, const dcase *c,
         st.rip = c->st.rip + gi->off;
         memcpy(x->ram, c->ram, RAM_SIZE);
         dev_init(&scratch->dev, c);
-        x->dev = &scratch->dev;
+        diff_vm_devices(x, &scratch->dev);
         lc_vcpu_handle_exit(vc, &st, &xe, &res);
         if (i < GEN_MAX_INSNS)
             trained[i] = 1;
@@ -812,7 +812,7 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     ecall p = { "P", 1, 0, { 0 }, 0, x->re[6] };
 
     memset(x->q.valid, 0, sizeof x->q.valid);
-    ex.ram = x->vmram;
+    diff_vm_init(&ex, x->vmram);
     pick_config(c, &k);
     x->s.cases++;
 

@@ -18,6 +18,8 @@
 
 #include <cluster/cluster.h>
 
+#include "fakevm.h"
+
 /* ---- modes ------------------------------------------------------------- */
 
 enum dmode { DM_REAL = 0, DM_PROT32, DM_PAE, DM_LONG64, DM_COUNT };
@@ -279,13 +281,19 @@ static inline void xo_seed(uint64_t s[4], uint64_t seed)
         s[i] = splitmix64(&seed);
 }
 
-/* The VMM side libcluster sees (vm_ops.c): guest RAM at one host address
- * (the engine may remember gpa_map answers until a flush) and the case's
- * devices. */
-typedef struct diff_vm {
-    uint8_t  *ram;
-    dev_side *dev;
-} diff_vm;
+/* The VMM side libcluster sees (vm_ops.c): the shared fake VMM
+ * (tests/common/fakevm.h) over guest RAM at one host address (the engine
+ * may remember gpa_map answers until a flush), the MMIO page a hole in
+ * it, and the case's devices (dev_side) answering through diff_device. */
+typedef fvm diff_vm;
+
+/* `ram` (RAM_SIZE bytes, the caller's) as the guest's; no devices yet. */
+void diff_vm_init(diff_vm *x, uint8_t *ram);
+/* The devices that answer and log from now on. */
+static inline void diff_vm_devices(diff_vm *x, dev_side *d)
+{
+    x->ctx = d;
+}
 
 extern const lc_vm_ops diff_vm_ops;
 

@@ -29,8 +29,8 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns)
     r->ntrace = 0;
     dev_init(&r->dev, c);
     memcpy(r->ram, c->ram, RAM_SIZE);
-    x.ram = r->ram;
-    x.dev = &r->dev;
+    diff_vm_init(&x, r->ram);
+    diff_vm_devices(&x, &r->dev);
     memset(&v, 0, sizeof v);
     v.insn_budget = max_insns;
     v.rep_budget = 1u << 20;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/diff/vm_ops.c: the VMM callbacks the runtime and engine sides of
- * lc-diff give libcluster: guest RAM and the MMIO window of the case, the
+ * tests/diff/vm_ops.c: the VMM the runtime and engine sides of lc-diff
+ * give libcluster: the shared fake VMM (tests/common/fakevm.h) with the
  * harness devices answering from the case's seeded stream and logging in
  * order, CPUID, and the case's MSRs. The same device model as Unicorn's
- * side (uc_side.c), so the ordered logs can be compared.
+ * side (uc_side.c), so the ordered logs can be compared. Only the
+ * services Unicorn's side models are offered: the engine stops before
+ * any other (HLT, debug registers, VMCS), as Unicorn's side does.
  */
 #include <string.h>
 
@@ -12,102 +14,63 @@
 
 #include "diff.h"
 
-static void cb_gpa_map(void *opaque, uint64_t gpa, int is_write,
-                       lc_gpa_map *out)
+static lc_cb_result diff_device(fvm *f, fvm_access *a)
 {
-    diff_vm *x = opaque;
-    (void)is_write;
-    memset(out, 0, sizeof *out);
-    if (gpa >= MMIO_PA && gpa < MMIO_PA + MMIO_SIZE) {
-        out->kind = LC_GPA_MMIO;
-        return;
-    }
-    if (gpa >= RAM_SIZE) {
-        out->kind = LC_GPA_UNMAPPED;
-        return;
-    }
-    out->kind = LC_GPA_RAM;
-    out->hva = x->ram + gpa;
-    out->span = (gpa < MMIO_PA ? MMIO_PA : RAM_SIZE) - gpa;
-}
+    dev_side *d = f->ctx;
+    int is_write = a->kind == 'o' || a->kind == 'w';
+    int i;
 
-static lc_cb_result cb_pio(void *opaque, uint16_t port, uint8_t size,
-                           int is_write, uint32_t *value)
-{
-    diff_vm *x = opaque;
-    if (is_write) {
-        uint64_t m = size >= 4 ? 0xffffffffull : (1ull << (size * 8)) - 1;
-        dev_log(x->dev, AK_PIO, 1, size, port, *value & m);
-    } else {
-        *value = (uint32_t)dev_answer(x->dev, size);
-        dev_log(x->dev, AK_PIO, 0, size, port, *value);
-    }
-    return LC_CB_OK;
-}
-
-static lc_cb_result cb_mmio(void *opaque, uint64_t gpa, uint8_t len,
-                            int is_write, uint64_t *value)
-{
-    diff_vm *x = opaque;
-    if (len == 8) {
-        if (is_write) {
-            dev_log(x->dev, AK_MMIO, 1, 4, gpa, *value & 0xffffffffull);
-            dev_log(x->dev, AK_MMIO, 1, 4, gpa + 4, *value >> 32);
-        } else {
-            uint64_t lo = dev_answer(x->dev, 4);
-            dev_log(x->dev, AK_MMIO, 0, 4, gpa, lo);
-            uint64_t hi = dev_answer(x->dev, 4);
-            dev_log(x->dev, AK_MMIO, 0, 4, gpa + 4, hi);
-            *value = lo | hi << 32;
-        }
+    switch (a->kind) {
+    case 'i':
+    case 'o':
+        if (!is_write)
+            a->value = dev_answer(d, a->size);
+        dev_log(d, AK_PIO, is_write, a->size, a->addr, a->value);
         return LC_CB_OK;
-    }
-    uint64_t m = (1ull << (len * 8)) - 1;
-    if (is_write) {
-        dev_log(x->dev, AK_MMIO, 1, len, gpa, *value & m);
-    } else {
-        *value = dev_answer(x->dev, len);
-        dev_log(x->dev, AK_MMIO, 0, len, gpa, *value);
-    }
-    return LC_CB_OK;
-}
-
-static lc_cb_result cb_cpuid(void *opaque, uint32_t leaf, uint32_t subleaf,
-                             uint32_t out[4])
-{
-    diff_vm *x = opaque;
-    cpuid_answer(leaf, subleaf, out);
-    dev_log(x->dev, AK_CPUID, 0, 4, leaf | (uint64_t)subleaf << 32, 0);
-    return LC_CB_OK;
-}
-
-static lc_cb_result cb_rdmsr(void *opaque, uint32_t msr, uint64_t *value)
-{
-    diff_vm *x = opaque;
-    int i = msr_index(msr);
-    if (i < 0)
+    case 'r':
+    case 'w':
+        if (a->size == 8) {
+            /* Unicorn's side sees a 64-bit access as two 32-bit ones */
+            uint64_t lo = is_write ? a->value & 0xffffffffull
+                                   : dev_answer(d, 4);
+            dev_log(d, AK_MMIO, is_write, 4, a->addr, lo);
+            uint64_t hi = is_write ? a->value >> 32 : dev_answer(d, 4);
+            dev_log(d, AK_MMIO, is_write, 4, a->addr + 4, hi);
+            a->value = lo | hi << 32;
+            return LC_CB_OK;
+        }
+        if (!is_write)
+            a->value = dev_answer(d, a->size);
+        dev_log(d, AK_MMIO, is_write, a->size, a->addr, a->value);
+        return LC_CB_OK;
+    case 'c':
+        cpuid_answer((uint32_t)a->addr, a->sub, a->cpuid);
+        dev_log(d, AK_CPUID, 0, 4, a->addr | (uint64_t)a->sub << 32, 0);
+        return LC_CB_OK;
+    case 'R':
+    case 'W':
+        i = msr_index((uint32_t)a->addr);
+        if (i < 0)
+            return LC_CB_ERROR;
+        if (a->kind == 'R')
+            a->value = d->msr[i];
+        else
+            d->msr[i] = a->value;
+        return LC_CB_OK;
+    default:                    /* not in diff_vm_ops */
         return LC_CB_ERROR;
-    *value = x->dev->msr[i];
-    return LC_CB_OK;
+    }
 }
 
-static lc_cb_result cb_wrmsr(void *opaque, uint32_t msr, uint64_t value)
+void diff_vm_init(diff_vm *x, uint8_t *ram)
 {
-    diff_vm *x = opaque;
-    int i = msr_index(msr);
-    if (i < 0)
-        return LC_CB_ERROR;
-    x->dev->msr[i] = value;
-    return LC_CB_OK;
+    fvm_init_layout(x, ram, RAM_SIZE, MMIO_PA, MMIO_SIZE);
+    x->device = diff_device;
 }
 
 const lc_vm_ops diff_vm_ops = {
-    .size = sizeof(lc_vm_ops),
-    .gpa_map = cb_gpa_map,
-    .pio = cb_pio,
-    .mmio = cb_mmio,
-    .cpuid = cb_cpuid,
-    .rdmsr = cb_rdmsr,
-    .wrmsr = cb_wrmsr,
+    FVM_OPS_DEVICES,
+    .cpuid = fvm_cpuid,
+    .rdmsr = fvm_rdmsr,
+    .wrmsr = fvm_wrmsr,
 };
-

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    fz f = { .data = data, .size = size };
+    fz f;
     lc_cpu_state s0;
     lc_engine *e;
     lc_vcpu *v;
@@ -27,8 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 64)
         return 0;
-    f.ram = calloc(1, RAM_SIZE);
-    if (!f.ram)
+    if (fz_open(&f, data, size))
         return 0;
     fz_parse(&f, &s0, data, size);
     lc_config_init(&c);
@@ -39,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.techniques = data[2] & LC_TECH_ALL;
     c.insn_budget = 256;
     c.rep_budget = 64;
-    if (lc_engine_create(&c, &ops, &e) != LC_OK ||
-        lc_vcpu_create(e, 0, &f, &v) != LC_OK)
+    if (lc_engine_create(&c, &fvm_ops, &e) != LC_OK ||
+        lc_vcpu_create(e, 0, &f.vm, &v) != LC_OK)
         abort();
     for (int i = 0; i < 24; i++) {
         lc_cpu_state s = s0, before;
@@ -72,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         /* Rewrite a code byte now and then: stale translations, SMC. */
         if (take(&f, 1) < 64)
-            f.ram[s0.rip + (take(&f, 1) & 0x3f)] = (uint8_t)take(&f, 1);
+            f.vm.ram[s0.rip + (take(&f, 1) & 0x3f)] = (uint8_t)take(&f, 1);
     }
     {
         lc_stats st;
@@ -83,6 +82,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lc_vcpu_destroy(v);
     if (lc_engine_destroy(e) != LC_OK)
         abort();
-    free(f.ram);
+    fz_close(&f);
     return 0;
 }

@@ -25,15 +25,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    fz f = { .data = data, .size = size };
+    fz f;
     lc_cpu_state s;
     lcr_vcpu v;
     lcd_insn in;
 
     if (size < 64)
         return 0;
-    f.ram = calloc(1, RAM_SIZE);
-    if (!f.ram)
+    if (fz_open(&f, data, size))
         return 0;
     fz_parse(&f, &s, data, size);
 
@@ -43,13 +42,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     v.irq_check = 1;
     v.nwatch = 1;
     v.watch_gfn[0] = 0;
-    lcr_begin(&v, &s, &ops, &f);
+    lcr_begin(&v, &s, &fvm_ops, &f.vm);
     for (int i = 0; i < 64; i++) {
         if (lcr_step(&v, &in) != LCR_DONE || v.stop != LC_STOP_NONE)
             break;
     }
     if (v.stop >= LC_STOP_REASON_COUNT_)
         abort();
-    free(f.ram);
+    fz_close(&f);
     return 0;
 }

@@ -33,9 +33,10 @@
 #include <cluster/cluster.h>
 #include <cluster/kvm.h>
 
+#include "fakevm.h"
+
 #define MEM 0x10000
 #define ITER 50
-#define LOG_MAX 1024
 
 static const uint8_t guest[] = {
     0xb9, ITER, 0x00,                   /* 1000: mov cx, ITER */
@@ -86,61 +87,22 @@ static const uint8_t guest_pair[] = {
     0xf4,                               /* 1015: hlt */
 };
 
-typedef struct dev_event { uint16_t port; uint8_t size, out; uint32_t v; } dev_event;
-
+/* The devices both runs use are the shared fake VMM's over the KVM
+ * memory slot (tests/common/fakevm.h), with reads answering a running
+ * counter (fresh_reads), so any reordering or extra/missing access shows
+ * in the log and in what the guest computes. Without the adapter the
+ * loop below calls its callbacks itself; with it libcluster calls them,
+ * only the device ones (the engine stops before anything else). */
 typedef struct vmm {
     int kvm, vm, vcpu;
     struct kvm_run *run;
     size_t run_size;
     uint8_t *mem;
-    dev_event log[LOG_MAX];
-    unsigned nlog, exits;
-    uint32_t next_in;
+    unsigned exits;
+    fvm f;
 } vmm;
 
-/* The one device model both runs use: ports answer a running counter, so
- * any reordering or extra/missing access shows in the log. */
-static uint32_t device(vmm *m, uint16_t port, uint8_t size, int out,
-                       uint32_t v)
-{
-    if (!out)
-        v = (m->next_in++ * 37u + port) & (size == 4 ? 0xffffffffu :
-                                           (1u << (size * 8)) - 1);
-    if (m->nlog < LOG_MAX)
-        m->log[m->nlog++] = (dev_event){ port, size, (uint8_t)out, v };
-    return v;
-}
-
-static void gpa_map(void *o, uint64_t gpa, int w, lc_gpa_map *map)
-{
-    vmm *m = o;
-    (void)w;
-    memset(map, 0, sizeof *map);
-    if (gpa < MEM) {
-        map->kind = LC_GPA_RAM;
-        map->hva = m->mem + gpa;
-        map->span = MEM - gpa;
-    } else if (gpa >= MMIO_SEG * 16u && gpa < MMIO_SEG * 16u + 0x1000) {
-        map->kind = LC_GPA_MMIO;
-    }
-}
-
-static lc_cb_result mmio(void *o, uint64_t gpa, uint8_t len, int w,
-                         uint64_t *v)
-{
-    *v = device(o, (uint16_t)gpa, len, w, (uint32_t)*v);
-    return LC_CB_OK;
-}
-
-static lc_cb_result pio(void *o, uint16_t port, uint8_t size, int w,
-                        uint32_t *v)
-{
-    *v = device(o, port, size, w, *v);
-    return LC_CB_OK;
-}
-
-static const lc_vm_ops ops = { .size = sizeof ops, .gpa_map = gpa_map,
-                               .pio = pio, .mmio = mmio };
+static const lc_vm_ops ops = { FVM_OPS_DEVICES };
 
 static int vmm_open(vmm *m, const uint8_t *code, size_t len)
 {
@@ -157,6 +119,8 @@ static int vmm_open(vmm *m, const uint8_t *code, size_t len)
                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m->vm < 0 || m->mem == MAP_FAILED)
         return -1;
+    fvm_init_layout(&m->f, m->mem, MEM, MMIO_SEG * 16u, 0x1000);
+    m->f.fresh_reads = 1;
     memcpy(m->mem + 0x1000, code, len);
     r = (struct kvm_userspace_memory_region){ 0, 0, 0, MEM,
                                               (uint64_t)(uintptr_t)m->mem };
@@ -209,8 +173,10 @@ static int vmm_run(vmm *m, lc_kvm_vcpu *kv, struct kvm_regs *final)
             if (m->run->io.count != 1)
                 return -1;
             memcpy(&v, d, m->run->io.size);
-            v = device(m, m->run->io.port, m->run->io.size,
-                       m->run->io.direction == KVM_EXIT_IO_OUT, v);
+            if (fvm_pio(&m->f, m->run->io.port, m->run->io.size,
+                        m->run->io.direction == KVM_EXIT_IO_OUT,
+                        &v) != LC_CB_OK)
+                return -1;
             if (m->run->io.direction == KVM_EXIT_IO_IN)
                 memcpy(d, &v, m->run->io.size);
             break;
@@ -220,8 +186,9 @@ static int vmm_run(vmm *m, lc_kvm_vcpu *kv, struct kvm_regs *final)
             if (m->run->mmio.len > 4)
                 return -1;
             memcpy(&v, m->run->mmio.data, m->run->mmio.len);
-            v = device(m, (uint16_t)m->run->mmio.phys_addr, m->run->mmio.len,
-                       m->run->mmio.is_write, (uint32_t)v);
+            if (fvm_mmio(&m->f, m->run->mmio.phys_addr, m->run->mmio.len,
+                         m->run->mmio.is_write, &v) != LC_CB_OK)
+                return -1;
             if (!m->run->mmio.is_write)
                 memcpy(m->run->mmio.data, &v, m->run->mmio.len);
             break;
@@ -255,7 +222,7 @@ static int compare(const char *name, const uint8_t *code, size_t len,
     }
     if (vmm_open(fast, code, len) < 0 ||
         lc_engine_create(cfg, &ops, &e) != LC_OK ||
-        lc_vcpu_create(e, 0, fast, &v) != LC_OK ||
+        lc_vcpu_create(e, 0, &fast->f, &v) != LC_OK ||
         lc_kvm_vcpu_attach(v, fast->vcpu, fast->run, caps, &kv) != LC_OK ||
         vmm_run(fast, kv, &r2) < 0) {
         printf("%s: adapter run failed: %s\n", name, strerror(errno));
@@ -270,15 +237,14 @@ static int compare(const char *name, const uint8_t *code, size_t len,
            (unsigned long long)stats->translations,
            (unsigned long long)kstats->completions,
            (unsigned long long)kstats->exits_skipped);
-    if (plain->nlog != fast->nlog ||
-        memcmp(plain->log, fast->log, plain->nlog * sizeof plain->log[0])) {
+    if (!fvm_log_equal(&plain->f, &fast->f)) {
         printf("FAIL: %s: device logs differ (%u vs %u accesses)\n", name,
-               plain->nlog, fast->nlog);
+               plain->f.nlog, fast->f.nlog);
         fail = 1;
     }
-    if (plain->nlog != want_accesses) {
-        printf("FAIL: %s: %u device accesses, want %u\n", name, plain->nlog,
-               want_accesses);
+    if (plain->f.nlog != want_accesses) {
+        printf("FAIL: %s: %u device accesses, want %u\n", name,
+               plain->f.nlog, want_accesses);
         fail = 1;
     }
     if (r1.rip != r2.rip || r1.rbx != r2.rbx || r1.rcx != r2.rcx ||

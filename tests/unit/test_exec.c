@@ -3,7 +3,7 @@
  * tests/unit/test_exec.c: runtime/exec.c and alu.c.
  *
  * The paper's examples run instruction by instruction against a fake VMM
- * (tests/unit/fakevm.h) with hand-computed results; then the contract that
+ * (tests/common/fakevm.h) with hand-computed results; then the contract that
  * matters to clusters: a stop leaves the state exactly as it was before the
  * instruction. Exhaustive semantics are the differential tests' job
  * (tests/diff/, against Unicorn).

@@ -4,10 +4,11 @@
  * paging mode, access rights, accessed/dirty bits, fragment splitting,
  * MMIO / traced / ROM dispatch, hostile page tables and instruction fetch.
  *
- * The fake VM: 4 MiB of RAM at guest-physical 0 (page tables are built in
- * its top MiB, data lives below), two MMIO windows (one below 4 GiB, one
- * above for PSE-36), an optional traced page, an optional ROM page and an
- * optional page whose mapping is deliberately short. Every callback logs.
+ * The fake VM is the shared one (tests/common/fakevm.h): 4 MiB of RAM at
+ * guest-physical 0 (page tables are built in its top MiB, data lives
+ * below), two MMIO windows (one below 4 GiB, one above for PSE-36), an
+ * optional traced page, an optional ROM page and an optional page whose
+ * mapping is deliberately short. Every callback logs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <cluster/cluster.h>
 
 #include "../../runtime/rt.h"
+#include "fakevm.h"
 #include "harness.h"
 
 /* ---- fake VM ------------------------------------------------------------ */
@@ -25,38 +27,19 @@
 #define MMIO_BASE   0xfee00000ull
 #define HIMMIO_BASE 0x1200c00000ull      /* reachable only via PSE-36 */
 #define MMIO_SIZE   0x1000u
-#define NO_GFN      (~0ull)
 
-typedef struct ev {
-    char     kind;   /* 'r' / 'w' MMIO, 't' traced write */
-    uint64_t gpa;
-    unsigned len;
-    uint64_t value;
-} ev;
-
-typedef struct tvm {
-    uint8_t     *ram;
-    uint64_t     traced_gfn, rom_gfn, short_gfn;
-    ev           log[32];
-    unsigned     nlog;
-    unsigned     nmap_write;      /* gpa_map calls with is_write = 1 */
-    int          read_not_zeroed; /* an MMIO read got a non-zero *value */
-    lc_cb_result mmio_answer;
-    unsigned     mmio_answer_at;  /* 1-based call that gets mmio_answer */
-    unsigned     nmmio;
-    uint64_t     next_pt;
-} tvm;
-
-static tvm T;
+/* The shared fake VMM (tests/common/fakevm.h), with this file's device:
+ * MMIO bytes read as dev_byte(), and the call numbered mmio_answer_at
+ * answers mmio_answer. Traced writes are not stored (traced_no_store):
+ * the MMU must never store to traced RAM itself. */
+static fvm T;
 static lc_cpu_state S;
 static lcr_vcpu V;
 static lc_vm_ops OPS;
-
-static void log_ev(char kind, uint64_t gpa, unsigned len, uint64_t value)
-{
-    if (T.nlog < sizeof(T.log) / sizeof(T.log[0]))
-        T.log[T.nlog++] = (ev){ kind, gpa, len, value };
-}
+static uint64_t next_pt;            /* page-table allocator */
+static lc_cb_result mmio_answer;
+static unsigned mmio_answer_at;     /* 1-based call that gets mmio_answer */
+static unsigned nmmio;
 
 /* A device byte at `gpa` reads as this. */
 static uint8_t dev_byte(uint64_t gpa)
@@ -64,75 +47,35 @@ static uint8_t dev_byte(uint64_t gpa)
     return (uint8_t)(gpa ^ 0xa5);
 }
 
-static void t_gpa_map(void *o, uint64_t gpa, int w, lc_gpa_map *m)
+static lc_cb_result mmu_device(fvm *f, fvm_access *a)
 {
-    tvm *t = o;
-
-    memset(m, 0xee, sizeof(*m));     /* the MMU must not rely on zeroing */
-    m->kind = LC_GPA_UNMAPPED;
-    m->traced = 0;
-    m->readonly = 0;
-    m->hva = NULL;
-    m->span = 0;
-    if (w)
-        t->nmap_write++;
-    if (gpa < RAM_SIZE) {
-        m->kind = LC_GPA_RAM;
-        m->hva = t->ram + gpa;
-        m->span = RAM_SIZE - gpa;
-        m->traced = (gpa >> 12) == t->traced_gfn;
-        m->readonly = (gpa >> 12) == t->rom_gfn;
-        if ((gpa >> 12) == t->short_gfn)
-            m->span = 3;            /* shorter than any paging entry */
-    } else if ((gpa >= MMIO_BASE && gpa < MMIO_BASE + MMIO_SIZE) ||
-               (gpa >= HIMMIO_BASE && gpa < HIMMIO_BASE + MMIO_SIZE)) {
-        m->kind = LC_GPA_MMIO;
+    (void)f;
+    if (a->kind != 'r' && a->kind != 'w')
+        return LC_CB_OK;            /* traced writes: logged only */
+    nmmio++;
+    if (mmio_answer_at == nmmio)
+        return mmio_answer;
+    if (a->kind == 'r') {
+        a->value = 0;
+        for (unsigned i = 0; i < a->size; i++)
+            a->value |= (uint64_t)dev_byte(a->addr + i) << (8 * i);
     }
-}
-
-static lc_cb_result t_mmio(void *o, uint64_t gpa, uint8_t len, int is_write,
-                           uint64_t *val)
-{
-    tvm *t = o;
-
-    t->nmmio++;
-    if (t->mmio_answer_at == t->nmmio)
-        return t->mmio_answer;
-    if (!is_write) {
-        if (*val != 0)
-            t->read_not_zeroed = 1;
-        *val = 0;
-        for (unsigned i = 0; i < len; i++)
-            *val |= (uint64_t)dev_byte(gpa + i) << (8 * i);
-    }
-    log_ev(is_write ? 'w' : 'r', gpa, len, *val);
-    return LC_CB_OK;
-}
-
-/* Deliberately does NOT store: proves the MMU never stores to traced RAM. */
-static lc_cb_result t_traced(void *o, uint64_t gpa, const void *d,
-                             uint8_t len)
-{
-    uint64_t v = 0;
-
-    (void)o;
-    memcpy(&v, d, len);
-    log_ev('t', gpa, len, v);
     return LC_CB_OK;
 }
 
 static void setup(void)
 {
-    memset(&T, 0, sizeof(T));
-    T.ram = calloc(1, RAM_SIZE);
-    ck_assert_ptr_nonnull(T.ram);
-    T.traced_gfn = T.rom_gfn = T.short_gfn = NO_GFN;
-    T.next_pt = PT_BASE;
-    memset(&OPS, 0, sizeof(OPS));
-    OPS.size = sizeof(OPS);
-    OPS.gpa_map = t_gpa_map;
-    OPS.mmio = t_mmio;
-    OPS.traced_write = t_traced;
+    ck_assert_int_eq(fvm_init_layout(&T, NULL, RAM_SIZE, MMIO_BASE,
+                                     MMIO_SIZE), 0);
+    T.mmio2_base = HIMMIO_BASE;
+    T.mmio2_size = MMIO_SIZE;
+    T.traced_no_store = 1;
+    T.device = mmu_device;
+    next_pt = PT_BASE;
+    mmio_answer = LC_CB_OK;
+    mmio_answer_at = 0;
+    nmmio = 0;
+    OPS = (lc_vm_ops){ FVM_OPS_DEVICES, .traced_write = fvm_traced };
     memset(&S, 0, sizeof(S));
     memset(&V, 0, sizeof(V));
     V.st = &S;
@@ -142,7 +85,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    free(T.ram);
+    fvm_fini(&T);
 }
 
 static void set_mode(lc_cpu_mode mode, unsigned cpl)
@@ -183,10 +126,10 @@ static int PM;
 
 static uint64_t pt_alloc(void)
 {
-    uint64_t p = T.next_pt;
+    uint64_t p = next_pt;
 
-    T.next_pt += 0x1000;
-    ck_assert_uint_le(T.next_pt, RAM_SIZE);
+    next_pt += 0x1000;
+    ck_assert_uint_le(next_pt, RAM_SIZE);
     memset(T.ram + p, 0, 0x1000);
     return p;
 }
@@ -868,7 +811,7 @@ START_TEST(ad_bits_large_and_legacy)
 
     /* 32-bit: A in PDE and PTE, D in the PTE on a write */
     memset(T.ram + PT_BASE, 0, RAM_SIZE - PT_BASE);
-    T.next_pt = PT_BASE;
+    next_pt = PT_BASE;
     paging(PM_32, 0);
     set_mode(LC_MODE_PROT32, 0);
     map_at(0x40001000, 0x30000, 1, F_P | F_RW, F_DIR, ent);
@@ -881,7 +824,7 @@ START_TEST(ad_bits_large_and_legacy)
 
     /* PAE: PDPTE has no A bit and is never written */
     memset(T.ram + PT_BASE, 0, RAM_SIZE - PT_BASE);
-    T.next_pt = PT_BASE;
+    next_pt = PT_BASE;
     paging(PM_PAE, 0);
     set_mode(LC_MODE_PROT32, 0);
     map_at(0x40001000, 0x30000, 1, F_P | F_RW, F_DIR, ent);
@@ -994,7 +937,7 @@ START_TEST(table_outside_ram_or_in_mmio)
     /* ... in MMIO: never read through the device */
     wr(ent[2], 8, MMIO_BASE | F_DIR);
     expect_term(la, 4, R, __LINE__);
-    ck_assert_uint_eq(T.nmmio, 0);
+    ck_assert_uint_eq(nmmio, 0);
     /* no A bit was set anywhere on the way */
     ck_assert_uint_eq(ent_val(ent[4]), pml4e);
 
@@ -1002,15 +945,15 @@ START_TEST(table_outside_ram_or_in_mmio)
     wr(ent[2], 8, 0x60000ull | F_DIR);
     T.short_gfn = 0x60;
     expect_term(la, 4, R, __LINE__);
-    T.short_gfn = NO_GFN;
+    T.short_gfn = FVM_NONE;
 
     /* A bit needed in a traced or ROM page table: stop, never store */
     map_at(la, 0x40000, 1, F_P | F_RW, F_DIR, ent);
     T.traced_gfn = ent[1] >> 12;
     expect_term(la, 4, R, __LINE__);
     ck_assert_uint_eq(ent_val(ent[1]) & F_A, 0);
-    T.traced_gfn = NO_GFN;
-    T.rom_gfn = ent[1] >> 12;
+    T.traced_gfn = FVM_NONE;
+    T.readonly_gfn = ent[1] >> 12;
     expect_term(la, 4, R, __LINE__);
     ck_assert_uint_eq(ent_val(ent[1]) & F_A, 0);
     /* with A already set, a read-only table is fine for a read */
@@ -1099,12 +1042,12 @@ START_TEST(mmio_split_across_pages)
     ck_assert_int_eq(lcr_read(&V, &x, buf), 0);
     ck_assert_uint_eq(T.nlog, 3);
     ck_assert_int_eq(T.log[0].kind, 'r');
-    ck_assert_uint_eq(T.log[0].gpa, MMIO_BASE + 0xffd);
-    ck_assert_uint_eq(T.log[0].len, 2);
-    ck_assert_uint_eq(T.log[1].gpa, MMIO_BASE + 0xfff);
-    ck_assert_uint_eq(T.log[1].len, 1);
-    ck_assert_uint_eq(T.log[2].gpa, MMIO_BASE);
-    ck_assert_uint_eq(T.log[2].len, 1);
+    ck_assert_uint_eq(T.log[0].addr, MMIO_BASE + 0xffd);
+    ck_assert_uint_eq(T.log[0].size, 2);
+    ck_assert_uint_eq(T.log[1].addr, MMIO_BASE + 0xfff);
+    ck_assert_uint_eq(T.log[1].size, 1);
+    ck_assert_uint_eq(T.log[2].addr, MMIO_BASE);
+    ck_assert_uint_eq(T.log[2].size, 1);
     ck_assert_uint_eq(buf[0], dev_byte(MMIO_BASE + 0xffd));
     ck_assert_uint_eq(buf[1], dev_byte(MMIO_BASE + 0xffe));
     ck_assert_uint_eq(buf[2], dev_byte(MMIO_BASE + 0xfff));
@@ -1122,24 +1065,24 @@ START_TEST(mmio_split_across_pages)
     ck_assert_uint_eq(T.log[0].value, 0x2211);
     ck_assert_uint_eq(T.log[1].value, 0x33);
     ck_assert_uint_eq(T.log[2].value, 0x44);
-    ck_assert_uint_eq(T.log[2].gpa, MMIO_BASE);
+    ck_assert_uint_eq(T.log[2].addr, MMIO_BASE);
 
     /* an aligned 8-byte access is one call */
     T.nlog = 0;
     xl(la + 0x18, 8, R, &x, __LINE__);
     ck_assert_int_eq(lcr_read(&V, &x, buf), 0);
     ck_assert_uint_eq(T.nlog, 1);
-    ck_assert_uint_eq(T.log[0].len, 8);
+    ck_assert_uint_eq(T.log[0].size, 8);
     /* 7 bytes before the boundary: 4 + 2 + 1 */
     T.nlog = 0;
     xl(la + 0xff9, 8, R, &x, __LINE__);
     ck_assert_int_eq(lcr_read(&V, &x, buf), 0);
     ck_assert_uint_eq(T.nlog, 4);
-    ck_assert_uint_eq(T.log[0].len, 4);
-    ck_assert_uint_eq(T.log[1].len, 2);
-    ck_assert_uint_eq(T.log[2].len, 1);
-    ck_assert_uint_eq(T.log[3].len, 1);
-    ck_assert_uint_eq(T.log[3].gpa, MMIO_BASE);
+    ck_assert_uint_eq(T.log[0].size, 4);
+    ck_assert_uint_eq(T.log[1].size, 2);
+    ck_assert_uint_eq(T.log[2].size, 1);
+    ck_assert_uint_eq(T.log[3].size, 1);
+    ck_assert_uint_eq(T.log[3].addr, MMIO_BASE);
 }
 END_TEST
 
@@ -1161,7 +1104,7 @@ START_TEST(ram_mmio_mixed_and_callbacks)
     ck_assert_uint_eq(val & 0xffff, 0xbbaa);
     ck_assert_uint_eq((val >> 16) & 0xff, dev_byte(MMIO_BASE));
     ck_assert_uint_eq(T.nlog, 1);
-    ck_assert_uint_eq(T.log[0].len, 2);
+    ck_assert_uint_eq(T.log[0].size, 2);
 
     /* NULL mmio: terminator before anything, RAM part not written */
     OPS.mmio = NULL;
@@ -1171,16 +1114,16 @@ START_TEST(ram_mmio_mixed_and_callbacks)
     ck_assert_uint_eq(rd(0x38ffe, 2), 0xbbaa);
     V.stop = LC_STOP_NONE;
     expect_stop(lcr_read(&V, &x, &val), LC_STOP_TERMINATOR, __LINE__);
-    OPS.mmio = t_mmio;
+    OPS.mmio = fvm_mmio;
 
     /* LC_CB_STOP and LC_CB_ERROR */
-    T.mmio_answer = LC_CB_STOP;
-    T.mmio_answer_at = T.nmmio + 1;
+    mmio_answer = LC_CB_STOP;
+    mmio_answer_at = nmmio + 1;
     V.stop = LC_STOP_NONE;
     expect_stop(lcr_read(&V, &x, &val), LC_STOP_CALLBACK, __LINE__);
     ck_assert_int_eq(V.error, LC_OK);
-    T.mmio_answer = LC_CB_ERROR;
-    T.mmio_answer_at = T.nmmio + 1;
+    mmio_answer = LC_CB_ERROR;
+    mmio_answer_at = nmmio + 1;
     V.stop = LC_STOP_NONE;
     expect_stop(lcr_write(&V, &x, &val), LC_STOP_CALLBACK, __LINE__);
     ck_assert_int_eq(V.error, LC_ERR_CALLBACK);
@@ -1199,7 +1142,7 @@ START_TEST(traced_rom_smc)
     paging(PM_NONE, 0);
     set_mode(LC_MODE_PROT32, 0);
     T.traced_gfn = 0x36;
-    T.rom_gfn = 0x37;
+    T.readonly_gfn = 0x37;
     wr(0x36010, 4, 0xaabbccdd);
 
     /* traced write: goes to traced_write, never stored by the MMU */
@@ -1209,8 +1152,8 @@ START_TEST(traced_rom_smc)
     ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
     ck_assert_uint_eq(T.nlog, 1);
     ck_assert_int_eq(T.log[0].kind, 't');
-    ck_assert_uint_eq(T.log[0].gpa, 0x36010);
-    ck_assert_uint_eq(T.log[0].len, 4);
+    ck_assert_uint_eq(T.log[0].addr, 0x36010);
+    ck_assert_uint_eq(T.log[0].size, 4);
     ck_assert_uint_eq(T.log[0].value, 0x11223344);
     ck_assert_uint_eq(rd(0x36010, 4), 0xaabbccdd);
     /* reading a traced page is ordinary RAM */
@@ -1226,7 +1169,7 @@ START_TEST(traced_rom_smc)
     ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
     ck_assert_uint_eq(rd(0x35ffe, 2), 0x3344);
     ck_assert_uint_eq(T.nlog, 1);
-    ck_assert_uint_eq(T.log[0].gpa, 0x36000);
+    ck_assert_uint_eq(T.log[0].addr, 0x36000);
     ck_assert_uint_eq(T.log[0].value, 0x1122);
     /* 5 traced bytes go as 4 + 1 (callbacks see only 1/2/4/8) */
     T.nlog = 0;
@@ -1234,11 +1177,11 @@ START_TEST(traced_rom_smc)
     val = 0x8877665544332211ull;
     ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
     ck_assert_uint_eq(T.nlog, 2);
-    ck_assert_uint_eq(T.log[0].gpa, 0x36000);
-    ck_assert_uint_eq(T.log[0].len, 4);
+    ck_assert_uint_eq(T.log[0].addr, 0x36000);
+    ck_assert_uint_eq(T.log[0].size, 4);
     ck_assert_uint_eq(T.log[0].value, 0x77665544);
-    ck_assert_uint_eq(T.log[1].gpa, 0x36004);
-    ck_assert_uint_eq(T.log[1].len, 1);
+    ck_assert_uint_eq(T.log[1].addr, 0x36004);
+    ck_assert_uint_eq(T.log[1].size, 1);
     ck_assert_uint_eq(T.log[1].value, 0x88);
     ck_assert_uint_eq(rd(0x35ffd, 3), 0x332211);
     /* NULL traced_write on the second fragment: nothing written at all */
@@ -1247,7 +1190,7 @@ START_TEST(traced_rom_smc)
     xl(0x35ffe, 4, W, &x, __LINE__);
     expect_stop(lcr_write(&V, &x, &val), LC_STOP_TERMINATOR, __LINE__);
     ck_assert_uint_eq(rd(0x35ffe, 2), 0);
-    OPS.traced_write = t_traced;
+    OPS.traced_write = fvm_traced;
 
     /* ROM: reads fine, a write translation stops */
     xl(0x37000, 4, R, &x, __LINE__);
@@ -1312,7 +1255,7 @@ START_TEST(fetch_truncated_at_non_present_page)
     map4k(rip + 6, MMIO_BASE, F_P);
     n = lcr_fetch(&V, buf, 15, gfn, &ngfn);
     ck_assert_uint_eq(n, 6);
-    ck_assert_uint_eq(T.nmmio, 0);
+    ck_assert_uint_eq(nmmio, 0);
     /* first page not fetchable at all */
     S.rip = 0x00007f0000060000ull;
     n = lcr_fetch(&V, buf, 15, gfn, &ngfn);

@@ -1,57 +1,41 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Integration test: run one guest on the reference VMM with clustering
-off and on, and check that everything the guest can see is identical
-(its console output, which carries its replies' checksum, and its exit
-code) while the exits drop.
+"""Integration test: run one workload's guest on the reference VMM with
+clustering off and on, and check that everything the guest can see is
+identical (its console output, which carries its replies' checksum, and
+its exit code), that it did all its units, while the exits drop.
 
-  run_guest.py LCVMM IMAGE --cpu kvm|unicorn [--nic pcnet|e1000|none]
-               [--params "n=20 irq=0"] [--expect-saved] [--same-insns]
-               [--extra-arg=ARG ...]
+  run_guest.py LCVMM GUEST_DIR --workload ID --cpu kvm|unicorn [-n UNITS]
+               [--expect-saved] [--same-insns] [--extra-arg=ARG ...]
+
+The workload (image, NIC, guest parameters, units per CPU) comes from the
+one list the benchmarks and the demo use, bench/lcbench/workloads.py, and
+lcvmm runs through the benchmarks' driver (lcbench.lcvmm.invoke).
 
 Exit status 0 pass, 1 fail, 77 skip (with the reason printed), as Meson
 expects.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
-
-def run(args, lcvmm, image, cluster, extra):
-    with tempfile.NamedTemporaryFile(suffix='.json', delete=False) as f:
-        stats_path = f.name
-    cmd = [lcvmm, '-q', '-k', image, '--cpu', args.cpu, '--nic', args.nic,
-           '--stats', 'json', '--stats-file', stats_path,
-           '--timeout', str(args.timeout)]
-    if args.params:
-        cmd += ['-p', args.params]
-    if not cluster:
-        cmd.append('--no-cluster')
-    cmd += extra
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=args.timeout + 30)
-    try:
-        with open(stats_path) as f:
-            stats = json.load(f)
-    except (OSError, ValueError) as e:
-        stats = None
-        print(f'no statistics from {" ".join(cmd)}: {e}')
-    finally:
-        if os.path.exists(stats_path):
-            os.unlink(stats_path)
-    return cmd, p, stats
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'bench'))
+from lcbench.lcvmm import RunError, all_done, invoke  # noqa: E402
+from lcbench.util import kvm_usable, parse_result_line  # noqa: E402
+from lcbench.workloads import guest_params, workload  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('lcvmm')
-    ap.add_argument('image')
-    ap.add_argument('--cpu', default='kvm')
-    ap.add_argument('--nic', default='none')
-    ap.add_argument('--params', default='')
+    ap.add_argument('guest_dir')
+    ap.add_argument('--workload', required=True,
+                    help='an id of bench/lcbench/workloads.py')
+    ap.add_argument('--cpu', default='kvm', choices=('kvm', 'unicorn'))
+    ap.add_argument('-n', type=int, help="units (default: the workload's "
+                    'test_n for this CPU)')
     ap.add_argument('--timeout', type=float, default=120)
     ap.add_argument('--expect-saved', action='store_true',
                     help='clustering must save exits')
@@ -61,31 +45,45 @@ def main():
     ap.add_argument('--extra-arg', action='append', default=[],
                     help='an lcvmm argument, as --extra-arg=--nic-opt=none')
     args = ap.parse_args()
+    w = workload(args.workload)
+    n = args.n if args.n is not None else w['test_n'][args.cpu]
+    image = os.path.join(args.guest_dir, w['guest'])
+    params = f'{guest_params(w, args.cpu)} n={n}'.strip()
 
-    if args.cpu == 'kvm':
-        try:
-            fd = os.open('/dev/kvm', os.O_RDWR)
-            os.close(fd)
-        except OSError as e:
-            print(f'SKIP: /dev/kvm is not usable here ({e.strerror}); '
-                  'the Unicorn variant of this test still runs')
-            return 77
+    if args.cpu == 'kvm' and not kvm_usable():
+        print('SKIP: /dev/kvm is not usable here; the Unicorn variant of '
+              'this test still runs')
+        return 77
 
     results = {}
     for cluster in (False, True):
-        cmd, p, stats = run(args, args.lcvmm, args.image, cluster,
-                            args.extra_arg)
+        try:
+            cmd, p, out, stats = invoke(
+                args.lcvmm, image, w['nic'], args.cpu, params,
+                args.extra_arg + ([] if cluster else ['--no-cluster']),
+                timeout=args.timeout)
+        except RunError as e:
+            print(f'FAIL: {e}')
+            return 1
         tag = 'on' if cluster else 'off'
         print(f'--- clustering {tag}: {" ".join(cmd)}')
-        print(p.stdout.decode(errors='replace'), end='')
+        print(out, end='')
         sys.stdout.write(p.stderr.decode(errors='replace'))
         if p.returncode != 0:
             print(f'FAIL: guest exit status {p.returncode} with clustering '
                   f'{tag}')
             return 1
-        if stats is None:
+        if not stats:
+            print(f'FAIL: no statistics from {" ".join(cmd)}')
             return 1
-        results[tag] = (p.stdout, stats)
+        result = parse_result_line(out)
+        want = dict(w.get('expect', {}))
+        if not all_done(result, n) or any(result.get(k) != v
+                                          for k, v in want.items()):
+            print(f'FAIL: result line {result or "missing"}: not all {n} '
+                  f'units done{" or not " + str(want) if want else ""}')
+            return 1
+        results[tag] = (out, stats)
 
     off_out, off = results['off']
     on_out, on = results['on']
