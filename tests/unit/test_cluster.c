@@ -303,7 +303,7 @@ START_TEST(fast_path_matches_runtime)
     memcpy(f.ram + 0x100000, code, n);
     ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
     ck_assert_uint_eq(cl.ninsn, 3);
-    ck_assert_msg(cl.insn[1].fast.kind != LCX_FAST_NONE, "%s not specialized",
+    ck_assert_msg(cl.insn[1].fast.kind != LCR_FAST_NONE, "%s not specialized",
                   fast_cases[_i]);
     for (int k = 0; k < 400; k++) {
         lc_cpu_state a, b;
