@@ -22,7 +22,7 @@
 
 #define RF(v) ((v)->st->rflags)
 
-/* ---- registers and stops --------------------------------------------------- */
+/* ---- registers and stops ----------------------------------------------- */
 
 /* Also how stack pointers, counters and string indexes are updated at the
  * address (or stack) size: a 16-bit update keeps the bits above it, a
@@ -175,126 +175,6 @@ static int ex_lea(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
-/* ---- I/O ------------------------------------------------------------------- */
-
-/* The I/O permission bit map (SDM vol. 1 19.5.2): with CPL > IOPL (or in
- * virtual-8086 mode) the CPU reads the 16-bit map base at offset 0x66 of
- * the current 32- or 64-bit TSS, then the two bytes holding the bits of
- * the accessed ports; every bit must be 0, and both bytes must lie within
- * the TSS limit. These are implicit supervisor-mode reads. Anything this
- * cannot decide (no usable TSS, a paging fault, the map outside RAM)
- * answers "not allowed": the instruction is then a terminator and the
- * CPU decides when the guest resumes. */
-/* An implicit supervisor-mode read of RAM at a linear address. */
-static int read_implicit(lcr_vcpu *v, uint64_t la, void *buf, unsigned len)
-{
-    lcr_xlat x;
-
-    if (lcr_translate(v, la, len, LCR_ACC_READ | LCR_ACC_IMPLICIT, &x) < 0) {
-        probe_done(v);
-        return -1;
-    }
-    for (unsigned i = 0; i < x.nfrag; i++)
-        if (x.frag[i].kind != LC_GPA_RAM)
-            return -1;
-    return lcr_read(v, &x, buf);
-}
-
-static int io_bitmap_allows(lcr_vcpu *v, uint16_t port, unsigned size)
-{
-    const lc_segment *tr = &v->st->tr;
-    uint16_t map_base, bits;
-    uint64_t off;
-
-    if (tr->unusable || !tr->present || tr->s ||
-        (tr->type != 0x9 && tr->type != 0xb) || tr->limit < 0x67)
-        return 0;
-    if (read_implicit(v, tr->base + 0x66, &map_base, 2) < 0)
-        return 0;
-    off = (uint64_t)map_base + port / 8;
-    if (off + 1 > tr->limit)
-        return 0;
-    if (read_implicit(v, tr->base + off, &bits, 2) < 0)
-        return 0;
-    return ((bits >> (port % 8)) & ((1u << size) - 1)) == 0;
-}
-
-/* I/O is allowed without consulting the bit map in real mode, or when
- * CPL <= IOPL in protected mode (SDM vol. 1 19.5.1). Otherwise the TSS
- * bit map decides. Some hypervisors run CPL 3 guest code without
- * honouring its IOPL, so guests that poll devices from CPL 3 grant their
- * ports through the bit map (examples/guests/boot/long64.S). */
-static int io_allowed(lcr_vcpu *v, uint16_t port, unsigned size)
-{
-    unsigned iopl = (unsigned)((v->st->rflags & LC_RFLAGS_IOPL) >> 12);
-
-    if (v->mode == LC_MODE_REAL)
-        return 1;
-    if (v->mode != LC_MODE_VM86 && v->cpl <= iopl)
-        return 1;
-    return io_bitmap_allows(v, port, size);
-}
-
-
-static int pio(lcr_vcpu *v, uint16_t port, unsigned size, int is_write,
-               uint32_t *val)
-{
-    if (!is_write)
-        *val = 0;      /* no stale data if the device answers less */
-    return lcr_cb_result(v, v->ops->pio(v->opaque, port, (uint8_t)size,
-                                    is_write, val));
-}
-
-/* INS / OUTS, one iteration or REP. Returns LCR_DONE when the instruction
- * finished (RIP advanced by the caller), LCR_STOP otherwise; a REP that
-
- * ran out of budget after some iterations stops with LC_STOP_BUDGET, RIP at
- * the instruction and the completed iterations' effects kept. */
-static int string_io(lcr_vcpu *v, lcr_ectx *c, int is_out, uint32_t *iters)
-{
-    const lcd_insn *in = c->in;
-    unsigned ab = in->mem.addr_bytes, n = in->mem.bytes;
-    unsigned idx = is_out ? LC_RSI : LC_RDI;
-    unsigned seg = is_out ? in->mem.seg : LC_ES;  /* ES:rDI can't be overridden */
-    int64_t step = (v->st->rflags & LC_RFLAGS_DF) ? -(int64_t)n : (int64_t)n;
-    uint16_t port = (uint16_t)v->st->gpr[LC_RDX];
-
-    for (;;) {
-        uint64_t count = v->st->gpr[LC_RCX] & lcr_mask(ab);
-        uint64_t ea = v->st->gpr[idx] & lcr_mask(ab);
-        uint32_t val = 0;
-        lcr_xlat x;
-
-        if (in->info.rep && count == 0)
-            return LCR_DONE;
-        if (*iters >= v->rep_budget)
-            return stop(v, LC_STOP_BUDGET);
-        if (lcr_mem_xlat(v, seg, ea, n, is_out ? LCR_ACC_READ : LCR_ACC_WRITE,
-                     &x) < 0)
-            return LCR_STOP;
-        if (is_out) {
-            uint64_t d;
-            if (lcr_xread(v, &x, &d) < 0)
-                return LCR_STOP;
-            val = (uint32_t)d;
-            if (pio(v, port, n, 1, &val) < 0)
-                return LCR_STOP;
-        } else {
-            if (pio(v, port, n, 0, &val) < 0)
-                return LCR_STOP;
-            if (lcr_xwrite(v, &x, val) < 0)
-                return LCR_STOP;
-        }
-        (*iters)++;
-        gpr_set(v, idx, ab, ea + (uint64_t)step);
-        if (!in->info.rep)
-            return LCR_DONE;
-        gpr_set(v, LC_RCX, ab, count - 1);
-        if (v->smc_hit)     /* stop between iterations: SMC */
-            return count - 1 == 0 ? LCR_DONE : stop(v, LC_STOP_SMC);
-    }
-}
-
 /* Atomic XCHG on one RAM fragment: returns 1 when done (register and
  * memory exchanged), 0 when the access is not naturally aligned (the
  * caller falls back to read-then-write). */
@@ -370,8 +250,9 @@ static int ex_cmovcc(lcr_vcpu *v, lcr_ectx *c)
 
 static int ex_setcc(lcr_vcpu *v, lcr_ectx *c)
 {
-    return DONE_IF(!lcr_opnd_write(v, c, 0,
-                                   (uint64_t)lcr_cond(c->in->info.cond, RF(v))));
+    uint64_t set = (uint64_t)lcr_cond(c->in->info.cond, RF(v));
+
+    return DONE_IF(!lcr_opnd_write(v, c, 0, set));
 }
 
 static int ex_bswap(lcr_vcpu *v, lcr_ectx *c)
@@ -468,7 +349,7 @@ static int ex_pop(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
-/* ---- arithmetic and logic ------------------------------------------------ */
+/* ---- arithmetic and logic ---------------------------------------------- */
 
 /* ADD ADC SUB SBB CMP AND OR XOR TEST: the row names the ALU operation
  * and whether the result is stored (the translator's inline path reads
@@ -575,7 +456,7 @@ static int mul(lcr_vcpu *v, lcr_ectx *c, int is_signed)
 static int ex_mul(lcr_vcpu *v, lcr_ectx *c) { return mul(v, c, 0); }
 static int ex_imul(lcr_vcpu *v, lcr_ectx *c) { return mul(v, c, 1); }
 
-/* ---- flags and no-ops ------------------------------------------------------ */
+/* ---- flags and no-ops --------------------------------------------------- */
 
 static int flags_to(lcr_vcpu *v, uint64_t fl)
 {
@@ -583,11 +464,31 @@ static int flags_to(lcr_vcpu *v, uint64_t fl)
     return LCR_DONE;
 }
 
-static int ex_clc(lcr_vcpu *v, lcr_ectx *c) { (void)c; return flags_to(v, RF(v) & ~LC_RFLAGS_CF); }
-static int ex_stc(lcr_vcpu *v, lcr_ectx *c) { (void)c; return flags_to(v, RF(v) | LC_RFLAGS_CF); }
-static int ex_cmc(lcr_vcpu *v, lcr_ectx *c) { (void)c; return flags_to(v, RF(v) ^ LC_RFLAGS_CF); }
-static int ex_cld(lcr_vcpu *v, lcr_ectx *c) { (void)c; return flags_to(v, RF(v) & ~LC_RFLAGS_DF); }
-static int ex_std(lcr_vcpu *v, lcr_ectx *c) { (void)c; return flags_to(v, RF(v) | LC_RFLAGS_DF); }
+static int ex_clc(lcr_vcpu *v, lcr_ectx *c)
+{
+    (void)c;
+    return flags_to(v, RF(v) & ~LC_RFLAGS_CF);
+}
+static int ex_stc(lcr_vcpu *v, lcr_ectx *c)
+{
+    (void)c;
+    return flags_to(v, RF(v) | LC_RFLAGS_CF);
+}
+static int ex_cmc(lcr_vcpu *v, lcr_ectx *c)
+{
+    (void)c;
+    return flags_to(v, RF(v) ^ LC_RFLAGS_CF);
+}
+static int ex_cld(lcr_vcpu *v, lcr_ectx *c)
+{
+    (void)c;
+    return flags_to(v, RF(v) & ~LC_RFLAGS_DF);
+}
+static int ex_std(lcr_vcpu *v, lcr_ectx *c)
+{
+    (void)c;
+    return flags_to(v, RF(v) | LC_RFLAGS_DF);
+}
 
 static int ex_nop(lcr_vcpu *v, lcr_ectx *c)
 {
@@ -596,7 +497,7 @@ static int ex_nop(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
-/* ---- near control flow ------------------------------------------------------ */
+/* ---- near control flow ------------------------------------------------- */
 
 /* New RIP for a near transfer: truncated to the operand size, checked
  * against CS's limit outside 64-bit mode and for canonical form inside
@@ -680,6 +581,125 @@ static int ex_loop(lcr_vcpu *v, lcr_ectx *c) { return loop(v, c, -1); }
 static int ex_loope(lcr_vcpu *v, lcr_ectx *c) { return loop(v, c, 1); }
 static int ex_loopne(lcr_vcpu *v, lcr_ectx *c) { return loop(v, c, 0); }
 
+/* ---- I/O --------------------------------------------------------------- */
+
+/* The I/O permission bit map (SDM vol. 1 19.5.2): with CPL > IOPL (or in
+ * virtual-8086 mode) the CPU reads the 16-bit map base at offset 0x66 of
+ * the current 32- or 64-bit TSS, then the two bytes holding the bits of
+ * the accessed ports; every bit must be 0, and both bytes must lie within
+ * the TSS limit. These are implicit supervisor-mode reads. Anything this
+ * cannot decide (no usable TSS, a paging fault, the map outside RAM)
+ * answers "not allowed": the instruction is then a terminator and the
+ * CPU decides when the guest resumes.
+ *
+ * An implicit supervisor-mode read of RAM at a linear address. */
+static int read_implicit(lcr_vcpu *v, uint64_t la, void *buf, unsigned len)
+{
+    lcr_xlat x;
+
+    if (lcr_translate(v, la, len, LCR_ACC_READ | LCR_ACC_IMPLICIT, &x) < 0) {
+        probe_done(v);
+        return -1;
+    }
+    for (unsigned i = 0; i < x.nfrag; i++)
+        if (x.frag[i].kind != LC_GPA_RAM)
+            return -1;
+    return lcr_read(v, &x, buf);
+}
+
+static int io_bitmap_allows(lcr_vcpu *v, uint16_t port, unsigned size)
+{
+    const lc_segment *tr = &v->st->tr;
+    uint16_t map_base, bits;
+    uint64_t off;
+
+    if (tr->unusable || !tr->present || tr->s ||
+        (tr->type != 0x9 && tr->type != 0xb) || tr->limit < 0x67)
+        return 0;
+    if (read_implicit(v, tr->base + 0x66, &map_base, 2) < 0)
+        return 0;
+    off = (uint64_t)map_base + port / 8;
+    if (off + 1 > tr->limit)
+        return 0;
+    if (read_implicit(v, tr->base + off, &bits, 2) < 0)
+        return 0;
+    return ((bits >> (port % 8)) & ((1u << size) - 1)) == 0;
+}
+
+/* I/O is allowed without consulting the bit map in real mode, or when
+ * CPL <= IOPL in protected mode (SDM vol. 1 19.5.1). Otherwise the TSS
+ * bit map decides. Some hypervisors run CPL 3 guest code without
+ * honouring its IOPL, so guests that poll devices from CPL 3 grant their
+ * ports through the bit map (examples/guests/boot/long64.S). */
+static int io_allowed(lcr_vcpu *v, uint16_t port, unsigned size)
+{
+    unsigned iopl = (unsigned)((v->st->rflags & LC_RFLAGS_IOPL) >> 12);
+
+    if (v->mode == LC_MODE_REAL)
+        return 1;
+    if (v->mode != LC_MODE_VM86 && v->cpl <= iopl)
+        return 1;
+    return io_bitmap_allows(v, port, size);
+}
+
+static int pio(lcr_vcpu *v, uint16_t port, unsigned size, int is_write,
+               uint32_t *val)
+{
+    if (!is_write)
+        *val = 0;      /* no stale data if the device answers less */
+    return lcr_cb_result(v, v->ops->pio(v->opaque, port, (uint8_t)size,
+                                        is_write, val));
+}
+
+/* INS / OUTS, one iteration or REP. Returns LCR_DONE when the instruction
+ * finished (RIP advanced by the caller), LCR_STOP otherwise; a REP that
+ * ran out of budget after some iterations stops with LC_STOP_BUDGET, RIP at
+ * the instruction and the completed iterations' effects kept. */
+static int string_io(lcr_vcpu *v, lcr_ectx *c, int is_out, uint32_t *iters)
+{
+    const lcd_insn *in = c->in;
+    unsigned ab = in->mem.addr_bytes, n = in->mem.bytes;
+    unsigned idx = is_out ? LC_RSI : LC_RDI;
+    unsigned seg = is_out ? in->mem.seg : LC_ES;  /* ES:rDI can't be overridden */
+    int64_t step = (v->st->rflags & LC_RFLAGS_DF) ? -(int64_t)n : (int64_t)n;
+    uint16_t port = (uint16_t)v->st->gpr[LC_RDX];
+
+    for (;;) {
+        uint64_t count = v->st->gpr[LC_RCX] & lcr_mask(ab);
+        uint64_t ea = v->st->gpr[idx] & lcr_mask(ab);
+        uint32_t val = 0;
+        lcr_xlat x;
+
+        if (in->info.rep && count == 0)
+            return LCR_DONE;
+        if (*iters >= v->rep_budget)
+            return stop(v, LC_STOP_BUDGET);
+        if (lcr_mem_xlat(v, seg, ea, n, is_out ? LCR_ACC_READ : LCR_ACC_WRITE,
+                     &x) < 0)
+            return LCR_STOP;
+        if (is_out) {
+            uint64_t d;
+            if (lcr_xread(v, &x, &d) < 0)
+                return LCR_STOP;
+            val = (uint32_t)d;
+            if (pio(v, port, n, 1, &val) < 0)
+                return LCR_STOP;
+        } else {
+            if (pio(v, port, n, 0, &val) < 0)
+                return LCR_STOP;
+            if (lcr_xwrite(v, &x, val) < 0)
+                return LCR_STOP;
+        }
+        (*iters)++;
+        gpr_set(v, idx, ab, ea + (uint64_t)step);
+        if (!in->info.rep)
+            return LCR_DONE;
+        gpr_set(v, LC_RCX, ab, count - 1);
+        if (v->smc_hit)     /* stop between iterations: SMC */
+            return count - 1 == 0 ? LCR_DONE : stop(v, LC_STOP_SMC);
+    }
+}
+
 static int ex_in_out(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
@@ -719,7 +739,7 @@ static int ex_string_io(lcr_vcpu *v, lcr_ectx *c)      /* INS, OUTS */
     return r;
 }
 
-/* ---- other strongly exiting instructions ------------------------------------ */
+/* ---- other strongly exiting instructions ------------------------------- */
 
 static int ex_cpuid(lcr_vcpu *v, lcr_ectx *c)
 {
@@ -826,7 +846,7 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
-/* ---- the operation table -------------------------------------------------- *
+/* ---- the operation table ------------------------------------------------ *
  *
  * One row per LC_OP_LIST entry, generated from the list itself: each
  * operation needs a ROW_<name> macro below or the table does not compile,
@@ -920,7 +940,7 @@ const lcr_op_row lcr_op_rows[LC_OP_COUNT_] = {
 #undef ROW_
 };
 
-/* ---- the dispatcher -------------------------------------------------------- */
+/* ---- the dispatcher ---------------------------------------------------- */
 
 /* Executes `in`; returns LCR_DONE with RIP set, or LCR_STOP. */
 static int dispatch(lcr_vcpu *v, const lcd_insn *in)
@@ -951,7 +971,7 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
     return LCR_DONE;
 }
 
-/* ---- public entry points ------------------------------------------------- */
+/* ---- public entry points ----------------------------------------------- */
 
 void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
                void *opaque)
