@@ -102,7 +102,7 @@ START_TEST(passmark_debug_registers)
         lc_cpu_state before = s;
         ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
         ck_assert_int_eq(v.stop, LC_STOP_FAULT);
-        ck_assert_uint_eq(v.fault_vector, 13);
+        ck_assert_uint_eq(v.fault_vector, LC_VEC_GP);
         ck_assert_mem_eq(&before, &s, sizeof s);
     }
     fvm_fini(&f);
@@ -214,22 +214,30 @@ typedef struct stop_case {
 } stop_case;
 
 static const stop_case stops[] = {
-    { __LINE__, "0f 31",          3, LC_STOP_TERMINATOR, 0 },  /* rdtsc */
-    { __LINE__, "8b 04 25 00 00 00 40", 3, LC_STOP_FAULT, 14 },/* not present */
-    { __LINE__, "48 8b 04 25 00 00 00 80", 3, LC_STOP_FAULT, 14 }, /* 0xffffffff80000000 */
-    { __LINE__, "48 8b 45 00",    3, LC_STOP_FAULT, 12 },      /* [rbp] non-canonical: #SS */
-    { __LINE__, "48 8b 03",       3, LC_STOP_FAULT, 13 },      /* [rbx] non-canonical: #GP */
-    { __LINE__, "8b 86 ff ff",    0, LC_STOP_FAULT, 12 },      /* word at SS:0xffff > limit */
-    { __LINE__, "8b 87 ff ff",    0, LC_STOP_FAULT, 13 },      /* word at DS:0xffff > limit */
-    { __LINE__, "ee",             2, LC_STOP_TERMINATOR, 0 },  /* CPL3 IOPL0 */
-    { __LINE__, "0f 32",          2, LC_STOP_FAULT, 13 },      /* rdmsr CPL3 */
-    { __LINE__, "f4",             2, LC_STOP_FAULT, 13 },      /* hlt CPL3 */
-    { __LINE__, "0f 23 e0",       1, LC_STOP_NONE, 0 },        /* mov dr4: aliases dr6 */
-    { __LINE__, "ff e3",          3, LC_STOP_FAULT, LC_VEC_GP }, /* jmp rbx, non-canonical */
-    { __LINE__, "ff e5",          3, LC_STOP_FAULT, LC_VEC_GP }, /* jmp rbp, non-canonical */
-    { __LINE__, "c3",             3, LC_STOP_TERMINATOR, 0 },  /* ret: not run */
-    { __LINE__, "0f 0b",          3, LC_STOP_TERMINATOR, 0 },
-    { __LINE__, "0f ff",          3, LC_STOP_FAULT, 0 },       /* truncated at end */
+    { __LINE__, "0f 31",   3, LC_STOP_TERMINATOR, 0 }, /* rdtsc */
+    /* not present */
+    { __LINE__, "8b 04 25 00 00 00 40", 3, LC_STOP_FAULT, LC_VEC_PF },
+    /* 0xffffffff80000000 */
+    { __LINE__, "48 8b 04 25 00 00 00 80", 3, LC_STOP_FAULT, LC_VEC_PF },
+    /* [rbp] non-canonical: #SS */
+    { __LINE__, "48 8b 45 00", 3, LC_STOP_FAULT, LC_VEC_SS },
+    /* [rbx] non-canonical: #GP */
+    { __LINE__, "48 8b 03", 3, LC_STOP_FAULT, LC_VEC_GP },
+    /* word at SS:0xffff > limit */
+    { __LINE__, "8b 86 ff ff", 0, LC_STOP_FAULT, LC_VEC_SS },
+    /* word at DS:0xffff > limit */
+    { __LINE__, "8b 87 ff ff", 0, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "ee",      2, LC_STOP_TERMINATOR, 0 }, /* CPL3 IOPL0 */
+    { __LINE__, "0f 32",   2, LC_STOP_FAULT, LC_VEC_GP }, /* rdmsr CPL3 */
+    { __LINE__, "f4",      2, LC_STOP_FAULT, LC_VEC_GP }, /* hlt CPL3 */
+    { __LINE__, "0f 23 e0", 1, LC_STOP_NONE, 0 }, /* mov dr4: aliases dr6 */
+    /* jmp rbx, non-canonical */
+    { __LINE__, "ff e3",   3, LC_STOP_FAULT, LC_VEC_GP },
+    /* jmp rbp, non-canonical */
+    { __LINE__, "ff e5",   3, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "c3",      3, LC_STOP_TERMINATOR, 0 }, /* ret: not run */
+    { __LINE__, "0f 0b",   3, LC_STOP_TERMINATOR, 0 },
+    { __LINE__, "0f ff",   3, LC_STOP_FAULT, 0 }, /* truncated at end */
 };
 
 START_TEST(stop_before_instruction)
