@@ -11,10 +11,11 @@
  */
 #include "insn.h"
 
-#define EXEC   { LCD_F_EXEC }
-#define STRONG { LCD_F_EXEC | LCD_F_STRONG }
-#define CFLOW  { LCD_F_EXEC | LCD_F_CFLOW }
-#define NONE   { 0 }
+#define EXEC   { LCD_F_EXEC, LC_CF_NONE }
+#define COND   { LCD_F_EXEC | LCD_F_COND, LC_CF_NONE }
+#define STRONG { LCD_F_EXEC | LCD_F_STRONG, LC_CF_NONE }
+#define CFLOW(cf)  { LCD_F_EXEC | LCD_F_CFLOW, cf }
+#define NONE   { 0, LC_CF_NONE }
 
 /* One row per LC_OP_LIST entry, generated from the list: an operation
  * added to include/cluster/decode.h without a D_<name> row here does not
@@ -32,8 +33,8 @@
 #define D_XCHG     { LCD_F_EXEC | LCD_F_LOCKOK }
 #define D_PUSH     EXEC
 #define D_POP      EXEC
-#define D_CMOVCC   EXEC
-#define D_SETCC    EXEC
+#define D_CMOVCC   COND
+#define D_SETCC    COND
 #define D_BSWAP    EXEC
 #define D_CBW      EXEC
 #define D_CWD      EXEC
@@ -68,21 +69,21 @@
 #define D_STD      EXEC
 #define D_NOP      EXEC
 /* near control flow; CALL/RET are named but not yet run */
-#define D_JMP      CFLOW
-#define D_JCC      CFLOW
-#define D_LOOP     CFLOW
-#define D_LOOPE    CFLOW
-#define D_LOOPNE   CFLOW
-#define D_JCXZ     CFLOW
-#define D_CALL     { LCD_F_CFLOW }
-#define D_RET      { LCD_F_CFLOW }
+#define D_JMP      CFLOW(LC_CF_JMP_REL)
+#define D_JCC      { LCD_F_EXEC | LCD_F_CFLOW | LCD_F_COND, LC_CF_JCC_REL }
+#define D_LOOP     CFLOW(LC_CF_JCC_REL)
+#define D_LOOPE    CFLOW(LC_CF_JCC_REL)
+#define D_LOOPNE   CFLOW(LC_CF_JCC_REL)
+#define D_JCXZ     CFLOW(LC_CF_JCC_REL)
+#define D_CALL     { LCD_F_CFLOW, LC_CF_CALL_REL }
+#define D_RET      { LCD_F_CFLOW, LC_CF_RET }
 /* strongly exiting */
 #define D_IN       STRONG
 #define D_OUT      STRONG
 #define D_INS      STRONG
 #define D_OUTS     STRONG
 #define D_CPUID    STRONG
-#define D_HLT      STRONG
+#define D_HLT      { LCD_F_EXEC | LCD_F_STRONG, LC_CF_HALT }
 #define D_MOV_DR   STRONG
 #define D_RDMSR    STRONG
 #define D_WRMSR    STRONG
@@ -102,6 +103,7 @@ const lcd_op_desc lcd_op_table[LC_OP_COUNT_] = {
 };
 
 #undef EXEC
+#undef COND
 #undef STRONG
 #undef CFLOW
 #undef NONE
