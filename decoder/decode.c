@@ -207,29 +207,21 @@ static lc_cflow cflow_of(lc_op op, const ZydisDecodedInstruction *zi,
     int rel = zi->operand_count > 0 &&
               ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
               ops[0].imm.is_relative;
+    int far = zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+    lc_cflow cf = (lc_cflow)lcd_op_table[op].cflow;
 
-    switch (op) {
-    case LC_OP_JMP:
-        if (zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
-            return LC_CF_FAR;
-        return rel ? LC_CF_JMP_REL : LC_CF_JMP_IND;
-    case LC_OP_JCC:
-    case LC_OP_LOOP:
-    case LC_OP_LOOPE:
-    case LC_OP_LOOPNE:
-    case LC_OP_JCXZ:
-        return LC_CF_JCC_REL;
-    case LC_OP_CALL:
-        if (zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
-            return LC_CF_FAR;
-        return rel ? LC_CF_CALL_REL : LC_CF_CALL_IND;
-    case LC_OP_RET:
-        return LC_CF_RET;
-    case LC_OP_HLT:
-        return LC_CF_HALT;
-    default:
+    /* The operation's row gives the near kind (decoder/optable.c). */
+    switch (cf) {
+    case LC_CF_JMP_REL:
+        return far ? LC_CF_FAR : rel ? LC_CF_JMP_REL : LC_CF_JMP_IND;
+    case LC_CF_CALL_REL:
+        return far ? LC_CF_FAR : rel ? LC_CF_CALL_REL : LC_CF_CALL_IND;
+    case LC_CF_NONE:
         break;
+    default:
+        return cf;
     }
+    /* Everything else that transfers control is far. */
     switch (zi->meta.category) {
     case ZYDIS_CATEGORY_RET:      /* RETF, IRET */
     case ZYDIS_CATEGORY_CALL:
@@ -335,8 +327,7 @@ lc_status lcd_decode(lc_cpu_mode mode, const uint8_t *bytes, size_t len,
                 info->op = LC_OP_MOV_SREG;
         }
     }
-    if (info->op == LC_OP_JCC || info->op == LC_OP_CMOVCC ||
-        info->op == LC_OP_SETCC)
+    if (lcd_op_table[info->op].flags & LCD_F_COND)
         info->cond = zi.opcode & 0xf;
 
     /* NOP's ModRM operand is never accessed, whatever Zydis says. */

@@ -99,10 +99,16 @@ enum lcd_op_flags {
     LCD_F_STRONG  = 1u << 1,  /* always exits */
     LCD_F_CFLOW   = 1u << 2,  /* changes RIP other than by falling through */
     LCD_F_LOCKOK  = 1u << 3,  /* a LOCK prefix keeps it executable */
+    LCD_F_COND    = 1u << 4,  /* a condition family: lc_insn_info.cond is
+                               * the opcode's low nibble (Jcc, CMOVcc,
+                               * SETcc) */
 };
 
 typedef struct lcd_op_desc {
     uint8_t flags;    /* enum lcd_op_flags */
+    uint8_t cflow;    /* lc_cflow of the near form: JMP_REL and CALL_REL
+                       * stand for their families (the operand decides
+                       * relative or indirect, the encoding near or far) */
 } lcd_op_desc;
 
 extern const lcd_op_desc lcd_op_table[LC_OP_COUNT_];

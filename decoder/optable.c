@@ -11,71 +11,99 @@
  */
 #include "insn.h"
 
-#define EXEC   LCD_F_EXEC
-#define STRONG (LCD_F_EXEC | LCD_F_STRONG)
-#define CFLOW  (LCD_F_EXEC | LCD_F_CFLOW)
-#define NONE   0
+#define EXEC   { LCD_F_EXEC, LC_CF_NONE }
+#define COND   { LCD_F_EXEC | LCD_F_COND, LC_CF_NONE }
+#define STRONG { LCD_F_EXEC | LCD_F_STRONG, LC_CF_NONE }
+#define CFLOW(cf)  { LCD_F_EXEC | LCD_F_CFLOW, cf }
+#define NONE   { 0, LC_CF_NONE }
+
+/* One row per LC_OP_LIST entry, generated from the list: an operation
+ * added to include/cluster/decode.h without a D_<name> row here does not
+ * compile. How the runtime runs each EXEC row is runtime/exec.c's table
+ * (lcr_op_rows); tests/unit/test_exec.c checks the two agree. */
+#define D_OTHER    NONE              /* every unnamed instruction */
+/* data movement */
+#define D_MOV      EXEC
+#define D_MOVZX    EXEC
+#define D_MOVSX    EXEC
+#define D_MOVSXD   EXEC
+#define D_LEA      EXEC
+/* XCHG with memory is implicitly locked: the runtime does it with a host
+ * atomic on RAM, so an explicit LOCK changes nothing. */
+#define D_XCHG     { LCD_F_EXEC | LCD_F_LOCKOK }
+#define D_PUSH     EXEC
+#define D_POP      EXEC
+#define D_CMOVCC   COND
+#define D_SETCC    COND
+#define D_BSWAP    EXEC
+#define D_CBW      EXEC
+#define D_CWD      EXEC
+/* arithmetic and logic, exact RFLAGS */
+#define D_ADD      EXEC
+#define D_ADC      EXEC
+#define D_SUB      EXEC
+#define D_SBB      EXEC
+#define D_CMP      EXEC
+#define D_AND      EXEC
+#define D_OR       EXEC
+#define D_XOR      EXEC
+#define D_TEST     EXEC
+#define D_INC      EXEC
+#define D_DEC      EXEC
+#define D_NEG      EXEC
+#define D_NOT      EXEC
+#define D_SHL      EXEC
+#define D_SHR      EXEC
+#define D_SAR      EXEC
+#define D_ROL      EXEC
+#define D_ROR      EXEC
+#define D_RCL      EXEC
+#define D_RCR      EXEC
+#define D_MUL      EXEC
+#define D_IMUL     EXEC
+/* flags and no-ops */
+#define D_CLC      EXEC
+#define D_STC      EXEC
+#define D_CMC      EXEC
+#define D_CLD      EXEC
+#define D_STD      EXEC
+#define D_NOP      EXEC
+/* near control flow; CALL/RET are named but not yet run */
+#define D_JMP      CFLOW(LC_CF_JMP_REL)
+#define D_JCC      { LCD_F_EXEC | LCD_F_CFLOW | LCD_F_COND, LC_CF_JCC_REL }
+#define D_LOOP     CFLOW(LC_CF_JCC_REL)
+#define D_LOOPE    CFLOW(LC_CF_JCC_REL)
+#define D_LOOPNE   CFLOW(LC_CF_JCC_REL)
+#define D_JCXZ     CFLOW(LC_CF_JCC_REL)
+#define D_CALL     { LCD_F_CFLOW, LC_CF_CALL_REL }
+#define D_RET      { LCD_F_CFLOW, LC_CF_RET }
+/* strongly exiting */
+#define D_IN       STRONG
+#define D_OUT      STRONG
+#define D_INS      STRONG
+#define D_OUTS     STRONG
+#define D_CPUID    STRONG
+#define D_HLT      { LCD_F_EXEC | LCD_F_STRONG, LC_CF_HALT }
+#define D_MOV_DR   STRONG
+#define D_RDMSR    STRONG
+#define D_WRMSR    STRONG
+#define D_VMREAD   STRONG
+#define D_VMWRITE  STRONG
+#define D_VMCALL   STRONG
+/* Mode and paging changes are never spanned by a cluster (paper section
+ * 8: "we do not create translations that span changes in guest paging
+ * mode"); segment loads need descriptor checks. */
+#define D_MOV_CR   NONE
+#define D_MOV_SREG NONE
 
 const lcd_op_desc lcd_op_table[LC_OP_COUNT_] = {
-    /* Rows not named here (LC_OP_OTHER and anything added to LC_OP_LIST
-     * without a row) are zero: terminators. */
-    /* data movement */
-    [LC_OP_MOV]    = { EXEC },     [LC_OP_MOVZX]  = { EXEC },
-    [LC_OP_MOVSX]  = { EXEC },   [LC_OP_MOVSXD] = { EXEC },
-    [LC_OP_LEA]    = { EXEC },
-    /* XCHG with memory is implicitly locked: the runtime does it with a
-     * host atomic on RAM, so an explicit LOCK changes nothing. */
-    [LC_OP_XCHG]   = { EXEC | LCD_F_LOCKOK },
-    [LC_OP_PUSH]   = { EXEC },    [LC_OP_POP]    = { EXEC },
-    [LC_OP_CMOVCC] = { EXEC },  [LC_OP_SETCC]  = { EXEC },
-    [LC_OP_BSWAP]  = { EXEC },
-    [LC_OP_CBW]    = { EXEC },
-    [LC_OP_CWD]    = { EXEC },
-
-    /* arithmetic and logic, exact RFLAGS */
-    [LC_OP_ADD] = { EXEC }, [LC_OP_ADC] = { EXEC },
-    [LC_OP_SUB] = { EXEC }, [LC_OP_SBB] = { EXEC },
-    [LC_OP_CMP] = { EXEC }, [LC_OP_AND] = { EXEC },
-    [LC_OP_OR]  = { EXEC },  [LC_OP_XOR] = { EXEC },
-    [LC_OP_TEST] = { EXEC },
-    [LC_OP_INC] = { EXEC }, [LC_OP_DEC] = { EXEC },
-    [LC_OP_NEG] = { EXEC }, [LC_OP_NOT] = { EXEC },
-    [LC_OP_SHL] = { EXEC }, [LC_OP_SHR] = { EXEC },
-    [LC_OP_SAR] = { EXEC }, [LC_OP_ROL] = { EXEC },
-    [LC_OP_ROR] = { EXEC }, [LC_OP_RCL] = { EXEC },
-    [LC_OP_RCR] = { EXEC }, [LC_OP_MUL] = { EXEC },
-    [LC_OP_IMUL] = { EXEC },
-
-    [LC_OP_CLC] = { EXEC }, [LC_OP_STC] = { EXEC },
-    [LC_OP_CMC] = { EXEC }, [LC_OP_CLD] = { EXEC },
-    [LC_OP_STD] = { EXEC }, [LC_OP_NOP] = { EXEC },
-
-    /* near control flow; CALL/RET are named but not yet run */
-    [LC_OP_JMP]    = { CFLOW },    [LC_OP_JCC]   = { CFLOW },
-    [LC_OP_LOOP]   = { CFLOW },   [LC_OP_LOOPE] = { CFLOW },
-    [LC_OP_LOOPNE] = { CFLOW },
-    [LC_OP_JCXZ]   = { CFLOW },
-    [LC_OP_CALL]   = { LCD_F_CFLOW },
-    [LC_OP_RET]    = { LCD_F_CFLOW },
-
-    /* strongly exiting */
-    [LC_OP_IN]     = { STRONG },    [LC_OP_OUT]   = { STRONG },
-    [LC_OP_INS]    = { STRONG },   [LC_OP_OUTS]  = { STRONG },
-    [LC_OP_CPUID]  = { STRONG }, [LC_OP_HLT]   = { STRONG },
-    [LC_OP_MOV_DR] = { STRONG },
-    [LC_OP_RDMSR]  = { STRONG }, [LC_OP_WRMSR] = { STRONG },
-    [LC_OP_VMREAD] = { STRONG },
-    [LC_OP_VMWRITE] = { STRONG },
-    [LC_OP_VMCALL] = { STRONG },
-
-    /* Mode and paging changes are never spanned by a cluster (paper
-     * section 8: "we do not create translations that span changes in guest
-     * paging mode"); segment loads need descriptor checks. */
-    [LC_OP_MOV_CR]   = { NONE },
-    [LC_OP_MOV_SREG] = { NONE },
+#define D_ROW_(name, str) [LC_OP_##name] = D_##name,
+    LC_OP_LIST(D_ROW_)
+#undef D_ROW_
 };
 
 #undef EXEC
+#undef COND
 #undef STRONG
 #undef CFLOW
 #undef NONE

@@ -62,18 +62,10 @@
 #define PTE_PS  (1ull << 7)
 #define PTE_XD  (1ull << 63)
 
-/* CR4 bits not named in cpu.h (SDM 2.5). */
-#define CR4_PKE (1ull << 22)
-#define CR4_PKS (1ull << 24)
-
 /* Type field of a code/data descriptor (SDM 3.4.5.1, table 3-1). */
 #define TYPE_CODE   0x8u    /* else data */
 #define TYPE_RD_WR  0x2u    /* code: readable; data: writable */
 #define TYPE_EXPDN  0x4u    /* data only: expand-down */
-
-#define VEC_SS 12
-#define VEC_GP 13
-#define VEC_PF 14
 
 /* Outcome of an internal step; converted to v->stop only by the public
  * entry points, so lcr_fetch() can use the same code without stopping. */
@@ -128,17 +120,6 @@ static void or_entry_byte(uint8_t *p, uint8_t bits)
 #endif
 }
 
-/* Bits 63:bits-1 all equal (SDM vol. 1 3.3.7.1; 4.5.1 for LA57). */
-static int canonical(uint64_t la, unsigned bits)
-{
-    uint64_t top = la >> (bits - 1);
-    return top == 0 || top == (~0ull >> (bits - 1));
-}
-
-static unsigned la_bits(const lcr_vcpu *v)
-{
-    return (v->st->cr4 & LC_CR4_LA57) ? 57 : 48;
-}
 
 static int long_mode_active(const lcr_vcpu *v)
 {
@@ -191,7 +172,7 @@ int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
                unsigned access, uint64_t *la)
 {
     const lc_segment *s;
-    uint8_t vec = seg == LC_SS ? VEC_SS : VEC_GP;
+    uint8_t vec = seg == LC_SS ? LC_VEC_SS : LC_VEC_GP;
 
     if (seg >= LC_NR_SREGS || size == 0)
         return stop_term(v);        /* caller bug: refuse, never guess */
@@ -242,10 +223,10 @@ int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
         uint64_t base = (seg == LC_FS || seg == LC_GS) ? s->base : 0;
         uint64_t first = base + ea;
         uint64_t last = first + size - 1;
-        unsigned bits = la_bits(v);
+        unsigned bits = lcr_la_bits(v);
 
-        if (last < first || !canonical(first, bits) ||
-            !canonical(last, bits))
+        if (last < first || !lcr_canonical(first, bits) ||
+            !lcr_canonical(last, bits))
             return stop_fault(v, vec);
         *la = first;
         return 0;
@@ -294,8 +275,8 @@ static mres pg_setup(lcr_vcpu *v, unsigned access, pgctx *c)
     c->smep = (st->cr4 & LC_CR4_SMEP) != 0;
     c->smap = (st->cr4 & LC_CR4_SMAP) != 0;
     c->ac = (st->rflags & LC_RFLAGS_AC) != 0 && !(access & LCR_ACC_IMPLICIT);
-    c->pke = (st->cr4 & CR4_PKE) != 0;
-    c->pks = (st->cr4 & CR4_PKS) != 0;
+    c->pke = (st->cr4 & LC_CR4_PKE) != 0;
+    c->pks = (st->cr4 & LC_CR4_PKS) != 0;
 
     if (!(st->cr0 & LC_CR0_PG)) {
         c->mode = PG_NONE;
@@ -664,9 +645,9 @@ static int mres_stop(lcr_vcpu *v, mres r, uint64_t la)
     switch (r) {
     case M_PF:
         v->fault_addr = la;
-        return stop_fault(v, VEC_PF);
+        return stop_fault(v, LC_VEC_PF);
     case M_GP:
-        return stop_fault(v, VEC_GP);
+        return stop_fault(v, LC_VEC_GP);
     default:
         return stop_term(v);
     }
@@ -681,8 +662,8 @@ static int la_range_ok(const lcr_vcpu *v, uint64_t la, unsigned len)
 
     if (!long_mode_active(v))
         return la <= LA32_MASK;
-    return last >= la && canonical(la, la_bits(v)) &&
-           canonical(last, la_bits(v));
+    return last >= la && lcr_canonical(la, lcr_la_bits(v)) &&
+           lcr_canonical(last, lcr_la_bits(v));
 }
 
 int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
@@ -704,7 +685,7 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
      * a caller that skipped it gets a #GP stop rather than an aliased
      * walk. */
     if (!la_range_ok(v, la, len))
-        return stop_fault(v, VEC_GP);
+        return stop_fault(v, LC_VEC_GP);
     /* Compatibility mode forms 32-bit linear addresses, zero-extended
      * (SDM 3.4.2.1 / vol. 1 3.3.7). Whether an access whose bytes cross
      * 4 GiB there wraps is not something the SDM pins down, so stop. */
@@ -922,10 +903,10 @@ static size_t fetch_linear(const lcr_vcpu *v, uint64_t ea, size_t max,
     case LC_MODE_LONG64: {
         /* No limit; each byte must be canonical (SDM vol. 1 3.3.7.1): the
          * fetch stops at the end of the canonical half it starts in. */
-        unsigned bits = la_bits(v);
+        unsigned bits = lcr_la_bits(v);
         uint64_t room;
 
-        if (!canonical(ea, bits))
+        if (!lcr_canonical(ea, bits))
             return 0;
         room = (ea >> (bits - 1)) ? 0 - ea              /* up to 2^64 */
                                   : (1ull << (bits - 1)) - ea;

@@ -110,8 +110,8 @@ typedef struct lcr_vcpu {
     uint32_t         routed;     /* accesses sent straight to a learned
                                   * device route (no gpa_map lookup) */
     uint8_t          smc_hit;    /* a watched frame was written */
-    uint8_t          fault_vector; /* for LC_STOP_FAULT: 13 (#GP), 12 (#SS),
-                                    * 14 (#PF), 6 (#UD), 0 (#DE) */
+    uint8_t          fault_vector; /* for LC_STOP_FAULT: LC_VEC_GP, _SS,
+                                    * _PF, _UD (include/cluster/cpu.h) */
     uint64_t         fault_addr; /* linear address for #PF */
 } lcr_vcpu;
 
@@ -137,13 +137,100 @@ int lcr_step(lcr_vcpu *v, lcd_insn *scratch);
  * fetch, no decode). `insn` must have been decoded for v->mode. */
 int lcr_exec(lcr_vcpu *v, const lcd_insn *insn);
 
-/* Exit pairs (paper section 3): execute two adjacent stores `a`, `b` (b
- * right after a; lcx_is_pair() holds) as one store of twice the width,
- * delivered to the VMM as one access. LCR_DONE with both completed and
- * RIP after b; LCR_STOP as lcr_exec(); or -1 with nothing done when the
- * two addresses turn out not to be adjacent and aligned at run time (the
- * caller then runs them one by one). */
-int lcr_exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b);
+/* ---- the operation table (optab.c) --------------------------------------
+ *
+ * One const row per lc_op, in the manner of an emulator's opcode table:
+ * the executor that runs the operation, how it finds its memory operand,
+ * the ALU operation it applies, and whether the translator may run it
+ * inline as a register-only gap filler. The decoder's own table
+ * (decoder/optable.c) holds what the operation *is* (its exit class
+ * facts); this one holds how the runtime runs it. Neither repeats the
+ * other: tests/unit/test_exec.c checks that exactly the rows the decoder
+ * marks LCD_F_EXEC have an executor. */
+
+struct lcr_ectx;                 /* per-instruction context (exec.h) */
+typedef int (*lcr_exec_fn)(lcr_vcpu *v, struct lcr_ectx *c);
+
+/* Register-only gap fillers the translator may run inline, without the
+ * executor (translator/run.c), when their operands are full GPRs or an
+ * immediate. */
+enum lcr_fast {
+    LCR_FAST_NONE = 0,
+    LCR_FAST_ALU,     /* binary ALU operation `alu` (enum lcr_binop) */
+    LCR_FAST_MOV,     /* plain register or immediate move */
+};
+
+enum lcr_row_flags {
+    LCR_ROW_OWNMEM = 1u << 0,  /* the executor translates its own memory
+                                * operands (stack, string I/O) */
+    LCR_ROW_STORE  = 1u << 1,  /* an ALU row writes its result back (not
+                                * CMP, TEST) */
+};
+
+typedef struct lcr_op_row {
+    lcr_exec_fn ex;     /* NULL: the runtime does not run it (terminator) */
+    uint8_t     flags;  /* enum lcr_row_flags */
+    uint8_t     fast;   /* enum lcr_fast */
+    uint8_t     alu;    /* enum lcr_binop or lcr_shop (alu.h) */
+    uint8_t     pad_;
+} lcr_op_row;
+
+extern const lcr_op_row lcr_op_rows[LC_OP_COUNT_];
+
+/* ---- helpers shared with the translator --------------------------------- */
+
+/* Effective address of the memory operand of `in`, an instruction at
+ * `rip` (RIP-relative operands count from its end), truncated to the
+ * address size. `rsp_adj` is added when the base is rSP (POP to memory
+ * computes its address after incrementing rSP). */
+uint64_t lcr_eff_addr(const lcr_vcpu *v, const lcd_insn *in, uint64_t rip,
+                      int64_t rsp_adj);
+
+/* A memory access at `ea` in segment `seg`: lcr_linear() then
+ * lcr_translate(); 0, or -1 with v->stop set. */
+int lcr_mem_xlat(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned bytes,
+                 unsigned access, lcr_xlat *x);
+
+/* Value of a register or immediate operand (0 for anything else). */
+static inline uint64_t lcr_reg_get(const lcr_vcpu *v, lcd_reg r,
+                                   unsigned bytes)
+{
+    const uint64_t *g = v->st->gpr;
+
+    switch (r.cls) {
+    case LCD_REG_GPR:
+        return g[r.num & 15] &
+               (bytes >= 8 ? ~0ull : (1ull << (bytes * 8)) - 1);
+    case LCD_REG_GPR8H:
+        return (g[r.num & 3] >> 8) & 0xff;
+    default:
+        return 0;
+    }
+}
+
+static inline uint64_t lcr_src_value(const lcr_vcpu *v, const lcd_opnd *o)
+{
+    if (o->kind == LCD_OPND_REG)
+        return lcr_reg_get(v, o->reg, o->bytes);
+    return o->kind == LCD_OPND_IMM ? o->imm : 0;
+}
+
+/* Linear-address width: 57 bits with 5-level paging (CR4.LA57), else 48
+ * (SDM vol. 3 4.5). */
+static inline unsigned lcr_la_bits(const lcr_vcpu *v)
+{
+    return (v->st->cr4 & LC_CR4_LA57) ? 57 : 48;
+}
+
+/* Canonical: bits 63:bits-1 all equal (SDM vol. 1 3.3.7.1; vol. 3 4.5.1
+ * for LA57). The one check of the runtime, for data, fetches and branch
+ * targets. Unsigned shifts only: no implementation-defined right shift of
+ * a negative value. */
+static inline int lcr_canonical(uint64_t la, unsigned bits)
+{
+    uint64_t top = la >> (bits - 1);
+    return top == 0 || top == (~0ull >> (bits - 1));
+}
 
 /* ---- MMU (mmu.c) -------------------------------------------------------- */
 

@@ -9,7 +9,7 @@
  * resuming at that RIP (a taken branch leaving the cluster, method 1).
  */
 #include "../runtime/alu.h"
-#include "translator.h"
+#include "form.h"
 
 /* Lazy flags for the inline path: an ALU gap filler records its
  * operation and operands; the status flags are computed only when
@@ -47,7 +47,7 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v, lazy_flags *lz)
     uint64_t *d = &s->gpr[f->dst];
     uint64_t r = b;
 
-    if (f->kind == LCX_FAST_ALU) {
+    if (f->kind == LCR_FAST_ALU) {
         uint64_t a = *d & m, cf = 0;
         if (f->binop == LCR_ADC || f->binop == LCR_SBB) {
             materialize(lz, s);
@@ -95,20 +95,18 @@ static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
      * leaves it to the CPU. Nothing in a cluster can change TF. */
     int tf = (v->st->rflags & LC_RFLAGS_TF) != 0;
 
-    /* Section 3: deliver an exit pair as one double-width access when the
-     * VMM takes that width (else the two stores run one by one, still
-     * without a second exit). */
     if (start >= cl->ninsn)
         return LC_STOP_END;
-    if (start == 0 && cl->pair && cl->ninsn >= 2 &&
-        (v->ops->accepts_wide & (2u * cl->insn[0].d.mem.bytes))) {
-        /* LC_WIDE_n is n: the merged store's width */
-        int r = lcr_exec_pair(v, &cl->insn[0].d, &cl->insn[1].d);
-        if (r == LCR_STOP)
-            return v->stop;
-        if (r == LCR_DONE) {
-            if (v->stop != LC_STOP_NONE || cl->ninsn == 2)
-                return v->stop != LC_STOP_NONE ? v->stop : LC_STOP_END;
+    /* Section 3 (pair.c): deliver an exit pair as one double-width access
+     * when the VMM takes that width (else the two stores run one by one,
+     * still without a second exit). */
+    if (start == 0 && cl->pair) {
+        int done = 0;
+        lc_stop_reason why = LC_STOP_NONE;
+
+        if (lcx_pair_run(cl, v, &done, &why) == 0) {
+            if (done)
+                return why;
             i = 2;
             first = 0;
         }

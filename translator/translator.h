@@ -37,15 +37,10 @@ enum lcx_backedge {
 };
 
 /* Register-only gap fillers resolved at translation time and run inline
- * by lcx_run() without the runtime's generic dispatch. */
-enum lcx_fast {
-    LCX_FAST_NONE = 0,
-    LCX_FAST_ALU,      /* ADD ADC SUB SBB AND OR XOR CMP TEST: reg, reg/imm */
-    LCX_FAST_MOV,      /* MOV reg, reg/imm */
-};
-
+ * by lcx_run() without the runtime's generic dispatch; which operations
+ * may is their runtime row's `fast` (runtime/rt.h, lcr_op_rows). */
 typedef struct lcx_fastop {
-    uint8_t  kind;     /* enum lcx_fast */
+    uint8_t  kind;     /* enum lcr_fast */
     uint8_t  binop;    /* enum lcr_binop (runtime/alu.h) */
     uint8_t  store;    /* 0 for CMP and TEST */
     uint8_t  bytes;    /* operand size */

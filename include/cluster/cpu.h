@@ -97,14 +97,28 @@ typedef struct lc_cpu_state {
 #define LC_CR0_PE (1ull << 0)
 #define LC_CR0_WP (1ull << 16)
 #define LC_CR0_PG (1ull << 31)
-#define LC_CR4_PSE (1ull << 4)
-#define LC_CR4_PAE (1ull << 5)
+#define LC_CR4_DE   (1ull << 3)    /* debugging extensions: DR4/DR5 #UD */
+#define LC_CR4_PSE  (1ull << 4)
+#define LC_CR4_PAE  (1ull << 5)
 #define LC_CR4_LA57 (1ull << 12)
 #define LC_CR4_SMEP (1ull << 20)
 #define LC_CR4_SMAP (1ull << 21)
+#define LC_CR4_PKE  (1ull << 22)   /* protection keys, user pages */
+#define LC_CR4_PKS  (1ull << 24)   /* protection keys, supervisor pages */
 #define LC_EFER_LME (1ull << 8)
 #define LC_EFER_LMA (1ull << 10)
 #define LC_EFER_NXE (1ull << 11)
+
+/* Exception vectors (SDM vol. 3 6.3.1, table 6-1). The library never
+ * injects one; the runtime names the fault an instruction would raise
+ * when it stops before it, and the guest raises it itself on resume. */
+#define LC_VEC_DE  0    /* divide error */
+#define LC_VEC_DB  1    /* debug */
+#define LC_VEC_UD  6    /* invalid opcode */
+#define LC_VEC_NP  11   /* segment not present */
+#define LC_VEC_SS  12   /* stack-segment fault */
+#define LC_VEC_GP  13   /* general protection */
+#define LC_VEC_PF  14   /* page fault */
 
 /*
  * The execution mode a state implies, as the CPU derives it from CR0.PE,

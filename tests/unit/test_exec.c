@@ -102,7 +102,7 @@ START_TEST(passmark_debug_registers)
         lc_cpu_state before = s;
         ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
         ck_assert_int_eq(v.stop, LC_STOP_FAULT);
-        ck_assert_uint_eq(v.fault_vector, 13);
+        ck_assert_uint_eq(v.fault_vector, LC_VEC_GP);
         ck_assert_mem_eq(&before, &s, sizeof s);
     }
     fvm_fini(&f);
@@ -214,20 +214,30 @@ typedef struct stop_case {
 } stop_case;
 
 static const stop_case stops[] = {
-    { __LINE__, "0f 31",          3, LC_STOP_TERMINATOR, 0 },  /* rdtsc */
-    { __LINE__, "8b 04 25 00 00 00 40", 3, LC_STOP_FAULT, 14 },/* not present */
-    { __LINE__, "48 8b 04 25 00 00 00 80", 3, LC_STOP_FAULT, 14 }, /* 0xffffffff80000000 */
-    { __LINE__, "48 8b 45 00",    3, LC_STOP_FAULT, 12 },      /* [rbp] non-canonical: #SS */
-    { __LINE__, "48 8b 03",       3, LC_STOP_FAULT, 13 },      /* [rbx] non-canonical: #GP */
-    { __LINE__, "8b 86 ff ff",    0, LC_STOP_FAULT, 12 },      /* word at SS:0xffff > limit */
-    { __LINE__, "8b 87 ff ff",    0, LC_STOP_FAULT, 13 },      /* word at DS:0xffff > limit */
-    { __LINE__, "ee",             2, LC_STOP_TERMINATOR, 0 },  /* CPL3 IOPL0 */
-    { __LINE__, "0f 32",          2, LC_STOP_FAULT, 13 },      /* rdmsr CPL3 */
-    { __LINE__, "f4",             2, LC_STOP_FAULT, 13 },      /* hlt CPL3 */
-    { __LINE__, "0f 23 e0",       1, LC_STOP_NONE, 0 },        /* mov dr4: aliases dr6 */
-    { __LINE__, "c3",             3, LC_STOP_TERMINATOR, 0 },  /* ret: not run */
-    { __LINE__, "0f 0b",          3, LC_STOP_TERMINATOR, 0 },
-    { __LINE__, "0f ff",          3, LC_STOP_FAULT, 0 },       /* truncated at end */
+    { __LINE__, "0f 31",   3, LC_STOP_TERMINATOR, 0 }, /* rdtsc */
+    /* not present */
+    { __LINE__, "8b 04 25 00 00 00 40", 3, LC_STOP_FAULT, LC_VEC_PF },
+    /* 0xffffffff80000000 */
+    { __LINE__, "48 8b 04 25 00 00 00 80", 3, LC_STOP_FAULT, LC_VEC_PF },
+    /* [rbp] non-canonical: #SS */
+    { __LINE__, "48 8b 45 00", 3, LC_STOP_FAULT, LC_VEC_SS },
+    /* [rbx] non-canonical: #GP */
+    { __LINE__, "48 8b 03", 3, LC_STOP_FAULT, LC_VEC_GP },
+    /* word at SS:0xffff > limit */
+    { __LINE__, "8b 86 ff ff", 0, LC_STOP_FAULT, LC_VEC_SS },
+    /* word at DS:0xffff > limit */
+    { __LINE__, "8b 87 ff ff", 0, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "ee",      2, LC_STOP_TERMINATOR, 0 }, /* CPL3 IOPL0 */
+    { __LINE__, "0f 32",   2, LC_STOP_FAULT, LC_VEC_GP }, /* rdmsr CPL3 */
+    { __LINE__, "f4",      2, LC_STOP_FAULT, LC_VEC_GP }, /* hlt CPL3 */
+    { __LINE__, "0f 23 e0", 1, LC_STOP_NONE, 0 }, /* mov dr4: aliases dr6 */
+    /* jmp rbx, non-canonical */
+    { __LINE__, "ff e3",   3, LC_STOP_FAULT, LC_VEC_GP },
+    /* jmp rbp, non-canonical */
+    { __LINE__, "ff e5",   3, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "c3",      3, LC_STOP_TERMINATOR, 0 }, /* ret: not run */
+    { __LINE__, "0f 0b",   3, LC_STOP_TERMINATOR, 0 },
+    { __LINE__, "0f ff",   3, LC_STOP_FAULT, 0 }, /* truncated at end */
 };
 
 START_TEST(stop_before_instruction)
@@ -575,6 +585,104 @@ START_TEST(alu_flags)
 }
 END_TEST
 
+/* ---- the operation table and named architectural facts ---------------- */
+
+/* The decoder says which operations the runtime runs (LCD_F_EXEC); the
+ * runtime's rows say how. They must agree row for row, and only gap
+ * fillers the translator can run inline carry a fast-path kind. */
+START_TEST(op_rows_match_decoder)
+{
+    for (unsigned op = 0; op < LC_OP_COUNT_; op++) {
+        const lcr_op_row *r = &lcr_op_rows[op];
+        unsigned f = lcd_op_table[op].flags;
+
+        ck_assert_msg(((f & LCD_F_EXEC) != 0) == (r->ex != NULL),
+                      "%s: decoder EXEC %u, runtime executor %s",
+                      lc_op_name((lc_op)op), f & LCD_F_EXEC,
+                      r->ex ? "set" : "NULL");
+        if (r->fast != LCR_FAST_NONE)
+            ck_assert_msg((f & LCD_F_EXEC) &&
+                          !(f & (LCD_F_STRONG | LCD_F_CFLOW)),
+                          "%s: fast path on a non-gap-filler",
+                          lc_op_name((lc_op)op));
+        if (r->fast == LCR_FAST_ALU)
+            ck_assert_uint_le(r->alu, LCR_XOR);
+    }
+    /* CMP and TEST compute without storing; the rest of the ALU rows
+     * store (the inline path relies on it). */
+    ck_assert(!(lcr_op_rows[LC_OP_CMP].flags & LCR_ROW_STORE));
+    ck_assert(!(lcr_op_rows[LC_OP_TEST].flags & LCR_ROW_STORE));
+    ck_assert(lcr_op_rows[LC_OP_SUB].flags & LCR_ROW_STORE);
+    ck_assert_uint_eq(lcr_op_rows[LC_OP_CMP].alu, LCR_SUB);
+    ck_assert_uint_eq(lcr_op_rows[LC_OP_TEST].alu, LCR_AND);
+    ck_assert_uint_eq(lcr_op_rows[LC_OP_MOV].fast, LCR_FAST_MOV);
+}
+END_TEST
+
+/* The one canonical-address check (SDM vol. 1 3.3.7.1): bits 63:N-1 all
+ * equal, N = 48, or 57 with LA57. Edges on both sides of both halves,
+ * then random values against sign extension done with unsigned
+ * arithmetic only. */
+START_TEST(canonical_edges)
+{
+    static const struct { uint64_t la; unsigned bits; int ok; } e[] = {
+        { 0, 48, 1 },
+        { 0x00007fffffffffffull, 48, 1 },
+        { 0x0000800000000000ull, 48, 0 },
+        { 0xffff7fffffffffffull, 48, 0 },
+        { 0xffff800000000000ull, 48, 1 },
+        { ~0ull, 48, 1 },
+        { 0x8000000000000000ull, 48, 0 },
+        { 0x0000000100000000ull, 48, 1 },
+        { 0x00ffffffffffffffull, 57, 1 },
+        { 0x0100000000000000ull, 57, 0 },
+        { 0xff00000000000000ull, 57, 1 },
+        { 0xfeffffffffffffffull, 57, 0 },
+        { 0x0000800000000000ull, 57, 1 },   /* canonical only with LA57 */
+        { 0xffff7fffffffffffull, 57, 1 },
+    };
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+
+    for (unsigned i = 0; i < sizeof e / sizeof e[0]; i++)
+        ck_assert_msg(lcr_canonical(e[i].la, e[i].bits) == e[i].ok,
+                      "%#llx/%u", (unsigned long long)e[i].la, e[i].bits);
+    for (unsigned i = 0; i < 100000; i++) {
+        unsigned bits = (i & 1) ? 57 : 48;
+        uint64_t low, ext;
+
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        /* Half the values near a boundary, half anywhere. */
+        if (i & 2)
+            x = (x & 0xfff) ^ ((x >> 12 & 1) ? ~0ull << (bits - 1)
+                                              : 1ull << (bits - 1));
+        low = x & ((1ull << bits) - 1);
+        ext = (low >> (bits - 1)) ? low | ~((1ull << bits) - 1) : low;
+        ck_assert_int_eq(lcr_canonical(x, bits), ext == x);
+    }
+}
+END_TEST
+
+/* MOV DR4 aliases DR6 unless CR4.DE, where it is #UD (SDM vol. 3 18.2.2);
+ * the stop leaves the state untouched. */
+START_TEST(mov_dr4_with_cr4_de)
+{
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.cr4 |= LC_CR4_DE;
+    s.rip = 0x7000;
+    memcpy(f.ram + 0x7000, "\x0f\x23\xe0", 3);        /* mov dr4, eax */
+    before = s;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_FAULT);
+    ck_assert_uint_eq(v.fault_vector, LC_VEC_UD);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    fvm_fini(&f);
+}
+END_TEST
+
 static Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");
@@ -597,6 +705,11 @@ static Suite *exec_suite(void)
     tcase_add_test(t, rep_budget);
     tcase_add_test(t, budget_and_irq);
     tcase_add_test(t, alu_flags);
+    suite_add_tcase(s, t);
+    t = tcase_create("table");
+    tcase_add_test(t, op_rows_match_decoder);
+    tcase_add_test(t, canonical_edges);
+    tcase_add_test(t, mov_dr4_with_cr4_de);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translator/cflow.c: control flow and loops in clusters.
+ *
+ * Implements Agesen et al., Software Techniques for Avoiding Hardware
+ * Virtualization Exits, USENIX ATC 2012, section 6. At formation time
+ * each near branch inside the window is resolved to what the configured
+ * method allows:
+ *   method 1  a taken branch leaves the cluster (the guest resumes at its
+ *             target); LC_CFLOW_NONE ends the cluster before any branch;
+ *   method 2  forward branches to an instruction of the cluster stay in
+ *             it;
+ *   method 3  backward branches too, when the loop they close reaches an
+ *             exiting instruction (section 6.3); such a cluster may end
+ *             in the backedge, and each iteration checks for interrupts
+ *             at the loop head.
+ * translator/run.c follows the recorded targets at run time and caps
+ * loops that reach only weakly exiting instructions.
+ */
+#include "form.h"
+
+int lcx_cflow_is_branch(const lcd_insn *d)
+{
+    return d->info.cflow == LC_CF_JMP_REL || d->info.cflow == LC_CF_JCC_REL ||
+           d->info.cflow == LC_CF_JMP_IND;
+}
+
+int lcx_cflow_ends_linear(const lcd_insn *d)
+{
+    return d->info.cflow == LC_CF_JMP_REL || d->info.cflow == LC_CF_JMP_IND ||
+           d->info.cflow == LC_CF_HALT;
+}
+
+/* The straight run from instruction `t` up to the first control-flow
+ * instruction: does it reach an exiting instruction, and a strongly
+ * exiting one? (section 6.3: "the straight list of instructions starting
+ * from its target up to the first control-flow instruction encounters ...
+ * an exiting instruction"). */
+static enum lcx_backedge loop_kind(const lcx_cluster *c, unsigned t,
+                                   unsigned branch)
+{
+    enum lcx_backedge k = LCX_BE_NONE;
+
+    for (unsigned i = t; i <= branch; i++) {
+        const lcx_insn *x = &c->insn[i];
+        if (x->exiting) {
+            if (x->d.info.exit_class == LC_CLASS_STRONG)
+                return LCX_BE_STRONG;
+            k = LCX_BE_WEAK;
+        }
+        if (i != branch && lcx_cflow_is_branch(&x->d))
+            break;
+    }
+    return k;
+}
+
+static int index_of(const lcx_cluster *c, unsigned n, uint64_t rip)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (c->insn[i].rip == rip)
+            return (int)i;
+    return -1;
+}
+
+int lcx_cflow_branch(lcx_cluster *out, unsigned n, unsigned i,
+                     const lc_config *cfg, unsigned *last)
+{
+    lcx_insn *x = &out->insn[i];
+    lc_insn_info ii = x->d.info;
+    enum lcx_backedge k;
+    uint64_t t;
+    int ti;
+
+    if (cfg->cflow == LC_CFLOW_NONE)
+        return 1;                            /* end before any branch */
+    if (ii.cflow == LC_CF_JMP_IND)
+        return 0;                            /* target unknown: taken ends */
+    if (lcd_branch_target(&ii, x->rip, &t) != LC_OK)
+        return 0;
+    ti = index_of(out, n, t);
+    if (ti < 0)
+        return 0;                            /* leaves the cluster: ends */
+    if ((unsigned)ti > i) {
+        if (cfg->cflow >= LC_CFLOW_M2)
+            x->target = (uint8_t)ti;         /* method 2 */
+        return 0;
+    }
+    if (cfg->cflow != LC_CFLOW_M3)
+        return 0;
+    k = loop_kind(out, (unsigned)ti, i);
+    if (k == LCX_BE_NONE)
+        return 0;
+    x->target = (uint8_t)ti;
+    x->backedge = (uint8_t)k;
+    /* Each iteration checks for interrupts at the loop head (s6.3). */
+    out->insn[ti].irq_check = 1;
+    /* A cluster may end in a backedge (s6.3). */
+    *last = i;
+    return 0;
+}

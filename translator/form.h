@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translator/form.h: the pieces of cluster formation, one file per paper
+ * section (private to translator/). form.c drives them:
+ *
+ *   pair.c         section 3, exit pairs (detection and double-width
+ *                  delivery)
+ *   form_static.c  section 4, the static cluster window
+ *   cflow.c        section 6, branches, backedges and loops (control-flow
+ *                  methods 1-3)
+ *
+ * Dynamic clusters (section 5) are the predictor hookup in form.c; the
+ * exit-tracking table itself is libcluster/track.c.
+ */
+#ifndef LC_TRANSLATOR_FORM_H
+#define LC_TRANSLATOR_FORM_H
+
+#include "translator.h"
+
+/* ---- section 3 (pair.c) ---- */
+
+/* Mark instruction 1 as the second store of an exit pair with instruction
+ * 0 when pairs are enabled and instruction 0 is the weakly exiting
+ * instruction the cluster is anchored on (out->pair set). */
+void lcx_pair_mark(lcx_cluster *out, unsigned n, const lc_config *cfg,
+                   int first_exiting);
+
+/* Deliver the pair at the start of `cl` as one double-width access when
+ * the VMM takes that width. Returns -1 when it did not (run the two
+ * stores one by one from instruction 0); else the run is over or goes on
+ * at instruction 2: *done is set when it is over, with the stop reason in
+ * *stop. */
+int lcx_pair_run(lcx_cluster *cl, lcr_vcpu *v, int *done,
+                 lc_stop_reason *stop);
+
+/* ---- section 4 (form_static.c) ---- */
+
+/* Decode ahead from in->rip, at most `window` instructions, into
+ * out->insn. Returns how many; *seen is the bytes the decision depended
+ * on (a terminator's included). *err is set to a decode error of the
+ * first instruction. */
+unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
+                           unsigned window, size_t *seen, lc_status *err);
+
+/* The last instruction a static cluster of `n` decoded ones may end at:
+ * the last exiting instruction (or allowed backedge) before more than
+ * max_mem_gap_fillers memory gap fillers or a branch the control-flow
+ * method cannot include. `last` is the end so far ((unsigned)-1: none). */
+unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
+                        int first_exiting, unsigned last);
+
+/* ---- section 6 (cflow.c) ---- */
+
+/* A near branch the formation decides about (relative jump, conditional,
+ * indirect jump). */
+int lcx_cflow_is_branch(const lcd_insn *d);
+
+/* Nothing after `d` is reached by falling through. */
+int lcx_cflow_ends_linear(const lcd_insn *d);
+
+/* The branch at index i of the n decoded instructions: record an
+ * in-cluster target the method allows (forward, method 2; backedge of a
+ * loop reaching an exiting instruction, method 3, which may also move
+ * *last to i). Returns 1 when the walk must stop before going on (method
+ * 1 with cflow NONE), else 0. */
+int lcx_cflow_branch(lcx_cluster *out, unsigned n, unsigned i,
+                     const lc_config *cfg, unsigned *last);
+
+#endif /* LC_TRANSLATOR_FORM_H */

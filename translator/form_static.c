@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translator/form_static.c: the static cluster window.
+ *
+ * Implements Agesen et al., Software Techniques for Avoiding Hardware
+ * Virtualization Exits, USENIX ATC 2012, section 4: from an exiting
+ * instruction, decode ahead up to max_cluster_insns instructions (the
+ * paper's 16), stopping at a terminator, an undecodable or truncated
+ * instruction, or after an unconditional transfer; the cluster then ends
+ * at the last exiting instruction found before more than
+ * max_mem_gap_fillers memory-accessing gap fillers separate two exiting
+ * instructions. Branches inside the window are cflow.c's (section 6).
+ */
+#include <string.h>
+
+#include "form.h"
+
+unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
+                           unsigned window, size_t *seen, lc_status *err)
+{
+    unsigned n = 0;
+    size_t off = 0;
+
+    *seen = 0;
+    *err = LC_OK;
+    while (n < window && off < in->code_len) {
+        lcx_insn *x = &out->insn[n];
+        lc_status st;
+
+        memset(x, 0, sizeof(*x));
+        st = lcd_decode(in->mode, in->code + off, in->code_len - off, &x->d);
+        if (st != LC_OK) {
+            if (n == 0)
+                *err = st;
+            break;
+        }
+        *seen = off + x->d.info.length;
+        if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
+            break;
+        x->rip = in->rip + off;
+        x->target = LCX_NO_TARGET;
+        off += x->d.info.length;
+        n++;
+        if (lcx_cflow_ends_linear(&x->d))
+            break;
+    }
+    return n;
+}
+
+unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
+                        int first_exiting, unsigned last)
+{
+    unsigned mem_gap = 0;
+
+    for (unsigned i = first_exiting ? 1 : 0; i < n; i++) {
+        const lcx_insn *x = &out->insn[i];
+
+        if (x->exiting) {
+            last = i;
+            mem_gap = 0;
+        } else if (x->d.info.has_mem &&
+                   ++mem_gap > cfg->max_mem_gap_fillers) {
+            break;
+        }
+        if (lcx_cflow_is_branch(&x->d) &&
+            lcx_cflow_branch(out, n, i, cfg, &last))
+            break;
+    }
+    return last;
+}
