@@ -96,7 +96,7 @@ int main(int argc, char **argv)
             memset(&v, 0, sizeof v);
             v.insn_budget = 0xffffffffu;
             v.rep_budget = 1;
-            lcr_begin(&v, &s, &fvm_ops, &f);
+            lcr_begin(&v, &s, &fvm_ops_lean, &f);
             t0 = bench_now_ns();
             for (int i = 0; i < iters; i++) {
                 s.rip = 0x100000;
