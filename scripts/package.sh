@@ -102,7 +102,7 @@ libs=$(pkg-config --libs libcluster)
 [ "$(pkg-config --modversion libcluster)" = "$(dpkg-parsechangelog -l debian/changelog -S Version | sed 's/-[^-]*$//')" ] ||
     fail "libcluster.pc version does not match debian/changelog"
 # shellcheck disable=SC2086
-cc -std=c11 -Wall -Wextra -Werror $cflags -o "$out/embed" "$src/examples/embed/embed.c" \
+cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $cflags -o "$out/embed" "$src/examples/embed/embed.c" \
     $libs -Wl,-rpath-link,"$root/usr/lib/$ma" ||
     fail "examples/embed does not build against the installed package"
 # the embed binary must take libcluster from the package, not from a build tree
@@ -110,7 +110,7 @@ LD_LIBRARY_PATH="$root/usr/lib/$ma" ldd "$out/embed" | grep -q "$root/usr/lib/$m
     fail "embed is not linked against the installed libcluster.so.0"
 say "examples/embed built with pkg-config --cflags --libs libcluster ($cflags $libs)"
 # shellcheck disable=SC2086
-cc -std=c11 -Wall -Wextra -Werror $cflags -o "$out/embed-static" \
+cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $cflags -o "$out/embed-static" \
     "$src/examples/embed/embed.c" "$root/usr/lib/$ma/libcluster.a" \
     $(pkg-config --libs --static libcluster | sed 's/-lcluster//') ||
     fail "examples/embed does not link against the installed static library"
