@@ -10,7 +10,8 @@
 #    with DEB_BUILD_OPTIONS=nocheck unless LC_PACKAGE_CHECK=1 (the unit and
 #    fuzz suites then run inside the build) and with dpkg-gensymbols
 #    failing on any symbol added or missing against debian/libcluster0.symbols;
-# 3. runs lintian on the .changes and fails on any error (E:);
+# 3. runs lintian on the .changes and on the source package (.dsc, built
+#    with an orig tarball of the tree) and fails on any error (E:);
 # 4. checks that apt could install the three packages on this system
 #    (apt-get --simulate), extracts them into a scratch root OUTDIR/root,
 #    checks the files each must ship, renders lcvmm(1) with man, builds
@@ -51,6 +52,15 @@ if [ -d .git ] || [ -f .git ]; then
 else
     tar --exclude=./build -cf - . | tar -xf - -C "$out/src"
 fi
+# The source package too (3.0 (quilt): an orig tarball of the tree without
+# debian/), for lintian's source checks.
+ver=$(dpkg-parsechangelog -l debian/changelog -S Version)
+upver=${ver%-*}
+rm -f "$out"/libcluster_*.orig.tar.xz "$out"/libcluster_*.dsc "$out"/libcluster_*.debian.tar.xz
+tar -C "$out" --transform "s,^src,libcluster-$upver," --exclude=src/debian \
+    -cJf "$out/libcluster_$upver.orig.tar.xz" src
+(cd "$out/src" && dpkg-source -b . >"$out/source.log" 2>&1) ||
+    { cat "$out/source.log"; fail "dpkg-source -b failed"; }
 opts=${DEB_BUILD_OPTIONS:-}
 [ "${LC_PACKAGE_CHECK:-0}" = 1 ] || opts="${opts:+$opts }nocheck"
 say "dpkg-buildpackage -us -uc -b in $out/src (DEB_BUILD_OPTIONS=$opts)"
@@ -64,7 +74,8 @@ say "built in $(( $(date +%s) - t0 )) s: $(cd "$out" && ls ./*.deb | tr '\n' ' '
 changes=$(ls "$out"/libcluster_*.changes)
 
 # ---- 3. lintian ---------------------------------------------------------------
-lintian --info --display-info "$changes" >"$out/lintian.txt" 2>&1 || true
+lintian --info --display-info "$changes" "$out/libcluster_$ver.dsc" \
+    >"$out/lintian.txt" 2>&1 || true
 errors=$(grep -c '^E:' "$out/lintian.txt" || true)
 warnings=$(grep -c '^W:' "$out/lintian.txt" || true)
 say "lintian: $errors error(s), $warnings warning(s) (all tags: $out/lintian.txt)"
