@@ -39,6 +39,7 @@ sys.path.insert(0, HERE)
 from lcbench import analysis, machine, qemu, traces, workloads  # noqa: E402
 from lcbench.util import elapsed, kvm_usable, log, write_json  # noqa: E402
 import nested_model  # noqa: E402
+from bench_progress import Progress  # noqa: E402
 
 MODES = dict(full=dict(rounds=9, rounds_tech=4, qemu_rounds=3),
              quick=dict(rounds=2, rounds_tech=1, qemu_rounds=1))
@@ -95,11 +96,12 @@ def public(wl):
     return {k: wl[k] for k in keys if k in wl}
 
 
-def step_kvm(results, build, wls, mode, save):
+def step_kvm(results, build, wls, mode, save, progress):
     m = MODES[mode]
     for wl in wls:
-        log(f'kvm: {wl["id"]} (n={wl["n1"]},{wl["n2"]}; {m["rounds"]} rounds '
-            f'off/on, {m["rounds_tech"]} with every technique)')
+        progress.step(f'kvm: {wl["id"]} (n={wl["n1"]},{wl["n2"]}; '
+                      f'{m["rounds"]} rounds off/on, {m["rounds_tech"]} '
+                      'with every technique)')
         runs = workloads.measure_workload(build, wl, m['rounds'],
                                           m['rounds_tech'])
         results['kvm_runs'][wl['id']] = runs
@@ -139,17 +141,27 @@ def main():
     def save():
         write_json(path, results)
 
+    # One progress line per step on a terminal (bench_progress.py).
+    progress = Progress([('machine', 'machine: costs and microbenchmarks')] +
+                        [('kvm', 'kvm: ' + w['id']) for w in wls] +
+                        [('traces', 'exit traces on Unicorn'),
+                         ('qemu', 'QEMU comparison'),
+                         ('finish', 'nested model, plots, report')], mode)
     log(f'results go to {out}')
+    progress.step()
     results['machine'] = machine.describe(build, a.quick)
     save()
-    step_kvm(results, build, wls, mode, save)
+    step_kvm(results, build, wls, mode, save, progress)
+    progress.step()
     results['traces'] = traces.measure_all(build, wls,
                                            os.path.join(out, 'traces'))
     save()
+    progress.step()
     results['qemu'] = (dict(available=False, reason='--no-qemu')
                        if a.no_qemu else
                        qemu.measure_all(build, wls, MODES[mode]['qemu_rounds']))
     save()
+    progress.step()
     finish(results, out, save)
     log(f'done in {elapsed():.0f} s: {os.path.join(out, "report.md")}')
     return 0

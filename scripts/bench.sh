@@ -14,6 +14,19 @@ cd "$(dirname "$0")/.."
 . scripts/deps.sh
 lc_ensure_deps python3-matplotlib qemu-system-x86
 
+# Progress on a terminal only (LC_PROGRESS=1 forces it, 0 silences it);
+# run_all.py then prints a line per step with the time elapsed and left.
+t0=$(date +%s)
+progress() {
+    case "${LC_PROGRESS:-}" in
+    0) return 0 ;;
+    1) ;;
+    *) [ -t 2 ] || return 0 ;;
+    esac
+    echo "bench.sh: [$(( $(date +%s) - t0 )) s] $*" >&2
+}
+
+progress "configuring and building build/bench (about a minute when up to date, a few from scratch)"
 lc_setup build/bench -Dbuildtype=release -Dtests=false
 # -k 0: a guest image that fails to build must not stop the others; the
 # suite reports any workload whose image is missing.
@@ -22,6 +35,8 @@ if ! ninja -C build/bench -j "${LC_BENCH_JOBS:-2}" -k 0 >build/bench.build.log 2
     grep -E "FAILED|error" build/bench.build.log | head -20 >&2
     [ -x build/bench/examples/vmm/lcvmm ] || exit 1
 fi
+
+progress "build done; running the suite (bench/run_all.py)"
 
 # Debian's python3 has python3-matplotlib; a python3 earlier on PATH (pyenv,
 # a venv) may not.

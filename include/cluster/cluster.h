@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * libcluster: avoiding virtualization exits by running clusters of exiting
  * instructions inside the VMM (Agesen et al., "Software Techniques for
  * Avoiding Hardware Virtualization Exits", USENIX ATC 2012).
@@ -21,15 +21,19 @@
 extern "C" {
 #endif
 
+/**@{*/
+/** The version of the headers, major.minor.patch (the same as the
+ * library's soname major and the package version). */
 #define LC_VERSION_MAJOR 0
 #define LC_VERSION_MINOR 1
 #define LC_VERSION_PATCH 0
+/**@}*/
 
-/* Version of the library actually linked: (major << 16) | (minor << 8) |
+/** Version of the library actually linked: (major << 16) | (minor << 8) |
  * patch. Compare with LC_VERSION_MAJOR to detect an ABI mismatch. */
 uint32_t lc_version(void);
 
-/* The same as "major.minor.patch"; static string. */
+/** The same as "major.minor.patch"; static string. */
 const char *lc_version_string(void);
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * libcluster: engine configuration (lc_config) and the techniques it
  * switches.
  *
@@ -22,62 +22,63 @@ extern "C" {
 
 /* Techniques, each switchable on its own so its effect can be measured
  * alone (paper sections 2-7). */
-#define LC_TECH_SINGLE   (1u << 0)  /* cached single-exit translations (s2) */
-#define LC_TECH_PAIRS    (1u << 1)  /* exit pairs (s3) */
-#define LC_TECH_STATIC   (1u << 2)  /* static clusters (s4) */
-#define LC_TECH_DYNAMIC  (1u << 3)  /* dynamic clusters from exit tracking (s5) */
-#define LC_TECH_SMC      (1u << 4)  /* self-modifying-code stops (s7) */
+#define LC_TECH_SINGLE   (1u << 0)  /**< cached single-exit translations (s2) */
+#define LC_TECH_PAIRS    (1u << 1)  /**< exit pairs (s3) */
+#define LC_TECH_STATIC   (1u << 2)  /**< static clusters (s4) */
+#define LC_TECH_DYNAMIC  (1u << 3)  /**< dynamic clusters from exit tracking (s5) */
+#define LC_TECH_SMC      (1u << 4)  /**< self-modifying-code stops (s7) */
+/** every technique (the default) */
 #define LC_TECH_ALL      (LC_TECH_SINGLE | LC_TECH_PAIRS | LC_TECH_STATIC | \
                           LC_TECH_DYNAMIC | LC_TECH_SMC)
 
-/* Control flow inside clusters (paper section 6). */
+/** Control flow inside clusters (paper section 6). */
 typedef enum lc_cflow_method {
-    LC_CFLOW_NONE = 0,  /* a branch ends the cluster before it */
-    LC_CFLOW_M1,        /* branches inside; a taken branch ends the run */
-    LC_CFLOW_M2,        /* forward branches inside the cluster */
-    LC_CFLOW_M3,        /* forward branches and loops (backedges) */
+    LC_CFLOW_NONE = 0,  /**< a branch ends the cluster before it */
+    LC_CFLOW_M1,        /**< branches inside; a taken branch ends the run */
+    LC_CFLOW_M2,        /**< forward branches inside the cluster */
+    LC_CFLOW_M3,        /**< forward branches and loops (backedges) */
 } lc_cflow_method;
 
-/*
+/**
  * Configuration. Call lc_config_init() first: it sets `size` and the
  * paper's values; then change what you need. Every constant of the paper
  * is here rather than in the code.
  */
 typedef struct lc_config {
-    size_t   size;                /* sizeof(lc_config), set by init */
-    uint32_t techniques;          /* LC_TECH_* mask; default LC_TECH_ALL */
-    lc_cflow_method cflow;        /* default LC_CFLOW_M3 */
+    size_t   size;                /**< sizeof(lc_config), set by init */
+    uint32_t techniques;          /**< LC_TECH_* mask; default LC_TECH_ALL */
+    lc_cflow_method cflow;        /**< default LC_CFLOW_M3 */
 
     /* Static clusters (s4). */
-    uint32_t max_cluster_insns;   /* decode-ahead window; default 16,
+    uint32_t max_cluster_insns;   /**< decode-ahead window; default 16,
                                    * at most 32 */
-    uint32_t max_mem_gap_fillers; /* memory-accessing gap fillers between
+    uint32_t max_mem_gap_fillers; /**< memory-accessing gap fillers between
                                    * two exiting instructions; default 4 */
 
     /* Exit tracking (s5, figure 1). hash_bits = index_bits + tag_bits. */
-    uint32_t track_index_bits;    /* 9: 512 FIFOs */
-    uint32_t track_tag_bits;      /* 26 */
-    uint32_t track_depth;         /* 8 entries per FIFO */
-    uint32_t translate_threshold; /* translate on this exit; default 3 */
-    uint64_t leak_age_ns;         /* an entry pushed out younger than this
+    uint32_t track_index_bits;    /**< 9: 512 FIFOs */
+    uint32_t track_tag_bits;      /**< 26 */
+    uint32_t track_depth;         /**< 8 entries per FIFO */
+    uint32_t translate_threshold; /**< translate on this exit; default 3 */
+    uint64_t leak_age_ns;         /**< an entry pushed out younger than this
                                    * forces translation; default 10 s */
 
     /* Control flow (s6). */
-    uint32_t weak_backedge_cap;   /* weak backedges per run; default 10 */
+    uint32_t weak_backedge_cap;   /**< weak backedges per run; default 10 */
 
     /* Run control. */
-    uint32_t insn_budget;         /* instructions per run; default 16384 */
-    uint32_t rep_budget;          /* string iterations per run; 4096 */
+    uint32_t insn_budget;         /**< instructions per run; default 16384 */
+    uint32_t rep_budget;          /**< string iterations per run; 4096 */
 
-    /* Translation cache: memory cap in bytes (default 4 MiB); past it
+    /** Translation cache: memory cap in bytes (default 4 MiB); past it
      * translations are evicted. */
     uint64_t tcache_max_bytes;
 } lc_config;
 
-/* Fill `cfg` with the defaults above. */
+/** Fill `cfg` with the defaults above. */
 void lc_config_init(lc_config *cfg);
 
-/* LC_OK if `cfg` is usable; LC_ERR_INVAL (size mismatch, zero window,
+/** LC_OK if `cfg` is usable; LC_ERR_INVAL (size mismatch, zero window,
  * index_bits + tag_bits > 64, ...) or LC_ERR_RANGE otherwise. */
 lc_status lc_config_validate(const lc_config *cfg);
 

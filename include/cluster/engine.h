@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * libcluster: engine (one per VM) and vCPU context (one per vCPU).
  *
  * The engine owns what all vCPUs of a VM share: configuration, the
@@ -29,10 +29,12 @@
 extern "C" {
 #endif
 
+/** The engine of one VM (opaque; lc_engine_create()). */
 typedef struct lc_engine lc_engine;
+/** The context of one vCPU (opaque; lc_vcpu_create()). */
 typedef struct lc_vcpu lc_vcpu;
 
-/*
+/**
  * Create an engine for one VM. `cfg` is copied (NULL means defaults);
  * so is `ops`, up to ops->size bytes: callbacks beyond a smaller (older)
  * table are NULL, fields of a larger (newer) one are ignored. On success *out owns a
@@ -42,14 +44,14 @@ typedef struct lc_vcpu lc_vcpu;
 lc_status lc_engine_create(const lc_config *cfg, const lc_vm_ops *ops,
                            lc_engine **out);
 
-/* Free an engine. LC_ERR_BUSY (and nothing freed) while any vCPU context
+/** Free an engine. LC_ERR_BUSY (and nothing freed) while any vCPU context
  * created from it is alive. NULL is accepted and ignored. */
 lc_status lc_engine_destroy(lc_engine *engine);
 
-/* The configuration in force (a copy). */
+/** The configuration in force (a copy). */
 lc_status lc_engine_get_config(const lc_engine *engine, lc_config *out);
 
-/*
+/**
  * Drop every translation and every exit-tracking entry: on guest reset,
  * and whenever the guest-physical map changes (translations remember
  * which device frame an instruction hits). Safe to call from any thread
@@ -61,40 +63,42 @@ lc_status lc_engine_get_config(const lc_engine *engine, lc_config *out);
  */
 lc_status lc_engine_flush(lc_engine *engine);
 
-/*
+/**
  * Create a vCPU context. `opaque` is passed to every callback made on
  * behalf of this vCPU. Errors: LC_ERR_INVAL, LC_ERR_NOMEM.
  */
 lc_status lc_vcpu_create(lc_engine *engine, uint32_t vcpu_id, void *opaque,
                          lc_vcpu **out);
 
-/* Free a vCPU context. NULL is accepted and ignored. */
+/** Free a vCPU context. NULL is accepted and ignored. */
 void lc_vcpu_destroy(lc_vcpu *vcpu);
 
+/** What lc_vcpu_handle_exit() did with an exit. */
 typedef enum lc_disposition {
-    LC_DECLINED = 0,  /* the engine did nothing: state untouched; handle
+    LC_DECLINED = 0,  /**< the engine did nothing: state untouched; handle
                        * the exit exactly as without the library */
-    LC_HANDLED,       /* the exit and possibly more was done: write the
+    LC_HANDLED,       /**< the exit and possibly more was done: write the
                        * `dirty` parts of the state back and resume */
 } lc_disposition;
 
+/** The outcome of lc_vcpu_handle_exit(). */
 typedef struct lc_result {
-    lc_disposition disposition;
-    lc_stop_reason stop;
-    uint32_t dirty;          /* LC_DIRTY_* */
-    uint32_t insns;          /* guest instructions executed, the exiting
+    lc_disposition disposition;  /**< handled, or declined */
+    lc_stop_reason stop;     /**< how the run ended */
+    uint32_t dirty;          /**< LC_DIRTY_* */
+    uint32_t insns;          /**< guest instructions executed, the exiting
                               * one included */
-    uint32_t exits_done;     /* exiting instructions executed */
-    uint32_t exits_saved;    /* exits_done minus the one taken */
-    uint8_t  halted;         /* the run ended with HLT */
-    uint8_t  translated;     /* served by a cached translation */
-    uint8_t  learning;       /* the engine has not decided about this exit
+    uint32_t exits_done;     /**< exiting instructions executed */
+    uint32_t exits_saved;    /**< exits_done minus the one taken */
+    uint8_t  halted;         /**< the run ended with HLT */
+    uint8_t  translated;     /**< served by a cached translation */
+    uint8_t  learning;       /**< the engine has not decided about this exit
                               * site yet: one of its first exits (section
                               * 5), or the first after its code changed */
     uint8_t  pad_[5];
 } lc_result;
 
-/*
+/**
  * Handle one exit. `state` is the vCPU state at the exit (in) and, when
  * the result is LC_HANDLED, the state to resume with (out). `exit` says
  * what the hypervisor reported. `res` receives the outcome.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * libcluster: status codes.
  *
  * Every call that can fail returns an lc_status. Zero is success, every
@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-/*
+/**
  * X(name, value, message)
  *
  * Which calls return what:
@@ -24,7 +24,7 @@ extern "C" {
  *                translates (allocation failed; nothing was changed).
  *   DECODE_*     lc_decode() and the engine when the guest bytes at RIP
  *                cannot be decoded; the VMM should let the guest run into
- *                the instruction so the CPU raises #UD or #PF itself.
+ *                the instruction so the CPU raises \#UD or \#PF itself.
  *   UNSUPPORTED  a request this build or this engine state cannot serve;
  *                the message of the call's documentation says which.
  *   BUSY         lc_engine_destroy() while vCPU contexts are still alive.
@@ -43,6 +43,8 @@ extern "C" {
     X(LC_ERR_CALLBACK,           -8, "a VMM callback reported failure")     \
     X(LC_ERR_RANGE,              -9, "value out of the accepted range")
 
+/** Status of every call that can fail: LC_OK (0) or a negative error of
+ * LC_STATUS_LIST. */
 typedef enum lc_status {
 #define LC_STATUS_ENUM_(name, value, msg) name = (value),
     LC_STATUS_LIST(LC_STATUS_ENUM_)
@@ -50,11 +52,11 @@ typedef enum lc_status {
     LC_STATUS_MIN_ = -9
 } lc_status;
 
-/* Human-readable message for a status; never NULL ("unknown status" for
+/** Human-readable message for a status; never NULL ("unknown status" for
  * values outside the list). The string is static. */
 const char *lc_strerror(lc_status status);
 
-/* The enumerator's name as a string ("LC_ERR_INVAL"); never NULL. */
+/** The enumerator's name as a string ("LC_ERR_INVAL"); never NULL. */
 const char *lc_status_name(lc_status status);
 
 #ifdef __cplusplus

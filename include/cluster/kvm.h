@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * libcluster: the ready adapter for KVM-based VMMs.
  *
  * The VMM keeps its vCPU loop. After KVM_RUN returns it calls
@@ -31,21 +31,21 @@ extern "C" {
 
 struct kvm_run;
 
-/* What this kernel's KVM does, as measured by lc_kvm_probe(). */
+/** What this kernel's KVM does, as measured by lc_kvm_probe(). */
 typedef struct lc_kvm_caps {
-    uint8_t sync_regs;        /* KVM_CAP_SYNC_REGS covers REGS and SREGS */
-    uint8_t in_rip_past;      /* at an IN exit RIP is already past it */
-    uint8_t out_rip_past;     /* at an OUT exit RIP is already past it */
-    uint8_t mmio_read_rip_past;
-    uint8_t mmio_write_rip_past;
-    uint8_t cancel_in;        /* changing RIP cancels a pending IN */
-    uint8_t cancel_mmio_read; /* ... a pending MMIO read */
-    uint8_t cancel_out;       /* ... a pending OUT (RIP at it) */
-    uint8_t cancel_mmio_write;
+    uint8_t sync_regs;        /**< KVM_CAP_SYNC_REGS covers REGS and SREGS */
+    uint8_t in_rip_past;      /**< at an IN exit RIP is already past it */
+    uint8_t out_rip_past;     /**< at an OUT exit RIP is already past it */
+    uint8_t mmio_read_rip_past;  /**< ... at an MMIO read exit */
+    uint8_t mmio_write_rip_past; /**< ... at an MMIO write exit */
+    uint8_t cancel_in;        /**< changing RIP cancels a pending IN */
+    uint8_t cancel_mmio_read; /**< ... a pending MMIO read */
+    uint8_t cancel_out;       /**< ... a pending OUT (RIP at it) */
+    uint8_t cancel_mmio_write;/**< ... a pending MMIO write */
     uint8_t pad_[7];
 } lc_kvm_caps;
 
-/*
+/**
  * Measure this kernel's behaviour on a throwaway VM (one real-mode vCPU,
  * a few exits). Takes a few milliseconds; call once per process and keep
  * the result. Errors: LC_ERR_UNSUPPORTED (no /dev/kvm, API other than 12,
@@ -54,7 +54,7 @@ typedef struct lc_kvm_caps {
  */
 lc_status lc_kvm_probe(lc_kvm_caps *caps);
 
-/* One line describing the probe's findings, for logs; never NULL. */
+/** One line describing the probe's findings, for logs; never NULL. */
 const char *lc_kvm_caps_describe(const lc_kvm_caps *caps, char *buf,
                                  unsigned size);
 
@@ -64,7 +64,7 @@ const char *lc_kvm_caps_describe(const lc_kvm_caps *caps, char *buf,
  * kvm_run only; no ioctl.
  */
 
-/*
+/**
  * The vCPU state from kvm_run's sync regs (run->s.regs.regs and .sregs),
  * which KVM fills at every exit when run->kvm_valid_regs has
  * KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS (lc_kvm_vcpu_attach() sets them).
@@ -74,7 +74,7 @@ const char *lc_kvm_caps_describe(const lc_kvm_caps *caps, char *buf,
 lc_status lc_kvm_state_from_run(const struct kvm_run *run,
                                 lc_cpu_state *state);
 
-/*
+/**
  * Write back the parts of `state` named by `dirty` (LC_DIRTY_*, as in
  * lc_result.dirty) into the sync regs and mark them in
  * run->kvm_dirty_regs, so the next KVM_RUN loads them without a
@@ -86,7 +86,7 @@ lc_status lc_kvm_state_from_run(const struct kvm_run *run,
 lc_status lc_kvm_state_to_run(struct kvm_run *run, const lc_cpu_state *state,
                               uint32_t dirty);
 
-/*
+/**
  * Describe a KVM_EXIT_IO or KVM_EXIT_MMIO exit as lc_exit: port, size,
  * direction and count, the value of an OUT or MMIO write (with
  * LC_EXIT_HAS_PORT / LC_EXIT_HAS_VALUE set), and, when `caps` is given,
@@ -99,9 +99,10 @@ lc_status lc_kvm_state_to_run(struct kvm_run *run, const lc_cpu_state *state,
 lc_status lc_kvm_exit_from_run(const struct kvm_run *run,
                                const lc_kvm_caps *caps, lc_exit *exit);
 
+/** The adapter's state for one KVM vCPU (opaque; lc_kvm_vcpu_attach()). */
 typedef struct lc_kvm_vcpu lc_kvm_vcpu;
 
-/*
+/**
  * Attach the adapter to a KVM vCPU: `vcpu` is the engine's context for it,
  * `vcpu_fd` the KVM vCPU fd, `run` its mmap'ed kvm_run. `caps` is copied.
  * The adapter sets run->kvm_valid_regs to REGS|SREGS so KVM fills the sync
@@ -111,9 +112,11 @@ typedef struct lc_kvm_vcpu lc_kvm_vcpu;
 lc_status lc_kvm_vcpu_attach(lc_vcpu *vcpu, int vcpu_fd, struct kvm_run *run,
                              const lc_kvm_caps *caps, lc_kvm_vcpu **out);
 
+/** Free the adapter's state for a vCPU (the engine's context and the KVM
+ * vCPU stay the caller's). NULL is accepted and ignored. */
 void lc_kvm_vcpu_detach(lc_kvm_vcpu *kv);
 
-/*
+/**
  * Handle the exit in `run` (KVM_EXIT_IO or KVM_EXIT_MMIO; anything else is
  * declined). LC_OK with res->disposition LC_HANDLED: re-enter KVM_RUN (if
  * res->halted, treat the vCPU as after a HLT exit). LC_DECLINED: handle
@@ -121,20 +124,20 @@ void lc_kvm_vcpu_detach(lc_kvm_vcpu *kv);
  */
 lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res);
 
-/* What the adapter did, for a VMM's statistics and for tests. */
+/** What the adapter did, for a VMM's statistics and for tests. */
 typedef struct lc_kvm_stats {
-    uint64_t exits_offered;     /* calls to lc_kvm_handle_exit */
-    uint64_t exits_handled;     /* answered LC_HANDLED */
-    uint64_t completions;       /* immediate_exit KVM_RUNs to complete a
+    uint64_t exits_offered;     /**< calls to lc_kvm_handle_exit */
+    uint64_t exits_handled;     /**< answered LC_HANDLED */
+    uint64_t completions;       /**< immediate_exit KVM_RUNs to complete a
                                  * pending read before running ahead */
-    uint64_t exits_skipped;     /* declined at once: running ahead there
+    uint64_t exits_skipped;     /**< declined at once: running ahead there
                                  * saved nothing lately, so the completion
                                  * ioctl or backward decode would be pure
                                  * cost */
-    uint64_t string_io_declined;/* INS/OUTS exits (not handled here) */
+    uint64_t string_io_declined;/**< INS/OUTS exits (not handled here) */
 } lc_kvm_stats;
 
-/* Copy the adapter's counters for this vCPU. LC_ERR_INVAL on NULL. */
+/** Copy the adapter's counters for this vCPU. LC_ERR_INVAL on NULL. */
 lc_status lc_kvm_vcpu_get_stats(const lc_kvm_vcpu *kv, lc_kvm_stats *out);
 
 #ifdef __cplusplus

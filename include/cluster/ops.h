@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * libcluster: the services a VMM provides to the engine.
  *
  * Modelled on KVM's struct x86_emulate_ops: the engine knows nothing of the
@@ -34,21 +34,22 @@
 extern "C" {
 #endif
 
+/** What a callback answers. */
 typedef enum lc_cb_result {
-    LC_CB_OK = 0,     /* done; out-parameters are valid */
-    LC_CB_STOP,       /* not done; stop before the instruction */
-    LC_CB_ERROR,      /* failed; stop before the instruction and report
+    LC_CB_OK = 0,     /**< done; out-parameters are valid */
+    LC_CB_STOP,       /**< not done; stop before the instruction */
+    LC_CB_ERROR,      /**< failed; stop before the instruction and report
                        * LC_ERR_CALLBACK to the caller of the engine */
 } lc_cb_result;
 
-/* What a guest-physical address is backed by. */
+/** What a guest-physical address is backed by. */
 typedef enum lc_gpa_kind {
-    LC_GPA_UNMAPPED = 0,  /* nothing: the engine stops before the access */
-    LC_GPA_RAM,           /* ordinary memory reachable through `hva` */
-    LC_GPA_MMIO,          /* a device: accesses go to lc_vm_ops.mmio */
+    LC_GPA_UNMAPPED = 0,  /**< nothing: the engine stops before the access */
+    LC_GPA_RAM,           /**< ordinary memory reachable through `hva` */
+    LC_GPA_MMIO,          /**< a device: accesses go to lc_vm_ops.mmio */
 } lc_gpa_kind;
 
-/*
+/**
  * Answer of gpa_map(). For LC_GPA_RAM, `hva` points at the byte for the
  * requested gpa and `span` bytes from there are valid host memory (at least
  * to the end of the 4 KiB guest page, so the engine never needs a second
@@ -57,22 +58,24 @@ typedef enum lc_gpa_kind {
  * `readonly` marks ROM: a store stops the run before the instruction.
  */
 typedef struct lc_gpa_map {
-    lc_gpa_kind kind;
-    uint8_t     traced;
-    uint8_t     readonly;
+    lc_gpa_kind kind;         /**< what backs the address */
+    uint8_t     traced;       /**< write-watched page */
+    uint8_t     readonly;     /**< ROM: stores stop the run */
     uint8_t     pad_[2];
-    uint8_t    *hva;
-    uint64_t    span;
+    uint8_t    *hva;          /**< LC_GPA_RAM: host address of the byte */
+    uint64_t    span;         /**< LC_GPA_RAM: valid bytes from hva */
 } lc_gpa_map;
 
+/** The callback table a VMM gives lc_engine_create() (see the file
+ * description for the contracts). */
 typedef struct lc_vm_ops {
-    /* Size of this structure as the VMM was compiled against it
+    /** Size of this structure as the VMM was compiled against it
      * (sizeof(lc_vm_ops)); lets the table grow without breaking the ABI:
      * the engine takes min(size, its sizeof) bytes and treats callbacks
      * beyond them as NULL. At least up to and including gpa_map. */
     size_t size;
 
-    /* Required. Translate a guest-physical address. `is_write` says what
+    /** Required. Translate a guest-physical address. `is_write` says what
      * the access will be. Must not fail for any gpa: unbacked addresses
      * answer LC_GPA_UNMAPPED. The engine remembers answers across exits
      * (which device frame an instruction always hits, paper section 5):
@@ -81,17 +84,17 @@ typedef struct lc_vm_ops {
     void (*gpa_map)(void *opaque, uint64_t gpa, int is_write,
                     lc_gpa_map *out);
 
-    /* Port I/O: on a write *value holds the value (size bytes, zero
+    /** Port I/O: on a write *value holds the value (size bytes, zero
      * extended); on a read the callback stores it there. */
     lc_cb_result (*pio)(void *opaque, uint16_t port, uint8_t size,
                         int is_write, uint32_t *value);
 
-    /* MMIO at `gpa`: on a write *value holds the data, on a read the
+    /** MMIO at `gpa`: on a write *value holds the data, on a read the
      * callback stores it. */
     lc_cb_result (*mmio)(void *opaque, uint64_t gpa, uint8_t len,
                          int is_write, uint64_t *value);
 
-    /* A store of `len` bytes to a traced page. The VMM performs the store
+    /** A store of `len` bytes to a traced page. The VMM performs the store
      * itself (or drops it) and updates whatever it shadows. With exit pairs
      * (paper section 3) `len` may be twice the instruction's width when two
      * adjacent stores are delivered as one; `accepts_wide` below says
@@ -99,39 +102,46 @@ typedef struct lc_vm_ops {
     lc_cb_result (*traced_write)(void *opaque, uint64_t gpa,
                                  const void *data, uint8_t len);
 
-    /* Nonzero if an interrupt is pending and deliverable in `state` (the
+    /** Nonzero if an interrupt is pending and deliverable in `state` (the
      * engine has already checked RFLAGS.IF and the interrupt shadow it
      * knows of). A cluster stops at its interrupt-check points when this
      * says yes, so the guest takes the interrupt on resume. */
     int (*irq_pending)(void *opaque, const lc_cpu_state *state);
 
-    /* Instruction services, each the VMM's handling of that exit. */
+    /** Instruction services, each the VMM's handling of that exit. */
     lc_cb_result (*cpuid)(void *opaque, uint32_t leaf, uint32_t subleaf,
                           uint32_t out[4] /* eax, ebx, ecx, edx */);
+    /** RDMSR of `msr`: the callback stores the value. */
     lc_cb_result (*rdmsr)(void *opaque, uint32_t msr, uint64_t *value);
+    /** WRMSR of `value` to `msr`. */
     lc_cb_result (*wrmsr)(void *opaque, uint32_t msr, uint64_t value);
+    /** MOV from debug register `dr`: the callback stores the value. */
     lc_cb_result (*dr_read)(void *opaque, unsigned dr, uint64_t *value);
+    /** MOV of `value` to debug register `dr`. */
     lc_cb_result (*dr_write)(void *opaque, unsigned dr, uint64_t value);
-    /* HLT: the VMM marks the vCPU halted; the run ends after the HLT. */
+    /** HLT: the VMM marks the vCPU halted; the run ends after the HLT. */
     lc_cb_result (*halt)(void *opaque);
-    /* VMREAD / VMWRITE of the nested guest's VMCS (paper section 8). */
+    /** VMREAD / VMWRITE of the nested guest's VMCS (paper section 8). */
     lc_cb_result (*vmcs_read)(void *opaque, uint64_t field,
                               uint64_t *value);
+    /** VMWRITE of `value` to the VMCS field `field`. */
     lc_cb_result (*vmcs_write)(void *opaque, uint64_t field,
                                uint64_t value);
-    /* VMCALL: the VMM may change any register in `state`. */
+    /** VMCALL: the VMM may change any register in `state`. */
     lc_cb_result (*vmcall)(void *opaque, lc_cpu_state *state);
 
-    /* Widths (bitmask of 1, 2, 4, 8 as bits 0..3) that traced_write() and
+    /** Widths (bitmask of 1, 2, 4, 8 as bits 0..3) that traced_write() and
      * mmio() accept for a merged exit pair; 0 means deliver pairs as two
      * separate accesses (still without a second exit). */
     uint8_t accepts_wide;
 } lc_vm_ops;
 
-/* Bits of lc_vm_ops.accepts_wide. */
+/**@{*/
+/** Bits of lc_vm_ops.accepts_wide. */
 #define LC_WIDE_2 (1u << 1)
 #define LC_WIDE_4 (1u << 2)
 #define LC_WIDE_8 (1u << 3)
+/**@}*/
 
 #ifdef __cplusplus
 }

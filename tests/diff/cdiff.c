@@ -62,6 +62,7 @@
 #include <time.h>
 
 #include "diff.h"
+#include "progress.h"
 
 /* ---- the VMM side: RAM and devices ---------------------------------------- */
 
@@ -920,6 +921,11 @@ int cdiff_main(const cdiff_opts *o)
         if (!(x.q.r[i] = malloc(sizeof *x.q.r[i])))
             return 2;
 
+    diff_progress pg;   /* progress lines on a terminal (progress.h) */
+    diff_progress_init(&pg, "engine", o->mode >= 0 ? 1 : DM_COUNT, o->soak,
+                       o->count);
+    if (o->one_case >= 0)
+        pg.on = 0;
     for (int m = 0; m < DM_COUNT; m++) {
         if (o->mode >= 0 && m != o->mode)
             continue;
@@ -933,12 +939,14 @@ int cdiff_main(const cdiff_opts *o)
         memset(&x.s, 0, sizeof x.s);
         x.q.runs = 0;
         double t0 = diff_now(), soak_end = o->soak > 0 ? t0 + o->soak : 0;
+        diff_progress_begin(&pg, dmode_name(m));
         uint64_t first = o->one_case >= 0 ? (uint64_t)o->one_case : 0;
         for (uint64_t idx = first;; idx++) {
             if (o->one_case >= 0 && idx != (uint64_t)o->one_case)
                 break;
             if (soak_end ? diff_now() >= soak_end : idx - first >= o->count)
                 break;
+            diff_progress_tick(&pg, x.s.cases, x.s.mismatches);
             gen_cluster_case(c, m, o->seed, idx, &go);
             /* Bounded life for each Unicorn instance (UNICORN_BUGS.md);
              * the result cache is per case, so nothing refers to it. */
@@ -959,6 +967,7 @@ int cdiff_main(const cdiff_opts *o)
             one_case(&x, c, idx);
         }
         double dt = diff_now() - t0;
+        diff_progress_end(&pg, x.s.cases, x.s.mismatches);
         cstats *s = &x.s;
         printf("engine mode %-6s: %llu cases, %llu calls, %llu instructions, "
                "%llu mismatches (%.1f s, %llu Unicorn runs)\n", dmode_name(m),

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "diff.h"
+#include "progress.h"
 
 static struct {
     int      mode;            /* -1: all */
@@ -442,6 +443,11 @@ int main(int argc, char **argv)
         return 2;
     gen_opts go = { .max_groups = opt.groups };
     uint64_t total_bad = 0, total_setup_err = 0;
+    diff_progress pg;   /* progress lines on a terminal (progress.h) */
+    diff_progress_init(&pg, "runtime", opt.mode >= 0 || opt.native ? 1 : DM_COUNT,
+                       opt.soak, opt.count);
+    if (opt.one_case >= 0)
+        pg.on = 0;
 
     for (int m = 0; m < DM_COUNT; m++) {
         if (opt.mode >= 0 && m != opt.mode)
@@ -457,6 +463,7 @@ int main(int argc, char **argv)
             return 2;
         }
         double t0 = diff_now(), soak_end = opt.soak > 0 ? t0 + opt.soak : 0;
+        diff_progress_begin(&pg, dmode_name(m));
         uint64_t ncases = 0, ninsns = 0, bad = 0, native_runs = 0, uc_wrong = 0;
         uint64_t first = opt.one_case >= 0 ? (uint64_t)opt.one_case : 0;
         for (uint64_t idx = first;; idx++) {
@@ -464,6 +471,7 @@ int main(int argc, char **argv)
                 break;
             if (soak_end ? diff_now() >= soak_end : idx - first >= opt.count)
                 break;
+            diff_progress_tick(&pg, ncases, bad);
             gen_case(c, m, opt.seed, idx, &go);
             /* Unicorn 2.0.1 corrupts its translated-block chaining after
              * about a million cases of per-case TB invalidation in one
@@ -559,6 +567,7 @@ int main(int argc, char **argv)
             }
         }
         double dt = diff_now() - t0;
+        diff_progress_end(&pg, ncases, bad);
         printf("mode %-6s: %llu sequences, %llu instructions executed, "
                "%llu mismatches (%.1f s)\n", dmode_name(m),
                (unsigned long long)ncases, (unsigned long long)ninsns,

@@ -1,0 +1,3 @@
+#!/bin/bash -eu
+# ClusterFuzzLite entry point: the project's OSS-Fuzz build script.
+exec "$SRC/libcluster/tests/fuzz/oss-fuzz/build.sh"
