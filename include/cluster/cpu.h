@@ -119,13 +119,13 @@ typedef struct lc_cpu_state {
 /** Exception vectors (SDM vol. 3 6.3.1, table 6-1). The library never
  * injects one; the runtime names the fault an instruction would raise
  * when it stops before it, and the guest raises it itself on resume. */
-#define LC_VEC_DE  0    /* divide error */
-#define LC_VEC_DB  1    /* debug */
-#define LC_VEC_UD  6    /* invalid opcode */
-#define LC_VEC_NP  11   /* segment not present */
-#define LC_VEC_SS  12   /* stack-segment fault */
-#define LC_VEC_GP  13   /* general protection */
-#define LC_VEC_PF  14   /* page fault */
+#define LC_VEC_DE  0    /**< divide error */
+#define LC_VEC_DB  1    /**< debug */
+#define LC_VEC_UD  6    /**< invalid opcode */
+#define LC_VEC_NP  11   /**< segment not present */
+#define LC_VEC_SS  12   /**< stack-segment fault */
+#define LC_VEC_GP  13   /**< general protection */
+#define LC_VEC_PF  14   /**< page fault */
 
 /**
  * The execution mode a state implies, as the CPU derives it from CR0.PE,
