@@ -87,6 +87,8 @@ bool vmm_unicorn_available(void)
 
 static void note_exit(uc_vm *u, const lc_exit *e)
 {
+    /* send combining's clock here (vm.c nic_clock): guest instructions */
+    __atomic_store_n(&u->core.vm->stats.insns, u->insns, __ATOMIC_RELAXED);
     if (u->exit_pending)            /* string I/O: one exit per insn */
         return;
     u->ex = *e;
@@ -466,6 +468,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         }
         if (u->tick_pending && vm->nic) {
             u->tick_pending = false;
+            __atomic_store_n(&vm->stats.insns, u->insns, __ATOMIC_RELAXED);
             pthread_mutex_lock(&vm->dev_lock);
             nic_flush(vm->nic);
             pthread_mutex_unlock(&vm->dev_lock);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "devices/platform.h"
@@ -58,6 +59,23 @@ typedef struct nic_glue {
 } nic_glue;
 
 
+/* Arm the I/O thread's tick when the NIC starts to hold something: a
+ * held transmit must go within one tick (seeds/000 s3.3), a frame
+ * waiting for receive descriptors the guest gave back through a deferred
+ * write (e1000 RDT) must be received without waiting for the guest's next
+ * exit. Under dev_lock; the I/O thread disarms it when nothing waits. */
+static void io_tick_arm(vmm *vm)
+{
+    struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
+                              { 0, SEND_COMBINE_TICK_NS } };
+
+    if (vm->io_timer_armed || vm->io_timer_fd < 0 ||
+        (!nic_tx_pending(vm->nic) && !nic_rx_pending(vm->nic)))
+        return;
+    if (timerfd_settime(vm->io_timer_fd, 0, &its, NULL) == 0)
+        vm->io_timer_armed = true;
+}
+
 static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
                     uint64_t *val)
 {
@@ -82,6 +100,7 @@ static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
         if (!w)
             *val = v;
     }
+    io_tick_arm(vm);
     pthread_mutex_unlock(&vm->dev_lock);
 }
 
@@ -173,6 +192,20 @@ static void identity(uint8_t id[64], const nic_pci_id *n)
     id[0x3d] = 1;               /* INTA# */
 }
 
+/* Send combining's clock (nic_options.clock): wall-clock nanoseconds on
+ * KVM; on Unicorn the guest instructions retired, so that its decisions,
+ * like its ticks, depend only on the guest (docs/vmm.md). */
+static uint64_t nic_clock(void *opaque)
+{
+    vmm *vm = opaque;
+    struct timespec ts;
+
+    if (vm->opt.cpu == VMM_CPU_UNICORN)
+        return __atomic_load_n(&vm->stats.insns, __ATOMIC_RELAXED);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int vmm_devices_init(vmm *vm, char *err, size_t errlen)
 {
     static const uint8_t host_bridge[64] = {
@@ -185,6 +218,7 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
 
     bus_init(&vm->pio, "pio");
     bus_init(&vm->mmio, "mmio");
+    vm->io_timer_fd = -1;
     u = uart_create(stdout);
     pci = pci_create();
     if (!u || !pci) {
@@ -214,8 +248,13 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     vm->irq_line = (vm_irq){ vm, irq_set, NIC_IRQ_LINE };
     vm->dma = vmm_dma_template;
     vm->dma.opaque = vm;
+    nic_options nopt = vm->opt.nic_opt;
+    nopt.clock = nic_clock;
+    nopt.clock_opaque = vm;
+    nopt.combine_period = vm->opt.cpu == VMM_CPU_UNICORN
+                          ? VMM_UC_TICK_INSNS : SEND_COMBINE_TICK_NS;
     vm->nic = nic_create(vm->opt.nic, mac, &vm->dma, &vm->irq_line, vm->net,
-                         &vm->opt.nic_opt);
+                         &nopt);
     if (!vm->nic) {
         snprintf(err, errlen, "cannot create the %s model",
                  nic_model_name(vm->opt.nic));
@@ -265,10 +304,11 @@ void vmm_devices_fini(vmm *vm)
 /* What every back end does first at an exit, whatever it was:
  *  - count it (`kind`: LC_EXIT_IO, LC_EXIT_MMIO, or 0 for any other);
  *  - send combining's "next world switch" (seeds/000 s3.3): every exit
- *    reaches the VMM here, so frames a kick queued go out at the next exit
+ *    reaches the VMM here, so frames a kick held go out at the next exit
  *    of any kind, before it is handled (a guest polling for the reply sees
- *    it at once); what gets combined is what the guest kicks without
- *    exiting in between, several transmits inside one cluster;
+ *    it at once). Kicks are held only while the adaptive policy
+ *    (devices/send_combine.h) finds that the guest fills batches; within
+ *    one cluster several kicks are one exit anyway;
  *  - after a BAR move, flush the engine (lc_vm_ops.gpa_map contract).
  * Returns true if the guest-physical map changed since the last exit. */
 bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
@@ -282,6 +322,7 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
     if (vm->nic && nic_tx_pending(vm->nic)) {
         pthread_mutex_lock(&vm->dev_lock);
         nic_flush(vm->nic);
+        io_tick_arm(vm);        /* a reply may wait for descriptors */
         pthread_mutex_unlock(&vm->dev_lock);
     }
     if (!atomic_exchange(&vm->map_changed, false))
@@ -376,39 +417,49 @@ static void *io_thread(void *arg)
     vmm *vm = arg;
     int bfd = vm->net && vm->net->ops->poll_fd ? vm->net->ops->poll_fd(vm->net)
                                                : -1;
-    int tfd = -1;
+    int tfd = vm->io_timer_fd;
 
-    if (vm->opt.nic_opt.send_combine && vm->opt.cpu != VMM_CPU_UNICORN) {
-        struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
-                                  { 0, SEND_COMBINE_TICK_NS } };
-        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (tfd >= 0)
-            timerfd_settime(tfd, 0, &its, NULL);
-    }
     for (;;) {
         struct pollfd p[3] = { { vm->io_stop_fd, POLLIN, 0 },
                                { bfd, POLLIN, 0 }, { tfd, POLLIN, 0 } };
+        /* A frame held in the chip waits for descriptors: the backend's
+         * next frames wait behind it, and the tick retries it. */
+        pthread_mutex_lock(&vm->dev_lock);
+        if (nic_rx_pending(vm->nic))
+            p[1].fd = -1;
+        pthread_mutex_unlock(&vm->dev_lock);
         int n = poll(p, 3, -1);
         if (n < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             break;
         if (p[2].revents & POLLIN) {
+            struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+            void (*drain)(vmm *) = __atomic_load_n(&vm->io_drain,
+                                                   __ATOMIC_ACQUIRE);
             uint64_t ticks;
             if (read(tfd, &ticks, sizeof ticks) < 0)
                 ticks = 0;
+            /* deferred writes first, in order: they may give the waiting
+             * frame its descriptors (as QEMU's I/O thread flushes the
+             * coalesced ring) */
+            if (drain)
+                drain(vm);
             pthread_mutex_lock(&vm->dev_lock);
             nic_flush(vm->nic);
+            nic_poll_rx(vm->nic);
+            if (!nic_tx_pending(vm->nic) && !nic_rx_pending(vm->nic) &&
+                timerfd_settime(tfd, 0, &off, NULL) == 0)
+                vm->io_timer_armed = false;     /* nothing waits: sleep */
             pthread_mutex_unlock(&vm->dev_lock);
         }
         if (p[1].revents & POLLIN) {
             pthread_mutex_lock(&vm->dev_lock);
             nic_poll_rx(vm->nic);
+            io_tick_arm(vm);
             pthread_mutex_unlock(&vm->dev_lock);
         }
     }
-    if (tfd >= 0)
-        close(tfd);
     return NULL;
 }
 
@@ -417,6 +468,12 @@ int vmm_io_start(vmm *vm)
     if (!vm->nic)
         return 0;
     vm->io_stop_fd = eventfd(0, EFD_CLOEXEC);
+    /* The tick: KVM only (Unicorn's counts guest instructions, uc_cpu.c),
+     * and only with something that can wait for it. */
+    if (vm->opt.cpu != VMM_CPU_UNICORN &&
+        (vm->opt.nic_opt.send_combine || vm->opt.nic_opt.latch_fast))
+        vm->io_timer_fd = timerfd_create(CLOCK_MONOTONIC,
+                                         TFD_CLOEXEC | TFD_NONBLOCK);
     if (vm->io_stop_fd < 0 ||
         pthread_create(&vm->io_thread, NULL, io_thread, vm))
         return -1;
@@ -433,5 +490,9 @@ void vmm_io_stop(vmm *vm)
         perror("lcvmm: eventfd");
     pthread_join(vm->io_thread, NULL);
     close(vm->io_stop_fd);
+    if (vm->io_timer_fd >= 0)
+        close(vm->io_timer_fd);
+    vm->io_timer_fd = -1;
+    vm->io_timer_armed = false;
     vm->io_thread_running = false;
 }

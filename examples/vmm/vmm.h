@@ -23,6 +23,7 @@
 #include "bus.h"
 #include "devices/dev.h"
 #include "devices/nic.h"
+#include "kvm_stats.h"
 
 #define VMM_MAX_VCPUS 8
 /* Send combining's timer tick on Unicorn: every this many guest
@@ -65,6 +66,9 @@ typedef struct vmm_stats {
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t insns;               /* Unicorn: guest instructions */
     lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
+    /* KVM: its own per-vCPU counters over the run, summed (kvm_stats.h) */
+    uint64_t kvm[KVM_STAT_COUNT_];
+    bool     kvm_stats;           /* the kernel has KVM_GET_STATS_FD */
     double   wall_s;
 } vmm_stats;
 
@@ -113,6 +117,12 @@ struct vmm {
     pthread_t io_thread;
     bool io_thread_running;
     int io_stop_fd;
+    /* Its tick (vm.c): a timerfd armed only while the NIC holds transmits
+     * or a received frame waits (under dev_lock), and the back end's
+     * replay of deferred (coalesced) writes it calls first, or NULL. */
+    int io_timer_fd;
+    bool io_timer_armed;
+    void (*io_drain)(vmm *vm);
 };
 
 /* Guest-physical memory helpers (mem.c). */

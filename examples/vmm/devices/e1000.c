@@ -867,6 +867,37 @@ static unsigned e1k_latch_ranges(const nic *n, uint32_t (*ranges)[2],
     return k;
 }
 
+/* The writes the VMM may defer (nic_coalesced_ranges): as QEMU's e1000
+ * (e1000_mmio_setup) coalesces, every write in the BAR except those
+ * whose effect the guest can see without another access: MDIC (MDAC
+ * raises an interrupt), ICR, ICS, IMS, IMC (the interrupt line), TCTL
+ * and TDT (transmit). Everything else either only stores, or acts on
+ * the chip's state the guest can only observe through a later access
+ * (which exits and replays the deferred writes first, in order) or
+ * through receive DMA: an RDT write gives descriptors back, and a frame
+ * waiting for them is received when the write is replayed (at the next
+ * exit, or the VMM's I/O-thread tick while a frame waits). */
+static unsigned e1k_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
+                                     unsigned max)
+{
+    static const uint32_t exits[] = { MDIC, ICR, ICS, IMS, IMC, TCTL, TDT };
+    uint32_t from = 0;
+    unsigned k = 0;
+
+    (void)n;
+    for (size_t i = 0; i <= sizeof exits / sizeof exits[0] && k < max; i++) {
+        uint32_t to = i < sizeof exits / sizeof exits[0]
+                      ? exits[i] : nic_e1000_ops.bar_size;
+        if (to > from) {
+            ranges[k][0] = from;
+            ranges[k][1] = to - from;
+            k++;
+        }
+        from = to + 4;
+    }
+    return k;
+}
+
 static void e1k_resume(nic *n)
 {
     nic_tx_now(n);
@@ -881,6 +912,7 @@ const nic_model_ops nic_e1000_ops = {
     .write = e1k_write,
     .is_latch = e1k_is_latch,
     .latch_ranges = e1k_latch_ranges,
+    .coalesced_ranges = e1k_coalesced_ranges,
     .transmit = e1k_transmit,
     .poll_rx = e1k_poll_rx,
     .resume = e1k_resume,

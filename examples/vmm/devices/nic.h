@@ -47,6 +47,15 @@ typedef struct nic_options {
     bool send_combine;
     bool irq_coalesce;
     unsigned combine_max;       /* transmits queued at most; default 3 */
+    /* Hold transmits only when the policy of send_combine.h says it pays
+     * (false: hold every one, the unconditional combining of old). */
+    bool combine_adaptive;
+    /* The policy's clock and its period (the timer tick) in its units:
+     * nanoseconds on KVM, guest instructions on Unicorn. A NULL clock
+     * reads 0, on which the adaptive policy never holds. */
+    uint64_t (*clock)(void *opaque);
+    void *clock_opaque;
+    uint64_t combine_period;
 } nic_options;
 
 typedef struct nic_stats {
@@ -56,6 +65,9 @@ typedef struct nic_stats {
     uint64_t rx_no_buffer;      /* frames left waiting: no free RX desc */
     uint64_t tx_combined;       /* transmits that waited for a batch */
     uint64_t tx_batches;        /* batches sent by send combining */
+    uint64_t tx_batched;        /* kicks those batches served */
+    uint64_t combine_tries;     /* adaptive combining switched on */
+    uint64_t combine_failures;  /* ... and off again: it did not pay */
     uint64_t irq_raised;        /* line driven high */
     uint64_t irq_line_calls;    /* calls to vm_irq.set */
     uint64_t irq_suppressed;    /* level unchanged, call elided */
@@ -116,6 +128,19 @@ void nic_flush(nic *n);
  * (a hint: the caller then takes the lock and calls nic_flush()), so the
  * VMM's exit path locks only when there is something to send. */
 bool nic_tx_pending(const nic *n);
+
+/* Does a received frame wait in the chip for receive descriptors? (Under
+ * the device lock.) The VMM's I/O thread ticks while this or
+ * nic_tx_pending() holds (a guest that returns descriptors
+ * through a coalesced write, e1000 RDT, gets them used without an exit). */
+bool nic_rx_pending(const nic *n);
+
+/* The byte ranges within the BAR whose writes the VMM may defer (KVM
+ * coalesced zones): the latch ranges, or for the e1000 the wider set
+ * QEMU coalesces (e1000.c). Writes there are replayed in order at the
+ * next exit or I/O-thread tick, and a waiting frame received then. */
+unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
+                              unsigned max);
 
 /* PCI bus-master enable (command register bit 2): without it the NIC
  * does no DMA, as real hardware cannot. */
