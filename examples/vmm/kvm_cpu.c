@@ -51,6 +51,7 @@ typedef struct kvm_vm {
     bool coalesced;
     struct kvm_coalesced_mmio_zone zones[16];
     unsigned nzones;
+    unsigned zones_gen;             /* nic_coalesced_gen() they reflect */
     /* The coalesced ring is the VM's (one page, seen through every vCPU's
      * kvm_run mapping): the vCPUs drain it at each exit and the I/O
      * thread on its tick (vm->io_drain), one at a time, in order. */
@@ -97,7 +98,10 @@ static void zones_set(kvm_vm *k, vmm *vm)
     if (!vm->nic || !vm->opt.nic_opt.latch_fast || !k->coalesced)
         return;
     nic_pci_identity(nic_model_of(vm->nic), &id);
+    pthread_mutex_lock(&vm->dev_lock);      /* the policy's state */
+    k->zones_gen = nic_coalesced_gen(vm->nic);
     n = nic_coalesced_ranges(vm->nic, r, 16);
+    pthread_mutex_unlock(&vm->dev_lock);
     for (i = 0; i < n; i++) {
         struct kvm_coalesced_mmio_zone z = {
             .addr = vm->nic_bar + r[i][0], .size = r[i][1],
@@ -230,6 +234,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
     while (!atomic_load(&vm->stop)) {
         lc_result res;
 
+        if (c->core.id == 0)
+            vmm_exit_done(vm);      /* the previous exit is complete */
         if (ioctl(c->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 run->immediate_exit = 0;
@@ -242,8 +248,10 @@ static void cpu_loop(kvm_vcpu_ctx *c)
         ring_drain(c);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
-        if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0))
-            zones_set(vm->cpu, vm);         /* the latch zones moved too */
+        if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0) ||
+            (vm->nic && nic_coalesced_gen(vm->nic) !=
+                        ((kvm_vm *)vm->cpu)->zones_gen))
+            zones_set(vm->cpu, vm);         /* the zones moved or changed */
         if (dev) {
             lc_exit ex;
             bool handled = false;

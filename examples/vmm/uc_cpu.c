@@ -455,6 +455,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         uc_err e;
 
         UCK(uc_reg_read(u->uc, UC_X86_REG_RIP, &rip), "reading RIP");
+        vmm_exit_done(vm);          /* the previous exit is complete */
         e = uc_emu_start(u->uc, rip, UC_UNTIL, 0, 0);
         if (e != UC_ERR_OK) {
             lc_cpu_state st;

@@ -123,6 +123,7 @@ struct vmm {
     int io_timer_fd;
     bool io_timer_armed;
     void (*io_drain)(vmm *vm);
+    uint64_t exit_kicks;          /* nic_kick_count() at the last exit */
 };
 
 /* Guest-physical memory helpers (mem.c). */
@@ -141,6 +142,9 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
  * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,
  * flushes the engine after a BAR move (then returns true). */
 bool vmm_exit_begin(vmm *vm, lc_exit_kind kind);
+/* Called by a back end after every exit, before the guest runs again:
+ * adaptive send combining's "next world switch" (vm.c). */
+void vmm_exit_done(vmm *vm);
 /* Called last at a port or MMIO exit offered to libcluster: counts what
  * the engine handled (`res`, or NULL if it declined) and traces it. */
 void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap,

@@ -287,11 +287,34 @@ int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
     return dma_write(n->dma, gpa, buf, len);
 }
 
+/* Adaptive combining went on or off: the deferred writes may change. */
+static void combine_switched(nic *n)
+{
+    __atomic_store_n(&n->coalesced_gen, n->coalesced_gen + 1,
+                     __ATOMIC_RELAXED);
+}
+
+unsigned nic_coalesced_gen(const nic *n)
+{
+    return __atomic_load_n(&n->coalesced_gen, __ATOMIC_RELAXED);
+}
+
+uint64_t nic_kick_count(const nic *n)
+{
+    return __atomic_load_n(&n->kicks, __ATOMIC_RELAXED);
+}
+
+bool nic_kicks_deferred(const nic *n)
+{
+    return nic_combining(n) && n->ops->defers_kicks;
+}
+
 /* Send combining (seeds/000 s3.3): leave the frames in the guest's ring
  * and count the kick, until the batch is full; with combine_adaptive only
  * while send_combine.h's policy says holding pays. */
 void nic_tx_kick(nic *n)
 {
+    __atomic_store_n(&n->kicks, n->kicks + 1, __ATOMIC_RELAXED);
     if (!n->opt.send_combine) {
         n->ops->transmit(n);
         return;
@@ -302,6 +325,8 @@ void nic_tx_kick(nic *n)
                                  nic_now(n));
         n->stats.combine_tries += n->sc.tries - tries;
         n->stats.combine_failures += n->sc.failures - fails;
+        if (n->sc.tries != tries || n->sc.failures != fails)
+            combine_switched(n);
         __atomic_store_n(&n->tx_queued, n->tx_queued + 1, __ATOMIC_RELAXED);
         if (a == SC_HOLD) {
             n->stats.tx_combined++;
@@ -355,6 +380,8 @@ void nic_flush(nic *n)
         uint64_t fails = n->sc.failures;
         sc_sent(&n->sc, &n->sc_cfg, n->tx_queued, nic_now(n));
         n->stats.combine_failures += n->sc.failures - fails;
+        if (n->sc.failures != fails)
+            combine_switched(n);
         if (n->tx_queued == 1) {        /* held, but combined with nothing */
             n->stats.tx_batches++;
             n->stats.tx_batched++;

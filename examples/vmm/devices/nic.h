@@ -129,6 +129,12 @@ void nic_flush(nic *n);
  * VMM's exit path locks only when there is something to send. */
 bool nic_tx_pending(const nic *n);
 
+/* Transmit kicks the guest has given so far (safe without the lock):
+ * the VMM sends held frames before re-entering the guest when no kick
+ * came since it last did, so consecutive kicks, even each in its own
+ * exit, fill one batch. */
+uint64_t nic_kick_count(const nic *n);
+
 /* Does a received frame wait in the chip for receive descriptors? (Under
  * the device lock.) The VMM's I/O thread ticks while this or
  * nic_tx_pending() holds (a guest that returns descriptors
@@ -141,6 +147,19 @@ bool nic_rx_pending(const nic *n);
  * next exit or I/O-thread tick, and a waiting frame received then. */
 unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
                               unsigned max);
+
+/* Changes whenever nic_coalesced_ranges() would answer differently (the
+ * adaptive policy switched combining on or off: while it is on, the
+ * e1000's transmit kick, TDT, is deferred too, so a streaming guest's
+ * kicks stay in the kernel until the next exit or tick, the paper's
+ * "delay the actual transmission until the next ... switch to the host
+ * world"). Safe without the device lock; the VMM re-registers its zones
+ * at the next exit when it changed. */
+unsigned nic_coalesced_gen(const nic *n);
+
+/* Are transmit kicks being deferred (nic_coalesced_gen)? Under the lock:
+ * the VMM's I/O thread ticks while they are. */
+bool nic_kicks_deferred(const nic *n);
 
 /* PCI bus-master enable (command register bit 2): without it the NIC
  * does no DMA, as real hardware cannot. */

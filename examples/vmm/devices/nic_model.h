@@ -45,6 +45,8 @@ typedef struct nic_model_ops {
      * ranges. */
     unsigned (*coalesced_ranges)(const nic *n, uint32_t (*ranges)[2],
                                  unsigned max);
+    /* coalesced_ranges() includes the transmit kick while nic_combining() */
+    bool defers_kicks;
     /* Send what the guest's transmit ring holds (send combining decides
      * when; see nic_tx_kick). */
     void (*transmit)(nic *n);
@@ -69,6 +71,8 @@ struct nic {
     unsigned tx_queued;         /* transmit kicks waiting for a batch */
     sc_config sc_cfg;           /* adaptive send combining */
     sc_state sc;
+    unsigned coalesced_gen;     /* nic_coalesced_gen() */
+    uint64_t kicks;             /* nic_kick_count() */
     /* One received frame taken from the backend and not yet placed in
      * guest memory ("in the chip's FIFO"): rx_len bytes, padded to
      * NIC_FRAME_PAD, followed by its 4-byte FCS. */
@@ -104,6 +108,12 @@ void nic_tx_kick(nic *n);
 /* Transmit now for another reason (PCnet STRT, e1000 TCTL.EN): any queued
  * kicks are served by the same ring walk. */
 void nic_tx_now(nic *n);
+/* Is adaptive send combining holding transmits now (a model may then
+ * let the VMM defer its kick register, nic_coalesced_ranges)? */
+static inline bool nic_combining(const nic *n)
+{
+    return n->opt.send_combine && n->opt.combine_adaptive && n->sc.active;
+}
 /* A reset forgets queued kicks (the frames stay in guest memory). */
 void nic_tx_cancel(nic *n);
 /* Hand one gathered frame (at most NET_FRAME_MAX bytes: the models check
