@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 /* Fixed point for the decaying averages: SC_ONE is 1.0. */
-#define SC_ONE 16u
+#define SC_ONE 256u
 
 typedef struct sc_config {
     uint64_t period;            /* clock units per period (the tick) */
