@@ -6,6 +6,7 @@ import nested_model
 
 from .analysis import PAPER_E1000
 from .workloads import CONFIGS
+from . import nicfast
 from .util import med
 
 
@@ -634,6 +635,6 @@ def render(results):
     parts = [title(results), headline(results), machine_section(results),
              method_section(results), kvm_section(results),
              ideal_section(results), qemu_section(results),
-             nested_section(results), caveats(results), files_section(results)]
+             nicfast.section(results), nested_section(results), caveats(results), files_section(results)]
     return '\n'.join(parts)
 
