@@ -632,9 +632,10 @@ def files_section(results):
 
 
 def render(results):
-    parts = [title(results), headline(results), machine_section(results),
+    parts = [title(results), headline(results), nicfast.section(results),
+             machine_section(results),
              method_section(results), kvm_section(results),
              ideal_section(results), qemu_section(results),
-             nicfast.section(results), nested_section(results), caveats(results), files_section(results)]
+             nested_section(results), caveats(results), files_section(results)]
     return '\n'.join(parts)
 
