@@ -163,7 +163,7 @@ def machine_rows(m, k):
     virt = ('hypervisor bit ' +
             ('set (this is a VM)' if c['hypervisor_flag'] else 'clear') +
             f'; vmx {c["vmx"]}, svm {c["svm"]} (no hardware virtualization '
-            'visible: KVM here is a software implementation, PLATFORM.md)')
+            'visible: KVM here is a software implementation, docs/platform.md)')
     load = (f'start {fmt_load(m.get("loadavg_start"))}, end '
             f'{fmt_load(m.get("loadavg_end"))} (other engineers share the '
             'machine)')

@@ -60,7 +60,7 @@ typedef struct nic_glue {
 
 
 /* Arm the I/O thread's tick when the NIC starts to hold something: a
- * held transmit must go within one tick (seeds/000 s3.3), a frame
+ * held transmit must go within one tick (Sugerman et al. section 3.3), a frame
  * waiting for receive descriptors the guest gave back through a deferred
  * write (e1000 RDT) must be received without waiting for the guest's next
  * exit. Under dev_lock; the I/O thread disarms it when nothing waits. */
@@ -336,7 +336,7 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
     return true;
 }
 
-/* Adaptive send combining's "next world switch" (seeds/000 s3.3), at the
+/* Adaptive send combining's "next world switch" (Sugerman et al. s3.3), at the
  * end of every exit: held frames go out before the guest runs again
  * unless the guest kicked again since the last exit (this exit's own
  * access, or kicks replayed from the coalesced ring): then the batch stays

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Integration test: nothing is lost or reordered by the NIC fast paths.
 
-Runs the NIC guests on the reference VMM in every mode of the seeds/000
+Runs the NIC guests on the reference VMM in every mode of the section-3.3
 optimizations (none, each alone, adaptive and unconditional send
 combining, all), one datagram at a time and as a streaming sender
 (burst=6), with clustering off and on, and checks per run:

@@ -880,7 +880,7 @@ static unsigned e1k_latch_ranges(const nic *n, uint32_t (*ranges)[2],
  * While adaptive send combining holds transmits (nic_combining), TDT is
  * deferred too: the kicks of a streaming guest then cost a trap each
  * instead of an exit, and are sent, in batches, at the next exit or tick
- * (seeds/000 s3.3: "delay the actual transmission until the next ...
+ * (Sugerman et al. section 3.3: "delay the actual transmission until the next ...
  * switch to the host world"). */
 static unsigned e1k_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
                                      unsigned max)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Adaptive send combining: the decision of seeds/000's section 3.3
+ * Adaptive send combining: the decision of section 3.3 of the NIC paper
  * (Sugerman et al., "Virtualizing I/O Devices on VMware Workstation's
  * Hosted Virtual Machine Monitor") as a pure function of what the NIC
  * saw and a clock, so it can be tested alone and runs deterministically
