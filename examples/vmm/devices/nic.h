@@ -20,12 +20,15 @@
  *                registers with plain memory semantics) are flagged by
  *                nic_access_is_latch() so the VMM can handle them on its
  *                fast path: as KVM coalesced PIO/MMIO writes that never
- *                leave the kernel, drained in order at the next exit.
+ *                leave the kernel, drained in order at the next exit;
+ *                nic_coalesced_ranges() is the wider set the VMM may
+ *                defer (the e1000's as QEMU's).
  *   send_combine queue up to 3 transmits (left in the guest's TX ring,
  *                descriptors still owned by the device) until the next
  *                exit that is not a transmit kick, the next timer tick, or
  *                the third one, then send them together and raise one
- *                interrupt for the batch.
+ *                interrupt for the batch; with combine_adaptive only while
+ *                send_combine.h's rate-based policy finds batches filling.
  *   irq_coalesce drive the interrupt line only when its level changes
  *                (each KVM_IRQ_LINE is a VM ioctl, about 5 us here), and
  *                raise one interrupt for everything one access completes.
