@@ -254,6 +254,8 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     nopt.clock_opaque = vm;
     nopt.combine_period = vm->opt.cpu == VMM_CPU_UNICORN
                           ? VMM_UC_TICK_INSNS : SEND_COMBINE_TICK_NS;
+    nopt.pairs_in_vmm = vm->opt.cluster &&
+                        (vm->opt.techniques & (LC_TECH_PAIRS | LC_TECH_STATIC));
     vm->nic = nic_create(vm->opt.nic, mac, &vm->dma, &vm->irq_line, vm->net,
                          &nopt);
     if (!vm->nic) {

@@ -59,6 +59,10 @@ typedef struct nic_options {
     uint64_t (*clock)(void *opaque);
     void *clock_opaque;
     uint64_t combine_period;
+    /* The VMM runs exit pairs itself (libcluster's pairs or static
+     * clusters): an index register's write (PCnet RAP) is then cheaper
+     * as the first half of a pair than deferred (nic_coalesced_ranges). */
+    bool pairs_in_vmm;
 } nic_options;
 
 typedef struct nic_stats {
