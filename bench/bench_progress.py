@@ -19,8 +19,9 @@ import time
 # Expected seconds per kind of step on the reference machine (2 cores),
 # full run and --quick.
 STEP_SECONDS = dict(
-    full=dict(machine=40, kvm=35, traces=30, qemu=60, finish=15),
-    quick=dict(machine=15, kvm=6, traces=10, qemu=15, finish=10),
+    full=dict(machine=40, kvm=35, traces=30, qemu=60, nicfast=300, finish=15),
+    quick=dict(machine=15, kvm=6, traces=10, qemu=15, nicfast=60,
+               finish=10),
 )
 
 

@@ -16,6 +16,8 @@ replays). Steps, in order:
   3. exit traces on Unicorn: instructions between exits, the ideal
      reduction (lcbench/traces.py)
   4. QEMU 7.2 on the same guests and peer (lcbench/qemu.py)
+  4b. the NIC fast path: lcvmm off/on and QEMU interleaved, exits and
+     traps of both counted with the kvm tracepoints (lcbench/nicfast.py)
   5. the nested-virtualization model (nested_model.py)
   6. plots and the report (lcbench/plots.py, lcbench/report.py)
 
@@ -36,7 +38,7 @@ import subprocess  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from lcbench import analysis, machine, qemu, traces, workloads  # noqa: E402
+from lcbench import analysis, machine, nicfast, qemu, traces, workloads  # noqa: E402
 from lcbench.util import elapsed, kvm_usable, log, write_json  # noqa: E402
 import nested_model  # noqa: E402
 from bench_progress import Progress  # noqa: E402
@@ -57,6 +59,9 @@ def parse_args():
     ap.add_argument('--no-qemu', action='store_true',
                     help='skip the QEMU comparison')
     ap.add_argument('--only', help='comma-separated workload ids')
+    ap.add_argument('--no-nicfast', action='store_true',
+                    help='skip the NIC fast path vs QEMU step '
+                    '(lcbench/nicfast.py)')
     ap.add_argument('--rerender', action='store_true',
                     help='measure nothing: rebuild the model, plots and '
                     'report from the results.json in --out')
@@ -145,8 +150,10 @@ def main():
     progress = Progress([('machine', 'machine: costs and microbenchmarks')] +
                         [('kvm', 'kvm: ' + w['id']) for w in wls] +
                         [('traces', 'exit traces on Unicorn'),
-                         ('qemu', 'QEMU comparison'),
-                         ('finish', 'nested model, plots, report')], mode)
+                         ('qemu', 'QEMU comparison')] +
+                        ([] if a.no_nicfast else
+                         [('nicfast', 'NIC fast path against QEMU')]) +
+                        [('finish', 'nested model, plots, report')], mode)
     log(f'results go to {out}')
     progress.step()
     results['machine'] = machine.describe(build, a.quick)
@@ -161,6 +168,10 @@ def main():
                        if a.no_qemu else
                        qemu.measure_all(build, wls, MODES[mode]['qemu_rounds']))
     save()
+    if not a.no_nicfast:
+        progress.step()
+        results['nicfast'] = nicfast.measure_all(build, mode)
+        save()
     progress.step()
     finish(results, out, save)
     log(f'done in {elapsed():.0f} s: {os.path.join(out, "report.md")}')

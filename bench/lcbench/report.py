@@ -6,6 +6,7 @@ import nested_model
 
 from .analysis import PAPER_E1000
 from .workloads import CONFIGS
+from . import nicfast
 from .util import med
 
 
@@ -162,7 +163,7 @@ def machine_rows(m, k):
     virt = ('hypervisor bit ' +
             ('set (this is a VM)' if c['hypervisor_flag'] else 'clear') +
             f'; vmx {c["vmx"]}, svm {c["svm"]} (no hardware virtualization '
-            'visible: KVM here is a software implementation, PLATFORM.md)')
+            'visible: KVM here is a software implementation, docs/platform.md)')
     load = (f'start {fmt_load(m.get("loadavg_start"))}, end '
             f'{fmt_load(m.get("loadavg_end"))} (other engineers share the '
             'machine)')
@@ -631,7 +632,8 @@ def files_section(results):
 
 
 def render(results):
-    parts = [title(results), headline(results), machine_section(results),
+    parts = [title(results), headline(results), nicfast.section(results),
+             machine_section(results),
              method_section(results), kvm_section(results),
              ideal_section(results), qemu_section(results),
              nested_section(results), caveats(results), files_section(results)]

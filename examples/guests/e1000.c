@@ -35,6 +35,25 @@ static struct nic nic;
 static uint32_t rd(uint32_t reg) { return mmio_read32(mmio + reg); }
 static void wr(uint32_t reg, uint32_t v) { mmio_write32(mmio + reg, v); }
 
+/* linux=1: the register accesses of Linux's e1000 driver
+ * (drivers/net/ethernet/intel/e1000/e1000_main.c) on the same rings, so
+ * that the NIC paper's netperf request/response figure has a fair
+ * counterpart here. Per interrupt (or, in poll mode, per poll that finds
+ * a cause), as e1000_intr() and the NAPI poll e1000_clean() do:
+ *   e1000_intr:       ICR read; if zero, not ours; IMC write of ~0 and
+ *                     E1000_WRITE_FLUSH (a STATUS read)
+ *   e1000_clean_rx_irq: every completed receive descriptor, frames
+ *                     queued for the stack (here: rx_queue)
+ *   e1000_alloc_rx_buffers: one RDT write for the refilled descriptors
+ *   e1000_irq_enable: IMS write and E1000_WRITE_FLUSH (a STATUS read)
+ * and e1000_xmit_frame -> e1000_tx_queue writes TDT once per frame. The
+ * NAPI poll runs right in the handler (this guest has no softirqs). */
+#define IMS_ENABLE_MASK (E1000_ICR_RXT0 | E1000_ICR_TXDW | E1000_ICR_LSC)
+static bool linux_seq;
+static uint8_t rx_queue[RING_SIZE][BUF_SIZE] __attribute__((aligned(16)));
+static uint32_t rx_queue_len[RING_SIZE];
+static unsigned rx_queue_head, rx_queue_count;
+
 /* Interrupt handler and poll step alike: ICR is read-to-clear, which
  * also deasserts the interrupt; the rings say what happened. */
 static void e1000_ack(void) { (void)rd(E1000_ICR); }
@@ -92,6 +111,62 @@ static uint32_t e1000_recv(void *buf, uint32_t max)
 }
 
 /* One EEPROM word through EERD; false if DONE never comes. */
+/* e1000_clean_rx_irq + e1000_alloc_rx_buffers: take every completed
+ * descriptor into rx_queue (a full queue leaves the rest in the ring),
+ * then give the descriptors back with one RDT write. */
+static void linux_clean_rx(void)
+{
+    unsigned last = RING_SIZE;
+    while (rx_queue_count < RING_SIZE) {
+        volatile struct e1000_rx_desc *d = &rx_ring[rx_next];
+        uint8_t status = d->status;
+        if (!(status & E1000_RXD_STA_DD))
+            break;
+        barrier();
+        uint32_t len = d->length;
+        if ((status & E1000_RXD_STA_EOP) && !d->errors && len && len <= BUF_SIZE) {
+            unsigned q = (rx_queue_head + rx_queue_count) % RING_SIZE;
+            memcpy(rx_queue[q], rx_buf[rx_next], len);
+            rx_queue_len[q] = len;
+            rx_queue_count++;
+        } else {
+            rx_errors++;
+        }
+        d->status = 0;
+        d->length = 0;
+        last = rx_next;
+        rx_next = (rx_next + 1) % RING_SIZE;
+    }
+    if (last != RING_SIZE) {
+        barrier();              /* wmb() before the tail write */
+        wr(E1000_RDT, last);
+    }
+}
+
+/* e1000_intr, with the NAPI poll (e1000_clean) and e1000_irq_enable. */
+static void linux_intr(void)
+{
+    uint32_t icr = rd(E1000_ICR);
+    if (!icr)
+        return;                 /* IRQ_NONE */
+    wr(E1000_IMC, ~0u);
+    (void)rd(E1000_STATUS);     /* E1000_WRITE_FLUSH */
+    linux_clean_rx();
+    wr(E1000_IMS, IMS_ENABLE_MASK);
+    (void)rd(E1000_STATUS);     /* E1000_WRITE_FLUSH */
+}
+
+static uint32_t linux_recv(void *buf, uint32_t max)
+{
+    if (!rx_queue_count)
+        return 0;
+    uint32_t len = rx_queue_len[rx_queue_head];
+    memcpy(buf, rx_queue[rx_queue_head], len < max ? len : max);
+    rx_queue_head = (rx_queue_head + 1) % RING_SIZE;
+    rx_queue_count--;
+    return len < max ? len : max;
+}
+
 static bool eeprom_read(uint8_t addr, uint16_t *out)
 {
     wr(E1000_EERD, (uint32_t)addr << E1000_EERD_ADDR_SHIFT | E1000_EERD_START);
@@ -186,8 +261,8 @@ static bool e1000_init(const struct guest_args *args)
         printf("e1000: link still down (STATUS=0x%x), going on\n", status);
 
     if (args->irq) {
-        irq_attach(pci.irq_line, e1000_ack);
-        wr(E1000_IMS, E1000_ICR_RXT0 | E1000_ICR_TXDW | E1000_ICR_LSC);
+        irq_attach(pci.irq_line, linux_seq ? linux_intr : e1000_ack);
+        wr(E1000_IMS, IMS_ENABLE_MASK);
     }
     printf("e1000: 00:%02x.%u mmio=0x%lx irq=%u mac=%02x:%02x:%02x:%02x:%02x:%02x\n",
            pci.dev, pci.fn, (unsigned long)mmio, pci.irq_line, nic.mac[0], nic.mac[1], nic.mac[2], nic.mac[3], nic.mac[4], nic.mac[5]);
@@ -204,12 +279,13 @@ const struct guest_info guest_info = {.name = "e1000", .default_n = 100};
 
 int guest_main(const struct guest_args *args)
 {
+    linux_seq = args->linux_seq != 0;
     nic = (struct nic){
         .name = "e1000",
         .irq_mode = args->irq != 0,
         .send = e1000_send,
-        .recv = e1000_recv,
-        .poll = e1000_ack,
+        .recv = linux_seq ? linux_recv : e1000_recv,
+        .poll = linux_seq ? linux_intr : e1000_ack,
         .stats = e1000_stats,
     };
     if (!e1000_init(args)) {

@@ -323,26 +323,33 @@ static bool match_udp_reply(struct nic *nic, const uint8_t *f, uint32_t len, voi
     return true;
 }
 
-static bool udp_echo(struct nic *nic, uint32_t seq, uint32_t len, struct prng *rng,
-                     uint32_t *hash, bool *ok)
+/* Build and queue the datagram of exchange `seq` (its payload is `data`,
+ * len bytes, starting with the sequence number). */
+static bool udp_send(struct nic *nic, uint32_t seq, const uint8_t *data, uint32_t len)
 {
-    put32(payload, seq);
-    for (uint32_t i = 4; i < len; i++)
-        payload[i] = (uint8_t)prng_next(rng);
     uint32_t n = eth_header(peer_mac, nic, ETHERTYPE_IPV4);
     uint8_t *udp = tx_frame + n + 20;
     put16(udp, UDP_LOCAL_PORT);
     put16(udp + 2, UDP_ECHO_PORT);
     put16(udp + 4, 8 + len);
     put16(udp + 6, 0);
-    memcpy(udp + 8, payload, len);
+    memcpy(udp + 8, data, len);
     put16(udp + 6, udp_checksum(guest_ip, peer_ip, udp, 8 + len));
     ip_header(IPPROTO_UDP, 8 + len);
     if (!send_frame(nic, n + 20 + 8 + len)) {
         printf("error: udp %u: transmit ring stuck\n", seq);
         return false;
     }
-    struct echo_expect e = {payload, len, seq, hash, false};
+    return true;
+}
+
+/* Wait for the reply of exchange `seq`: replies must come in the order
+ * the requests were sent (a reply with another number is dropped, and
+ * the wait then times out). */
+static bool udp_await(struct nic *nic, uint32_t seq, const uint8_t *data, uint32_t len,
+                      uint32_t *hash, bool *ok)
+{
+    struct echo_expect e = {data, len, seq, hash, false};
     if (!await_frame(nic, match_udp_reply, &e, "udp echo")) {
         printf("error: udp exchange %u (%u bytes): no reply\n", seq, len);
         return false;
@@ -353,6 +360,13 @@ static bool udp_echo(struct nic *nic, uint32_t seq, uint32_t len, struct prng *r
                seq, len);
     return true;
 }
+
+/* burst=: a streaming sender queues up to NET_BURST_MAX datagrams before
+ * it takes any reply. The PRNG is drawn in the same order as with one
+ * datagram at a time, so the checksum does not depend on burst. */
+#define NET_BURST_MAX 16
+static uint8_t burst_payload[NET_BURST_MAX][1472];
+static uint32_t burst_len[NET_BURST_MAX];
 
 int net_echo_workload(struct nic *nic, const struct guest_args *args)
 {
@@ -377,17 +391,33 @@ int net_echo_workload(struct nic *nic, const struct guest_args *args)
         rc = EXIT_MISMATCH;
     printf("icmp echo ok=%u\n", good ? 1u : 0u);
 
-    for (uint32_t seq = 1; seq <= args->n; seq++) {
-        uint32_t len = prng_range(&rng, 18, max);
-        if (!udp_echo(nic, seq, len, &rng, &hash, &good)) {
-            rc = EXIT_TIMEOUT;
-            break;
+    uint32_t burst = args->burst < 1 ? 1 : args->burst > NET_BURST_MAX ? NET_BURST_MAX
+                                                                     : args->burst;
+    for (uint32_t seq = 1; seq <= args->n && rc != EXIT_TIMEOUT; seq += burst) {
+        uint32_t k = args->n - seq + 1 < burst ? args->n - seq + 1 : burst;
+        for (uint32_t i = 0; i < k; i++) {
+            uint8_t *data = burst_payload[i];
+            burst_len[i] = prng_range(&rng, 18, max);
+            put32(data, seq + i);
+            for (uint32_t j = 4; j < burst_len[i]; j++)
+                data[j] = (uint8_t)prng_next(&rng);
+            if (!udp_send(nic, seq + i, data, burst_len[i])) {
+                rc = EXIT_TIMEOUT;
+                k = i;
+                break;
+            }
         }
-        done++;
-        if (good)
-            ok++;
-        else
-            rc = EXIT_MISMATCH;
+        for (uint32_t i = 0; i < k; i++) {
+            if (!udp_await(nic, seq + i, burst_payload[i], burst_len[i], &hash, &good)) {
+                rc = EXIT_TIMEOUT;
+                break;
+            }
+            done++;
+            if (good)
+                ok++;
+            else
+                rc = EXIT_MISMATCH;
+        }
     }
 out:
     if (nic->stats)

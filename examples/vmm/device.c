@@ -29,6 +29,7 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     vm->dma = vmm_dma_template;
     vm->dma.opaque = vm;
     vm->ndev = 0;
+    vm->io_timer_fd = -1;       /* vmm_io_start creates it */
     for (const vmm_device_ops *const *o = vmm_board; *o; o++) {
         vmm_device *d;
         int rc = 0;
@@ -78,6 +79,22 @@ void vmm_devices_flush_pending(vmm *vm)
         if (d->ops->pending && d->ops->pending(d)) {
             pthread_mutex_lock(&vm->dev_lock);
             d->ops->flush(d);
+            vmm_io_tick_arm(vm);        /* a reply may wait for descriptors */
+            pthread_mutex_unlock(&vm->dev_lock);
+        }
+    }
+}
+
+/* Adaptive send combining flushes at the end of an exit instead
+ * (vmm_exit_done): again the lock only when a device asks. */
+void vmm_devices_exit_done(vmm *vm)
+{
+    for (unsigned i = 0; i < vm->ndev; i++) {
+        vmm_device *d = &vm->dev[i];
+        if (d->ops->exit_done && d->ops->exit_done(d)) {
+            pthread_mutex_lock(&vm->dev_lock);
+            d->ops->flush(d);
+            vmm_io_tick_arm(vm);
             pthread_mutex_unlock(&vm->dev_lock);
         }
     }
@@ -90,6 +107,25 @@ void vmm_devices_flush(vmm *vm)
         if (vm->dev[i].ops->flush)
             vm->dev[i].ops->flush(&vm->dev[i]);
     pthread_mutex_unlock(&vm->dev_lock);
+}
+
+void vmm_devices_tick(vmm *vm)
+{
+    for (unsigned i = 0; i < vm->ndev; i++) {
+        vmm_device *d = &vm->dev[i];
+        if (d->ops->flush)
+            d->ops->flush(d);
+        if (d->ops->poll)
+            d->ops->poll(d);        /* a held frame may go in now */
+    }
+}
+
+bool vmm_devices_waiting(vmm *vm)
+{
+    for (unsigned i = 0; i < vm->ndev; i++)
+        if (vm->dev[i].ops->waits && vm->dev[i].ops->waits(&vm->dev[i]))
+            return true;
+    return false;
 }
 
 bool vmm_devices_want_tick(const vmm *vm)
@@ -108,6 +144,17 @@ unsigned vmm_devices_coalesced(vmm *vm, vmm_io_range *out, unsigned max)
         if (vm->dev[i].ops->coalesced)
             n += vm->dev[i].ops->coalesced(&vm->dev[i], out + n, max - n);
     return n;
+}
+
+/* A sum: it changes when any device's generation does. */
+unsigned vmm_devices_coalesced_gen(vmm *vm)
+{
+    unsigned g = 0;
+
+    for (unsigned i = 0; i < vm->ndev; i++)
+        if (vm->dev[i].ops->coalesced_gen)
+            g += vm->dev[i].ops->coalesced_gen(&vm->dev[i]);
+    return g;
 }
 
 void vmm_devices_stats(vmm *vm, vmm_stat_fn put, void *ctx)

@@ -58,18 +58,32 @@ typedef struct vmm_device_ops {
     /* Work the device queued for the next exit (send combining, Sugerman
      * et al., "Virtualizing I/O Devices on VMware Workstation's Hosted
      * Virtual Machine Monitor", section 3.3): checked without the lock at
-     * every exit. */
+     * the beginning of every exit. */
     bool (*pending)(vmm_device *dev);
-    /* Do what pending reported: at exits, timer ticks, and the end of the
-     * run. */
+    /* The same at the end of every exit, before the guest runs again
+     * (adaptive send combining's "next world switch", vmm_exit_done):
+     * true if flush is to run now. Without the lock. */
+    bool (*exit_done)(vmm_device *dev);
+    /* Do what pending or exit_done reported: at exits, timer ticks, and
+     * the end of the run. */
     void (*flush)(vmm_device *dev);
-    /* A descriptor the I/O thread polls (-1: none), and what to do when it
-     * is readable. */
+    /* Something waits for the I/O thread's tick (held transmits, a
+     * received frame waiting for descriptors): the tick is armed only
+     * while a device says so (vmm_io_tick_arm). */
+    bool (*waits)(vmm_device *dev);
+    /* A descriptor the I/O thread polls, asked before every poll (-1: none
+     * for now, e.g. while the device cannot take more input), and what to
+     * do when it is readable; poll also runs at each tick, after flush. */
     int  (*poll_fd)(vmm_device *dev);
     void (*poll)(vmm_device *dev);
-    /* Ranges whose writes only store (latches): the KVM back end may queue
-     * them in the coalesced ring. Absolute addresses; returns the count. */
+    /* Ranges whose writes only store (latches, deferred writes): the KVM
+     * back end may queue them in the coalesced ring. Absolute addresses;
+     * returns the count. */
     unsigned (*coalesced)(vmm_device *dev, vmm_io_range *out, unsigned max);
+    /* Changes whenever coalesced would answer differently (not for a BAR
+     * move, which the core sees itself); read without the lock at every
+     * exit. NULL: the set changes only with the BAR. */
+    unsigned (*coalesced_gen)(vmm_device *dev);
     /* Counters for --stats. */
     void (*stats)(vmm_device *dev, vmm_stat_fn put, void *ctx);
 } vmm_device_ops;
@@ -78,7 +92,7 @@ struct vmm_device {
     const vmm_device_ops *ops;
     vmm *vm;
     void *state;
-    bool wants_tick;            /* flush on send combining's timer tick */
+    bool wants_tick;            /* may need the I/O thread's tick (waits) */
 };
 
 /* The board (board.c): the devices of the platform in init order,
@@ -93,13 +107,23 @@ void vmm_devices_fini(vmm *vm);
 
 /* The run-time hooks over all devices. */
 void vmm_devices_flush_pending(vmm *vm);   /* at every exit: cheap */
-void vmm_devices_flush(vmm *vm);           /* timer tick, end of run */
+void vmm_devices_exit_done(vmm *vm);       /* end of every exit: cheap */
+void vmm_devices_flush(vmm *vm);           /* Unicorn's tick, end of run */
+/* The I/O thread's tick, under dev_lock: flush, then poll, each device. */
+void vmm_devices_tick(vmm *vm);
 bool vmm_devices_want_tick(const vmm *vm);
+bool vmm_devices_waiting(vmm *vm);         /* under dev_lock */
 unsigned vmm_devices_coalesced(vmm *vm, vmm_io_range *out, unsigned max);
+unsigned vmm_devices_coalesced_gen(vmm *vm);
 void vmm_devices_stats(vmm *vm, vmm_stat_fn put, void *ctx);
 
 /* The interrupt line `gsi` as devices get it: setting it high also
  * makes clusters stop for the guest to take it (vm.c). */
 vm_irq vmm_irq_line(vmm *vm, unsigned gsi);
+
+/* Arm the I/O thread's tick if a device waits for it (vm.c); called under
+ * dev_lock by a device whose state changed (a register access, a receive)
+ * and by the core after a flush. */
+void vmm_io_tick_arm(vmm *vm);
 
 #endif /* VMM_DEVICE_H */

@@ -25,6 +25,7 @@
 
 #include <cluster/kvm.h>
 
+#include "kvm_stats.h"
 #include "vmm.h"
 
 #define TSS_ADDR 0xfffbd000u
@@ -36,6 +37,8 @@ typedef struct kvm_vcpu_ctx {
     size_t run_size;
     struct kvm_coalesced_mmio_ring *ring;
     lc_kvm_vcpu *kv;
+    kvm_stats ks;                   /* KVM's own counters of this vCPU */
+    uint64_t ks_start[KVM_STAT_COUNT_];
     pthread_t thread;
     bool started;
 } kvm_vcpu_ctx;
@@ -48,6 +51,11 @@ typedef struct kvm_vm {
     bool coalesced;
     struct kvm_coalesced_mmio_zone zones[16];
     unsigned nzones;
+    unsigned zones_gen;             /* vmm_devices_coalesced_gen() */
+    /* The coalesced ring is the VM's (one page, seen through every vCPU's
+     * kvm_run mapping): the vCPUs drain it at each exit and the I/O
+     * thread on its tick (vm->io_drain), one at a time, in order. */
+    pthread_mutex_t ring_lock;
 } kvm_vm;
 
 bool vmm_kvm_available(char *why, size_t len)
@@ -88,7 +96,10 @@ static void zones_set(kvm_vm *k, vmm *vm)
     k->nzones = 0;
     if (!k->coalesced)
         return;
+    pthread_mutex_lock(&vm->dev_lock);      /* the devices' policy state */
+    k->zones_gen = vmm_devices_coalesced_gen(vm);
     n = vmm_devices_coalesced(vm, r, 16);
+    pthread_mutex_unlock(&vm->dev_lock);
     for (i = 0; i < n; i++) {
         struct kvm_coalesced_mmio_zone z = {
             .addr = r[i].base, .size = (uint32_t)r[i].len,
@@ -112,11 +123,12 @@ static void ring_drain(kvm_vcpu_ctx *c)
 
     if (!ring)
         return;
+    pthread_mutex_lock(&((kvm_vm *)vm->cpu)->ring_lock);
     while (ring->first != ring->last) {
         if (ring->first >= max || ring->last >= max) {
             vmm_request_stop(vm, LCVMM_EXIT_ERROR,
                              "coalesced ring indices out of range");
-            return;
+            break;
         }
         struct kvm_coalesced_mmio *m = &ring->coalesced_mmio[ring->first];
         uint64_t v = 0;
@@ -128,6 +140,15 @@ static void ring_drain(kvm_vcpu_ctx *c)
         __atomic_store_n(&ring->first, (ring->first + 1) % max,
                          __ATOMIC_RELEASE);
     }
+    pthread_mutex_unlock(&((kvm_vm *)vm->cpu)->ring_lock);
+}
+
+/* vm->io_drain: the I/O thread's tick replays what the guest wrote into
+ * the coalesced zones since its last exit (an e1000 RDT giving back
+ * receive descriptors while a frame waits for them). */
+static void io_drain(vmm *vm)
+{
+    ring_drain(&((kvm_vm *)vm->cpu)->cpu[0]);
 }
 
 /* ---- exits the engine declined ----------------------------------------- */
@@ -215,6 +236,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
     while (!atomic_load(&vm->stop)) {
         lc_result res;
 
+        if (c->core.id == 0)
+            vmm_exit_done(vm);      /* the previous exit is complete */
         if (ioctl(c->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 run->immediate_exit = 0;
@@ -228,8 +251,9 @@ static void cpu_loop(kvm_vcpu_ctx *c)
         ring_drain(c);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
-        if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0))
-            zones_set(vm->cpu, vm);         /* the latch zones moved too */
+        if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0) ||
+            vmm_devices_coalesced_gen(vm) != ((kvm_vm *)vm->cpu)->zones_gen)
+            zones_set(vm->cpu, vm);         /* the zones moved or changed */
         if (dev) {
             lc_exit ex;
             bool handled = false;
@@ -371,9 +395,12 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
         vmm_request_stop(vm, LCVMM_EXIT_ERROR, "out of memory");
         return -1;
     }
-    for (unsigned i = 0; i < VMM_MAX_VCPUS; i++)
+    for (unsigned i = 0; i < VMM_MAX_VCPUS; i++) {
         k->cpu[i].fd = -1;
+        k->cpu[i].ks.fd = -1;
+    }
     k->fd = -1;
+    pthread_mutex_init(&k->ring_lock, NULL);
     vm->cpu = k;
     k->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
     if (k->kvm < 0)
@@ -422,6 +449,8 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
         if (k->coalesced)
             c->ring = (void *)((uint8_t *)c->run +
                                KVM_COALESCED_MMIO_PAGE_OFFSET * 4096);
+        if (kvm_stats_open(&c->ks, c->fd))
+            kvm_stats_read(&c->ks, c->ks_start);
         if (setup_cpuid(k, c->fd) < 0)
             FAIL("KVM_SET_CPUID2: %s", strerror(errno));
         if (i == 0 && boot_cpu(c, boot) < 0)
@@ -434,6 +463,8 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
         }
     }
     zones_set(k, vm);
+    if (k->coalesced)
+        __atomic_store_n(&vm->io_drain, io_drain, __ATOMIC_RELEASE);
 
     /* APs wait for INIT/SIPI inside KVM_RUN; a signal gets them out. */
     struct sigaction sa = { .sa_handler = wake };
@@ -446,6 +477,9 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     cpu_loop(&k->cpu[0]);
     rc = 0;
 out:
+    /* the I/O thread may drain the ring: it ends before the ring goes */
+    vmm_io_stop(vm);
+    __atomic_store_n(&vm->io_drain, NULL, __ATOMIC_RELEASE);
     for (unsigned i = 1; i < VMM_MAX_VCPUS; i++) {
         if (!k->cpu[i].started)
             continue;
@@ -456,6 +490,14 @@ out:
     for (unsigned i = 0; i < VMM_MAX_VCPUS; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
         lc_kvm_stats ks;
+        if (c->fd >= 0 && c->ks.fd >= 0) {
+            uint64_t now[KVM_STAT_COUNT_];
+            kvm_stats_read(&c->ks, now);
+            for (unsigned s = 0; s < KVM_STAT_COUNT_; s++)
+                vm->stats.kvm[s] += now[s] - c->ks_start[s];
+            vm->stats.kvm_stats = true;
+        }
+        kvm_stats_close(&c->ks);
         if (c->kv && lc_kvm_vcpu_get_stats(c->kv, &ks) == LC_OK) {
             vm->stats.adapter.exits_offered += ks.exits_offered;
             vm->stats.adapter.exits_handled += ks.exits_handled;
@@ -476,6 +518,7 @@ out:
         close(k->kvm);
     vm->irq = (vm_irq){ 0 };
     vm->cpu = NULL;
+    pthread_mutex_destroy(&k->ring_lock);
     free(k);
     return rc;
 }

@@ -28,7 +28,8 @@ static void usage(FILE *f)
 "      --cluster LIST     techniques: single,pairs,static,dynamic,smc | all\n"
 "      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
 "      --nic-opt LIST     NIC optimizations (Sugerman et al. 3.3): latch,combine,\n"
-"                         coalesce | all | none (default all)\n"
+"                         coalesce | all | none (default all); combine-always\n"
+"                         holds every transmit instead of adapting to the rate\n"
 "      --stats FORMAT     table | json | none (default table)\n"
 "      --stats-file FILE  write the statistics there instead of stderr\n"
 "      --trace-file FILE  one CSV line per exit (kind, address, cluster; on\n"
@@ -118,8 +119,8 @@ static int parse_args(int argc, char **argv, vmm_options *o)
     static const uint32_t tech_bits[] = { LC_TECH_SINGLE, LC_TECH_PAIRS,
         LC_TECH_STATIC, LC_TECH_DYNAMIC, LC_TECH_SMC, LC_TECH_ALL };
     static const char *const nopts[] = { "latch", "combine", "coalesce",
-                                         "all", "none" };
-    static const uint32_t nopt_bits[] = { 1, 2, 4, 7, 0 };
+                                         "all", "none", "combine-always" };
+    static const uint32_t nopt_bits[] = { 1, 2, 4, 7, 0, 8 };
     unsigned long long v;
     uint32_t m;
     int c;
@@ -177,10 +178,11 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             }
             break;
         case O_NICOPT:
-            if (parse_list(optarg, nopts, nopt_bits, 5, &m, "NIC optimization"))
+            if (parse_list(optarg, nopts, nopt_bits, 6, &m, "NIC optimization"))
                 return -1;
             o->nic_opt.latch_fast = m & 1;
-            o->nic_opt.send_combine = m & 2;
+            o->nic_opt.send_combine = m & (2 | 8);
+            o->nic_opt.combine_adaptive = !(m & 8);
             o->nic_opt.irq_coalesce = m & 4;
             break;
         case O_STATS:
@@ -276,7 +278,7 @@ int main(int argc, char **argv)
     *o = (vmm_options){ .ram_mib = 64, .vcpus = 1, .nic = NIC_PCNET,
                         .net = "peer", .cluster = true,
                         .techniques = LC_TECH_ALL, .cflow = LC_CFLOW_M3,
-                        .nic_opt = { true, true, true, 3 },
+                        .nic_opt = { true, true, true, 3, true },
                         .stats = VMM_STATS_TABLE };
     if (parse_args(argc, argv, o))
         return LCVMM_EXIT_ERROR;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lcvmm/platform.h"
 #include "vmm.h"
@@ -27,6 +28,7 @@ typedef struct nic_dev {
     bool mapped;                /* BAR0 is on the bus */
     bool placed;                /* set up by the VMM: later moves are the
                                  * guest's */
+    uint64_t exit_kicks;        /* nic_kick_count() at the last exit */
 } nic_dev;
 
 static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
@@ -53,6 +55,7 @@ static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
         if (!w)
             *val = v;
     }
+    vmm_io_tick_arm(vm);        /* the access may have held something */
     pthread_mutex_unlock(&vm->dev_lock);
 }
 
@@ -103,6 +106,20 @@ static void identity(uint8_t id[64], const nic_pci_id *n)
     id[0x3d] = 1;               /* INTA# */
 }
 
+/* Send combining's clock (nic_options.clock): wall-clock nanoseconds on
+ * KVM; on Unicorn the guest instructions retired, so that its decisions,
+ * like its ticks, depend only on the guest (docs/vmm.md). */
+static uint64_t nic_clock(void *opaque)
+{
+    vmm *vm = opaque;
+    struct timespec ts;
+
+    if (vm->opt.cpu == VMM_CPU_UNICORN)
+        return __atomic_load_n(&vm->stats.insns, __ATOMIC_RELAXED);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
 {
     static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
@@ -123,8 +140,16 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
     if (!g->net)
         return -1;
     g->irq = vmm_irq_line(vm, LCVMM_NIC_IRQ);
-    g->nic = nic_create(vm->opt.nic, mac, &vm->dma, &g->irq, g->net,
-                        &vm->opt.nic_opt);
+    nic_options nopt = vm->opt.nic_opt;
+    nopt.clock = nic_clock;
+    nopt.clock_opaque = vm;
+    nopt.combine_period = vm->opt.cpu == VMM_CPU_UNICORN
+                          ? VMM_UC_TICK_INSNS : SEND_COMBINE_TICK_NS;
+    /* libcluster runs an index register's write and its data access as
+     * one exit (paper section 4): the PCnet RAP is then not deferred */
+    nopt.pairs_in_vmm = vm->opt.cluster &&
+                        (vm->opt.techniques & (LC_TECH_PAIRS | LC_TECH_STATIC));
+    g->nic = nic_create(vm->opt.nic, mac, &vm->dma, &g->irq, g->net, &nopt);
     if (!g->nic) {
         snprintf(err, errlen, "cannot create the %s model",
                  nic_model_name(vm->opt.nic));
@@ -143,7 +168,10 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
         return -1;
     }
     g->placed = true;
-    dev->wants_tick = vm->opt.nic_opt.send_combine;
+    /* held transmits, and frames waiting for descriptors given back
+     * through deferred writes, wait for the I/O thread's tick */
+    dev->wants_tick = vm->opt.nic_opt.send_combine ||
+                      vm->opt.nic_opt.latch_fast;
     return 0;
 }
 
@@ -161,9 +189,34 @@ static void nic_dev_exit(vmm *vm, vmm_device *dev)
     free(g);
 }
 
+/* Fixed combining sends at the beginning of the next exit; adaptive
+ * combining at its end (nic_dev_exit_done). */
 static bool nic_dev_pending(vmm_device *dev)
 {
-    return nic_tx_pending(((nic_dev *)dev->state)->nic);
+    nic_dev *g = dev->state;
+    return !g->vm->opt.nic_opt.combine_adaptive && nic_tx_pending(g->nic);
+}
+
+/* vmm_exit_done: send what is held unless the guest kicked again since
+ * the last exit (then the batch stays open). */
+static bool nic_dev_exit_done(vmm_device *dev)
+{
+    nic_dev *g = dev->state;
+    uint64_t kicks;
+    bool now;
+
+    if (!g->vm->opt.nic_opt.combine_adaptive)
+        return false;
+    kicks = nic_kick_count(g->nic);
+    now = kicks == g->exit_kicks && nic_tx_pending(g->nic);
+    g->exit_kicks = kicks;
+    return now;
+}
+
+static bool nic_dev_waits(vmm_device *dev)
+{
+    nic *n = ((nic_dev *)dev->state)->nic;
+    return nic_tx_pending(n) || nic_rx_pending(n) || nic_kicks_deferred(n);
 }
 
 static void nic_dev_flush(vmm_device *dev)
@@ -173,7 +226,12 @@ static void nic_dev_flush(vmm_device *dev)
 
 static int nic_dev_poll_fd(vmm_device *dev)
 {
-    net_backend *be = ((nic_dev *)dev->state)->net;
+    nic_dev *g = dev->state;
+    net_backend *be = g->net;
+    /* a frame held in the chip waits for descriptors: the backend's next
+     * frames wait behind it, and the tick retries it */
+    if (nic_rx_pending(g->nic))
+        return -1;
     return be->ops->poll_fd ? be->ops->poll_fd(be) : -1;
 }
 
@@ -182,8 +240,9 @@ static void nic_dev_poll(vmm_device *dev)
     nic_poll_rx(((nic_dev *)dev->state)->nic);
 }
 
-/* The latch-only registers (nic_latch_ranges) at the BAR's address, when
- * --nic-opt has latch. */
+/* The deferred writes (nic_coalesced_ranges: the latch-only registers,
+ * and while adaptive combining holds kicks also the transmit kick) at the
+ * BAR's address, when --nic-opt has latch. */
 static unsigned nic_dev_coalesced(vmm_device *dev, vmm_io_range *out,
                                   unsigned max)
 {
@@ -193,11 +252,16 @@ static unsigned nic_dev_coalesced(vmm_device *dev, vmm_io_range *out,
 
     if (!g->vm->opt.nic_opt.latch_fast)
         return 0;
-    n = nic_latch_ranges(g->nic, r, max < 16 ? max : 16);
+    n = nic_coalesced_ranges(g->nic, r, max < 16 ? max : 16);
     for (unsigned i = 0; i < n; i++)
         out[i] = (vmm_io_range){ !g->id.bar_is_io, g->bar + r[i][0],
                                  r[i][1], NULL };
     return n;
+}
+
+static unsigned nic_dev_coalesced_gen(vmm_device *dev)
+{
+    return nic_coalesced_gen(((nic_dev *)dev->state)->nic);
 }
 
 static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
@@ -214,6 +278,9 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "nic", "rx_no_buffer", s->rx_no_buffer);
     put(ctx, "nic", "tx_combined", s->tx_combined);
     put(ctx, "nic", "tx_batches", s->tx_batches);
+    put(ctx, "nic", "tx_batched", s->tx_batched);
+    put(ctx, "nic", "combine_tries", s->combine_tries);
+    put(ctx, "nic", "combine_failures", s->combine_failures);
     put(ctx, "nic", "irq_raised", s->irq_raised);
     put(ctx, "nic", "irq_line_calls", s->irq_line_calls);
     put(ctx, "nic", "irq_suppressed", s->irq_suppressed);
@@ -234,9 +301,12 @@ const vmm_device_ops vmm_nic_device = {
     .init = nic_dev_init,
     .exit = nic_dev_exit,
     .pending = nic_dev_pending,
+    .exit_done = nic_dev_exit_done,
     .flush = nic_dev_flush,
+    .waits = nic_dev_waits,
     .poll_fd = nic_dev_poll_fd,
     .poll = nic_dev_poll,
     .coalesced = nic_dev_coalesced,
+    .coalesced_gen = nic_dev_coalesced_gen,
     .stats = nic_dev_stats,
 };

@@ -49,6 +49,20 @@ static unsigned collect(vmm *vm, kv *t)
     U("vmm", "unclaimed_pio", vm->pio.unclaimed);
     U("vmm", "unclaimed_mmio", vm->mmio.unclaimed);
     U("vmm", "guest_errors", dev_guest_errors());
+    if (vm->stats.kvm_stats) {
+        /* docs/vmm.md, "Exits and traps": KVM's `exits` counts every
+         * exit from the guest, those it handles in the kernel (a write
+         * into a coalesced zone, an in-kernel PIT or PIC access, a HLT)
+         * and those it returns to user space alike; host interrupts
+         * (`irq_exits`) are not the guest's doing. */
+        uint64_t user = vm->stats.exits + vm->stats.exits_intr;
+        uint64_t other = user + vm->stats.kvm[KVM_STAT_IRQ_EXITS];
+        uint64_t all = vm->stats.kvm[KVM_STAT_EXITS];
+        for (unsigned i = 0; i < KVM_STAT_COUNT_; i++)
+            U("kvm", kvm_stat_names[i], vm->stats.kvm[i]);
+        U("kvm", "user_exits", user);
+        U("kvm", "traps", all > other ? all - other : 0);
+    }
     if (vm->engine && lc_engine_get_stats(vm->engine, &ls) == LC_OK) {
         U("libcluster", "exits_seen", ls.exits_seen);
         U("libcluster", "exits_declined", ls.exits_declined);

@@ -88,6 +88,8 @@ bool vmm_unicorn_available(void)
 
 static void note_exit(uc_vm *u, const lc_exit *e)
 {
+    /* send combining's clock here (vm.c nic_clock): guest instructions */
+    __atomic_store_n(&u->core.vm->stats.insns, u->insns, __ATOMIC_RELAXED);
     if (u->exit_pending)            /* string I/O: one exit per insn */
         return;
     u->ex = *e;
@@ -461,6 +463,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         uc_err e;
 
         UCK(uc_reg_read(u->uc, UC_X86_REG_RIP, &rip), "reading RIP");
+        vmm_exit_done(vm);          /* the previous exit is complete */
         e = uc_emu_start(u->uc, rip, UC_UNTIL, 0, 0);
         if (e != UC_ERR_OK) {
             lc_cpu_state st;
@@ -474,6 +477,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         }
         if (u->tick_pending) {
             u->tick_pending = false;
+            __atomic_store_n(&vm->stats.insns, u->insns, __ATOMIC_RELAXED);
             vmm_devices_flush(vm);
         }
         if (!u->exit_pending)

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm.h"
 
-#define SEND_COMBINE_TICK_NS 1000000L   /* the "timer tick": 1 ms */
 #define IO_MAX_FDS (1 + 1 + VMM_MAX_DEVICES)    /* stop, timer, devices */
 
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
@@ -52,10 +52,12 @@ vm_irq vmm_irq_line(vmm *vm, unsigned gsi)
 /* What every back end does first at an exit, whatever it was:
  *  - count it (`kind`: LC_EXIT_IO, LC_EXIT_MMIO, or 0 for any other);
  *  - send combining's "next world switch" (Sugerman et al. section 3.3):
- *    every exit reaches the VMM here, so frames a kick queued go out at
- *    the next exit of any kind, before it is handled (a guest polling for
- *    the reply sees it at once); what gets combined is what the guest kicks without
- *    exiting in between, several transmits inside one cluster;
+ *    every exit reaches the VMM here, so frames a kick held go out at the
+ *    next exit of any kind, before it is handled (a guest polling for the
+ *    reply sees it at once). With adaptive combining (devices/
+ *    send_combine.h) the NIC holds kicks only while the guest fills
+ *    batches and sends at the end of the exit instead (vmm_exit_done);
+ *    within one cluster several kicks are one exit anyway;
  *  - after a BAR move, flush the engine (lc_vm_ops.gpa_map contract).
  * Returns true if the guest-physical map changed since the last exit. */
 bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
@@ -71,6 +73,19 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
     if (vm->engine)
         lc_engine_flush(vm->engine);
     return true;
+}
+
+/* Adaptive send combining's "next world switch" (Sugerman et al. section
+ * 3.3), at the end of every exit: held frames go out before the guest runs
+ * again unless the guest kicked again since the last exit (this exit's own
+ * access, or kicks replayed from the coalesced ring): then the batch stays
+ * open for the next kick, exit or tick. A guest that sends and then waits
+ * for the reply makes an exit without a kick, and its frame goes then;
+ * the policy sees that batch of one and stops holding. The device decides
+ * (vmm_device_ops.exit_done, nic_dev.c). */
+void vmm_exit_done(vmm *vm)
+{
+    vmm_devices_exit_done(vm);
 }
 
 /* And last, for a port or MMIO exit offered to libcluster: count what the
@@ -153,36 +168,73 @@ void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops)
 
 /* ---- the I/O thread ------------------------------------------------------ */
 
+/* Arm the I/O thread's tick when a device starts to hold something (its
+ * `waits` hook): a held transmit must go within one tick (Sugerman et al.
+ * section 3.3), a frame waiting for receive descriptors the guest gave
+ * back through a deferred write (e1000 RDT) must be received without
+ * waiting for the guest's next exit. Under dev_lock; the I/O thread
+ * disarms it when nothing waits, so an idle VM takes no ticks. */
+void vmm_io_tick_arm(vmm *vm)
+{
+    struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
+                              { 0, SEND_COMBINE_TICK_NS } };
+
+    if (vm->io_timer_armed || vm->io_timer_fd < 0 ||
+        !vmm_devices_waiting(vm))
+        return;
+    if (timerfd_settime(vm->io_timer_fd, 0, &its, NULL) == 0)
+        vm->io_timer_armed = true;
+}
+
+static void io_tick(vmm *vm)
+{
+    struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+    void (*drain)(vmm *) = __atomic_load_n(&vm->io_drain, __ATOMIC_ACQUIRE);
+    uint64_t ticks;
+
+    if (read(vm->io_timer_fd, &ticks, sizeof ticks) < 0)
+        ticks = 0;
+    /* deferred writes first, in order: they may give a waiting frame its
+     * descriptors (as QEMU's I/O thread flushes the coalesced ring) */
+    if (drain)
+        drain(vm);
+    pthread_mutex_lock(&vm->dev_lock);
+    vmm_devices_tick(vm);
+    if (!vmm_devices_waiting(vm) &&
+        timerfd_settime(vm->io_timer_fd, 0, &off, NULL) == 0)
+        vm->io_timer_armed = false;     /* nothing waits: sleep */
+    pthread_mutex_unlock(&vm->dev_lock);
+}
+
 static void *io_thread(void *arg)
 {
     vmm *vm = arg;
-    struct pollfd p[IO_MAX_FDS];
-    vmm_device *owner[IO_MAX_FDS];
-    unsigned n = 0;
-    int tfd = -1;
 
-    /* the stop eventfd, then the tick (queued frames leave before new
-     * ones are taken in), then each device's descriptor */
-    p[n++] = (struct pollfd){ vm->io_stop_fd, POLLIN, 0 };
-    if (vmm_devices_want_tick(vm) && vm->opt.cpu != VMM_CPU_UNICORN) {
-        struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
-                                  { 0, SEND_COMBINE_TICK_NS } };
-        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (tfd >= 0) {
-            timerfd_settime(tfd, 0, &its, NULL);
-            owner[n] = NULL;
-            p[n++] = (struct pollfd){ tfd, POLLIN, 0 };
-        }
-    }
-    for (unsigned i = 0; i < vm->ndev; i++) {
-        vmm_device *d = &vm->dev[i];
-        int fd = d->ops->poll_fd ? d->ops->poll_fd(d) : -1;
-        if (fd >= 0) {
-            owner[n] = d;
-            p[n++] = (struct pollfd){ fd, POLLIN, 0 };
-        }
-    }
     for (;;) {
+        struct pollfd p[IO_MAX_FDS];
+        vmm_device *owner[IO_MAX_FDS];
+        unsigned n = 0;
+
+        /* the stop eventfd, then the tick (queued frames leave before new
+         * ones are taken in), then each device's descriptor, asked anew
+         * each time: a device holding a received frame that waits for
+         * descriptors has none, so the backend's next frames wait behind
+         * it and the tick retries it */
+        p[n++] = (struct pollfd){ vm->io_stop_fd, POLLIN, 0 };
+        if (vm->io_timer_fd >= 0) {
+            owner[n] = NULL;
+            p[n++] = (struct pollfd){ vm->io_timer_fd, POLLIN, 0 };
+        }
+        pthread_mutex_lock(&vm->dev_lock);
+        for (unsigned i = 0; i < vm->ndev; i++) {
+            vmm_device *d = &vm->dev[i];
+            int fd = d->ops->poll_fd ? d->ops->poll_fd(d) : -1;
+            if (fd >= 0) {
+                owner[n] = d;
+                p[n++] = (struct pollfd){ fd, POLLIN, 0 };
+            }
+        }
+        pthread_mutex_unlock(&vm->dev_lock);
         int rc = poll(p, n, -1);
         if (rc < 0 && errno != EINTR)
             break;
@@ -191,20 +243,16 @@ static void *io_thread(void *arg)
         for (unsigned i = 1; i < n; i++) {
             if (!(p[i].revents & POLLIN))
                 continue;
-            if (!owner[i]) {            /* the timer: flush every device */
-                uint64_t ticks;
-                if (read(tfd, &ticks, sizeof ticks) < 0)
-                    ticks = 0;
-                vmm_devices_flush(vm);
+            if (!owner[i]) {
+                io_tick(vm);
             } else {
                 pthread_mutex_lock(&vm->dev_lock);
                 owner[i]->ops->poll(owner[i]);
+                vmm_io_tick_arm(vm);
                 pthread_mutex_unlock(&vm->dev_lock);
             }
         }
     }
-    if (tfd >= 0)
-        close(tfd);
     return NULL;
 }
 
@@ -217,6 +265,12 @@ int vmm_io_start(vmm *vm)
     if (!needed)
         return 0;
     vm->io_stop_fd = eventfd(0, EFD_CLOEXEC);
+    /* The tick: KVM only (Unicorn's counts guest instructions, uc_cpu.c),
+     * and only with a device that can wait for it; armed by
+     * vmm_io_tick_arm. */
+    if (vmm_devices_want_tick(vm) && vm->opt.cpu != VMM_CPU_UNICORN)
+        vm->io_timer_fd = timerfd_create(CLOCK_MONOTONIC,
+                                         TFD_CLOEXEC | TFD_NONBLOCK);
     if (vm->io_stop_fd < 0 ||
         pthread_create(&vm->io_thread, NULL, io_thread, vm))
         return -1;
@@ -233,5 +287,11 @@ void vmm_io_stop(vmm *vm)
         perror("lcvmm: eventfd");
     pthread_join(vm->io_thread, NULL);
     close(vm->io_stop_fd);
+    if (vm->io_timer_fd >= 0)
+        close(vm->io_timer_fd);
+    pthread_mutex_lock(&vm->dev_lock);
+    vm->io_timer_fd = -1;
+    vm->io_timer_armed = false;
+    pthread_mutex_unlock(&vm->dev_lock);
     vm->io_thread_running = false;
 }

@@ -28,11 +28,14 @@
 #include "devices/nic.h"
 #include "devices/platform.h"
 #include "lcvmm/platform.h"
+#include "kvm_stats.h"
 
 #define VMM_MAX_VCPUS 8
 /* Send combining's timer tick on Unicorn: every this many guest
  * instructions, so runs stay deterministic (KVM: 1 ms of wall clock). */
 #define VMM_UC_TICK_INSNS (1u << 20)
+/* ... and on KVM the I/O thread's tick: 1 ms of wall clock. */
+#define SEND_COMBINE_TICK_NS 1000000L
 
 typedef enum vmm_cpu_backend {
     VMM_CPU_AUTO = 0, VMM_CPU_KVM, VMM_CPU_UNICORN
@@ -70,6 +73,9 @@ typedef struct vmm_stats {
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t insns;               /* Unicorn: guest instructions */
     lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
+    /* KVM: its own per-vCPU counters over the run, summed (kvm_stats.h) */
+    uint64_t kvm[KVM_STAT_COUNT_];
+    bool     kvm_stats;           /* the kernel has KVM_GET_STATS_FD */
     double   wall_s;
 } vmm_stats;
 
@@ -116,6 +122,12 @@ struct vmm {
     pthread_t io_thread;
     bool io_thread_running;
     int io_stop_fd;
+    /* Its tick (vm.c): a timerfd armed only while a device waits for it
+     * (vmm_device_ops.waits; under dev_lock), and the back end's replay of
+     * deferred (coalesced) writes it calls first, or NULL. */
+    int io_timer_fd;
+    bool io_timer_armed;
+    void (*io_drain)(vmm *vm);
 };
 
 /* Guest-physical memory helpers (mem.c). */
@@ -135,6 +147,10 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
  * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,
  * flushes the engine after a BAR move (then returns true). */
 bool vmm_exit_begin(vmm *vm, lc_exit_kind kind);
+/* Called by a back end after every exit, before the guest runs again:
+ * adaptive send combining's "next world switch" (the devices' exit_done
+ * hooks, vm.c). */
+void vmm_exit_done(vmm *vm);
 /* Called last at a port or MMIO exit offered to libcluster: counts what
  * the engine handled (`res`, or NULL if it declined) and traces it. */
 void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap,

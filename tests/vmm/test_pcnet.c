@@ -227,6 +227,27 @@ START_TEST(probe_like_pcnet32)
 }
 END_TEST
 
+/* The RAP is deferred (a coalesced zone) unless the VMM runs exit pairs
+ * itself: then the RAP write and its data access are one exit. */
+START_TEST(rap_deferred_unless_pairs)
+{
+    nic_options o = { .latch_fast = true };
+    fake f;
+    uint32_t r[4][2];
+
+    fake_init(&f, NIC_PCNET, &o);
+    ck_assert_uint_eq(nic_coalesced_ranges(f.n, r, 4), 1);
+    ck_assert_uint_eq(r[0][0], PCNET_RAP);
+    ck_assert_uint_eq(r[0][1], 2);
+    fake_fini(&f);
+    o.pairs_in_vmm = true;
+    fake_init(&f, NIC_PCNET, &o);
+    ck_assert_uint_eq(nic_coalesced_ranges(f.n, r, 4), 0);
+    ck_assert(nic_access_is_latch(f.n, PCNET_RAP, 2));    /* still a latch */
+    fake_fini(&f);
+}
+END_TEST
+
 START_TEST(rap_is_the_latch)
 {
     fake f;
@@ -1096,6 +1117,7 @@ static Suite *pcnet_suite(void)
     tcase_add_test(t, aprom_layout);
     tcase_add_test(t, probe_like_pcnet32);
     tcase_add_test(t, rap_is_the_latch);
+    tcase_add_test(t, rap_deferred_unless_pairs);
     tcase_add_test(t, init_done_interrupt);
     tcase_add_test(t, interrupt_enable_and_masks);
     tcase_add_test(t, tx_one_frame);

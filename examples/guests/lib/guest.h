@@ -176,6 +176,10 @@ struct guest_args {
     uint32_t irq;   /* irq=0|1, default 1 (forced 0 at cpl=3) */
     uint32_t size;  /* size=: largest UDP payload, default 1000 */
     uint32_t seed;  /* seed=: PRNG seed */
+    uint32_t burst; /* burst=: NIC guests send this many frames before
+                     * taking the replies (a streaming sender), default 1 */
+    uint32_t linux_seq; /* linux=1: the e1000 guest's interrupt path and
+                         * register accesses as Linux's e1000 driver's */
 };
 /* Parse cmdline (may be NULL) into args; unknown keys are reported and
  * ignored, malformed numbers make it return false. */

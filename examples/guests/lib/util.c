@@ -145,8 +145,10 @@ bool cmdline_get(const char *cmdline, const char *key, uint32_t *value)
 
 bool args_parse(const char *cmdline, struct guest_args *a)
 {
-    static const char *const keys[] = {"n", "cpl", "irq", "size", "seed"};
-    uint32_t *const vals[] = {&a->n, &a->cpl, &a->irq, &a->size, &a->seed};
+    static const char *const keys[] = {"n", "cpl", "irq", "size", "seed",
+                                       "burst", "linux"};
+    uint32_t *const vals[] = {&a->n, &a->cpl, &a->irq, &a->size, &a->seed,
+                              &a->burst, &a->linux_seq};
     bool ok = true;
 
     a->n = guest_info.default_n;
@@ -154,6 +156,8 @@ bool args_parse(const char *cmdline, struct guest_args *a)
     a->irq = 1;
     a->size = 1000;
     a->seed = 0x2545f491u;
+    a->burst = 1;
+    a->linux_seq = 0;
     if (!cmdline)
         return true;
     /* Each word: a known key=number, or reported and ignored. The

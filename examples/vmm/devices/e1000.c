@@ -784,6 +784,43 @@ static unsigned e1k_latch_ranges(const nic *n, uint32_t (*ranges)[2],
     return k;
 }
 
+/* The writes the VMM may defer (nic_coalesced_ranges): as QEMU's e1000
+ * (e1000_mmio_setup) coalesces, every write in the BAR except those
+ * whose effect the guest can see without another access: MDIC (MDAC
+ * raises an interrupt), ICR, ICS, IMS, IMC (the interrupt line), TCTL
+ * and TDT (transmit). Everything else either only stores, or acts on
+ * the chip's state the guest can only observe through a later access
+ * (which exits and replays the deferred writes first, in order) or
+ * through receive DMA: an RDT write gives descriptors back, and a frame
+ * waiting for them is received when the write is replayed (at the next
+ * exit, or the VMM's I/O-thread tick while a frame waits).
+ * While adaptive send combining holds transmits (nic_combining), TDT is
+ * deferred too: the kicks of a streaming guest then cost a trap each
+ * instead of an exit, and are sent, in batches, at the next exit or tick
+ * (Sugerman et al. section 3.3: "delay the actual transmission until the
+ * next ... switch to the host world"). */
+static unsigned e1k_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
+                                     unsigned max)
+{
+    static const uint32_t exits[] = { E1000_MDIC, E1000_ICR, E1000_ICS,
+                                      E1000_IMS, E1000_IMC, E1000_TCTL,
+                                      E1000_TDT };
+    size_t nexits = sizeof exits / sizeof exits[0] - (nic_combining(n) ? 1 : 0);
+    uint32_t from = 0;
+    unsigned k = 0;
+
+    for (size_t i = 0; i <= nexits && k < max; i++) {
+        uint32_t to = i < nexits ? exits[i] : nic_e1000_ops.bar_size;
+        if (to > from) {
+            ranges[k][0] = from;
+            ranges[k][1] = to - from;
+            k++;
+        }
+        from = to + 4;
+    }
+    return k;
+}
+
 static void e1k_resume(nic *n)
 {
     nic_tx_now(n);
@@ -798,6 +835,8 @@ const nic_model_ops nic_e1000_ops = {
     .write = e1k_write,
     .is_latch = e1k_is_latch,
     .latch_ranges = e1k_latch_ranges,
+    .coalesced_ranges = e1k_coalesced_ranges,
+    .defers_kicks = true,
     .transmit = e1k_transmit,
     .poll_rx = e1k_poll_rx,
     .resume = e1k_resume,

@@ -33,6 +33,11 @@
 
 #define NIC_COMBINE_DEFAULT 3
 
+static uint64_t nic_now(const nic *n)
+{
+    return n->opt.clock ? n->opt.clock(n->opt.clock_opaque) : 0;
+}
+
 static const nic_model_ops *ops_of(nic_model m)
 {
     switch (m) {
@@ -69,6 +74,9 @@ nic *nic_create(nic_model model, const uint8_t mac[6], const vm_dma *dma,
         n->opt = *opt;
     if (n->opt.combine_max == 0)
         n->opt.combine_max = NIC_COMBINE_DEFAULT;
+    sc_config_default(&n->sc_cfg, n->opt.combine_period);
+    n->sc_cfg.max_held = n->opt.combine_max;
+    sc_init(&n->sc, nic_now(n));
     ops->reset(n);
     return n;
 }
@@ -203,6 +211,14 @@ unsigned nic_latch_ranges(const nic *n, uint32_t (*ranges)[2], unsigned max)
     return n->ops->latch_ranges(n, ranges, max);
 }
 
+unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
+                              unsigned max)
+{
+    if (n->ops->coalesced_ranges)
+        return n->ops->coalesced_ranges(n, ranges, max);
+    return n->ops->latch_ranges(n, ranges, max);
+}
+
 void nic_poll_rx(nic *n)
 {
     if (n->busy)
@@ -273,12 +289,52 @@ int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
     return dma_write(n->dma, gpa, buf, len);
 }
 
+/* Adaptive combining went on or off: the deferred writes may change. */
+static void combine_switched(nic *n)
+{
+    __atomic_store_n(&n->coalesced_gen, n->coalesced_gen + 1,
+                     __ATOMIC_RELAXED);
+}
+
+unsigned nic_coalesced_gen(const nic *n)
+{
+    return __atomic_load_n(&n->coalesced_gen, __ATOMIC_RELAXED);
+}
+
+uint64_t nic_kick_count(const nic *n)
+{
+    return __atomic_load_n(&n->kicks, __ATOMIC_RELAXED);
+}
+
+bool nic_kicks_deferred(const nic *n)
+{
+    return nic_combining(n) && n->ops->defers_kicks;
+}
+
 /* Send combining (Sugerman et al. section 3.3): leave the frames in the
- * guest's ring and count the kick, until the batch is full. */
+ * guest's ring and count the kick, until the batch is full; with combine_adaptive only
+ * while send_combine.h's policy says holding pays. */
 void nic_tx_kick(nic *n)
 {
+    __atomic_store_n(&n->kicks, n->kicks + 1, __ATOMIC_RELAXED);
     if (!n->opt.send_combine) {
         n->ops->transmit(n);
+        return;
+    }
+    if (n->opt.combine_adaptive) {
+        uint64_t tries = n->sc.tries, fails = n->sc.failures;
+        sc_action a = sc_request(&n->sc, &n->sc_cfg, n->tx_queued,
+                                 nic_now(n));
+        n->stats.combine_tries += n->sc.tries - tries;
+        n->stats.combine_failures += n->sc.failures - fails;
+        if (n->sc.tries != tries || n->sc.failures != fails)
+            combine_switched(n);
+        __atomic_store_n(&n->tx_queued, n->tx_queued + 1, __ATOMIC_RELAXED);
+        if (a == SC_HOLD) {
+            n->stats.tx_combined++;
+            return;
+        }
+        nic_tx_now(n);
         return;
     }
     if (n->tx_queued + 1 < n->opt.combine_max) {
@@ -293,10 +349,12 @@ void nic_tx_kick(nic *n)
 
 void nic_tx_now(nic *n)
 {
-    if (n->tx_queued) {
-        __atomic_store_n(&n->tx_queued, 0, __ATOMIC_RELAXED);
+    /* a lone kick sent at once is no batch */
+    if (n->tx_queued > 1 || (n->tx_queued && !n->opt.combine_adaptive)) {
         n->stats.tx_batches++;
+        n->stats.tx_batched += n->tx_queued;
     }
+    __atomic_store_n(&n->tx_queued, 0, __ATOMIC_RELAXED);
     n->ops->transmit(n);
 }
 
@@ -310,11 +368,27 @@ bool nic_tx_pending(const nic *n)
     return __atomic_load_n(&n->tx_queued, __ATOMIC_RELAXED) != 0;
 }
 
+bool nic_rx_pending(const nic *n)
+{
+    return n->rx_len != 0;
+}
+
 void nic_flush(nic *n)
 {
     if (n->busy || !n->tx_queued)
         return;
     n->busy = true;
+    if (n->opt.combine_adaptive) {
+        uint64_t fails = n->sc.failures;
+        sc_sent(&n->sc, &n->sc_cfg, n->tx_queued, nic_now(n));
+        n->stats.combine_failures += n->sc.failures - fails;
+        if (n->sc.failures != fails)
+            combine_switched(n);
+        if (n->tx_queued == 1) {        /* held, but combined with nothing */
+            n->stats.tx_batches++;
+            n->stats.tx_batched++;
+        }
+    }
     nic_tx_now(n);
     n->ops->poll_rx(n);
     n->busy = false;

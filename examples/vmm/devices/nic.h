@@ -20,12 +20,15 @@
  *                registers with plain memory semantics) are flagged by
  *                nic_access_is_latch() so the VMM can handle them on its
  *                fast path: as KVM coalesced PIO/MMIO writes that never
- *                leave the kernel, drained in order at the next exit.
+ *                leave the kernel, drained in order at the next exit;
+ *                nic_coalesced_ranges() is the wider set the VMM may
+ *                defer (the e1000's as QEMU's).
  *   send_combine queue up to 3 transmits (left in the guest's TX ring,
  *                descriptors still owned by the device) until the next
  *                exit that is not a transmit kick, the next timer tick, or
  *                the third one, then send them together and raise one
- *                interrupt for the batch.
+ *                interrupt for the batch; with combine_adaptive only while
+ *                send_combine.h's rate-based policy finds batches filling.
  *   irq_coalesce drive the interrupt line only when its level changes
  *                (each KVM_IRQ_LINE is a VM ioctl, about 5 us here), and
  *                raise one interrupt for everything one access completes.
@@ -47,6 +50,19 @@ typedef struct nic_options {
     bool send_combine;
     bool irq_coalesce;
     unsigned combine_max;       /* transmits queued at most; default 3 */
+    /* Hold transmits only when the policy of send_combine.h says it pays
+     * (false: hold every one, the unconditional combining of old). */
+    bool combine_adaptive;
+    /* The policy's clock and its period (the timer tick) in its units:
+     * nanoseconds on KVM, guest instructions on Unicorn. A NULL clock
+     * reads 0, on which the adaptive policy never holds. */
+    uint64_t (*clock)(void *opaque);
+    void *clock_opaque;
+    uint64_t combine_period;
+    /* The VMM runs exit pairs itself (libcluster's pairs or static
+     * clusters): an index register's write (PCnet RAP) is then cheaper
+     * as the first half of a pair than deferred (nic_coalesced_ranges). */
+    bool pairs_in_vmm;
 } nic_options;
 
 typedef struct nic_stats {
@@ -56,6 +72,9 @@ typedef struct nic_stats {
     uint64_t rx_no_buffer;      /* frames left waiting: no free RX desc */
     uint64_t tx_combined;       /* transmits that waited for a batch */
     uint64_t tx_batches;        /* batches sent by send combining */
+    uint64_t tx_batched;        /* kicks those batches served */
+    uint64_t combine_tries;     /* adaptive combining switched on */
+    uint64_t combine_failures;  /* ... and off again: it did not pay */
     uint64_t irq_raised;        /* line driven high */
     uint64_t irq_line_calls;    /* calls to vm_irq.set */
     uint64_t irq_suppressed;    /* level unchanged, call elided */
@@ -116,6 +135,38 @@ void nic_flush(nic *n);
  * (a hint: the caller then takes the lock and calls nic_flush()), so the
  * VMM's exit path locks only when there is something to send. */
 bool nic_tx_pending(const nic *n);
+
+/* Transmit kicks the guest has given so far (safe without the lock):
+ * the VMM sends held frames before re-entering the guest when no kick
+ * came since it last did, so consecutive kicks, even each in its own
+ * exit, fill one batch. */
+uint64_t nic_kick_count(const nic *n);
+
+/* Does a received frame wait in the chip for receive descriptors? (Under
+ * the device lock.) The VMM's I/O thread ticks while this or
+ * nic_tx_pending() holds (a guest that returns descriptors
+ * through a coalesced write, e1000 RDT, gets them used without an exit). */
+bool nic_rx_pending(const nic *n);
+
+/* The byte ranges within the BAR whose writes the VMM may defer (KVM
+ * coalesced zones): the latch ranges, or for the e1000 the wider set
+ * QEMU coalesces (e1000.c). Writes there are replayed in order at the
+ * next exit or I/O-thread tick, and a waiting frame received then. */
+unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
+                              unsigned max);
+
+/* Changes whenever nic_coalesced_ranges() would answer differently (the
+ * adaptive policy switched combining on or off: while it is on, the
+ * e1000's transmit kick, TDT, is deferred too, so a streaming guest's
+ * kicks stay in the kernel until the next exit or tick, the paper's
+ * "delay the actual transmission until the next ... switch to the host
+ * world"). Safe without the device lock; the VMM re-registers its zones
+ * at the next exit when it changed. */
+unsigned nic_coalesced_gen(const nic *n);
+
+/* Are transmit kicks being deferred (nic_coalesced_gen)? Under the lock:
+ * the VMM's I/O thread ticks while they are. */
+bool nic_kicks_deferred(const nic *n);
 
 /* PCI bus-master enable (command register bit 2): without it the NIC
  * does no DMA, as real hardware cannot. */

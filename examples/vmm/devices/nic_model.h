@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "nic.h"
+#include "send_combine.h"
 
 /* The shortest frame on the wire without its FCS: shorter ones are padded
  * by the sender (IEEE 802.3 minimum of 64 bytes with FCS). */
@@ -40,6 +41,12 @@ typedef struct nic_model_ops {
     bool (*is_latch)(const nic *n, uint32_t off, unsigned size);
     unsigned (*latch_ranges)(const nic *n, uint32_t (*ranges)[2],
                              unsigned max);
+    /* Writes the VMM may defer (nic_coalesced_ranges); NULL: the latch
+     * ranges. */
+    unsigned (*coalesced_ranges)(const nic *n, uint32_t (*ranges)[2],
+                                 unsigned max);
+    /* coalesced_ranges() includes the transmit kick while nic_combining() */
+    bool defers_kicks;
     /* Send what the guest's transmit ring holds (send combining decides
      * when; see nic_tx_kick). */
     void (*transmit)(nic *n);
@@ -62,6 +69,10 @@ struct nic {
     bool irq_level;             /* the level last given to nic_set_irq */
     bool busy;                  /* re-entrancy guard (cf. CVE-2021-3416) */
     unsigned tx_queued;         /* transmit kicks waiting for a batch */
+    sc_config sc_cfg;           /* adaptive send combining */
+    sc_state sc;
+    unsigned coalesced_gen;     /* nic_coalesced_gen() */
+    uint64_t kicks;             /* nic_kick_count() */
     /* One received frame taken from the backend and not yet placed in
      * guest memory ("in the chip's FIFO"): rx_len bytes, padded to
      * NIC_FRAME_PAD, followed by its 4-byte FCS. */
@@ -97,6 +108,12 @@ void nic_tx_kick(nic *n);
 /* Transmit now for another reason (PCnet STRT, e1000 TCTL.EN): any queued
  * kicks are served by the same ring walk. */
 void nic_tx_now(nic *n);
+/* Is adaptive send combining holding transmits now (a model may then
+ * let the VMM defer its kick register, nic_coalesced_ranges)? */
+static inline bool nic_combining(const nic *n)
+{
+    return n->opt.send_combine && n->opt.combine_adaptive && n->sc.active;
+}
 /* A reset forgets queued kicks (the frames stay in guest memory). */
 void nic_tx_cancel(nic *n);
 /* Hand one gathered frame (at most NET_FRAME_MAX bytes: the models check

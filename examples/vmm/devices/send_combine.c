@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Adaptive send combining (send_combine.h): no I/O, no globals, no time
+ * source of its own; every decision depends only on the arguments.
+ */
+#include "send_combine.h"
+
+/* The average a try starts from: one batch of a single frame takes it
+ * below the threshold, one full batch of 3 keeps it above. */
+#define SC_START     (SC_ONE * 13 / 8)
+#define SC_THRESHOLD (SC_ONE * 3 / 2)
+/* After this many idle periods the rate is 0 whatever it was. */
+#define SC_FORGET    32
+
+void sc_config_default(sc_config *c, uint64_t period)
+{
+    c->period = period ? period : 1;
+    c->max_held = 3;
+    c->min_rate = 4;
+    c->backoff_max = 1024;
+}
+
+void sc_init(sc_state *s, uint64_t now)
+{
+    *s = (sc_state){ .period_start = now, .backoff = 1 };
+}
+
+/* Fold the periods that ended before `now` into the decaying rate. */
+static void advance(sc_state *s, const sc_config *c, uint64_t now)
+{
+    uint64_t period = c->period ? c->period : 1;
+
+    if (now < s->period_start) {        /* a clock that went back: restart */
+        s->period_start = now;
+        return;
+    }
+    if ((now - s->period_start) / period >= SC_FORGET) {
+        s->rate = 0;
+        s->requests = 0;
+        s->period_start = now;
+        return;
+    }
+    while (now - s->period_start >= period) {
+        s->rate = (s->rate + s->requests * SC_ONE) / 2;
+        s->requests = 0;
+        s->period_start += period;
+    }
+}
+
+static void batch_done(sc_state *s, const sc_config *c, unsigned frames,
+                       uint64_t now)
+{
+    uint64_t period = c->period ? c->period : 1;
+
+    s->per_batch = (3 * s->per_batch + frames * SC_ONE) / 4;
+    if (frames >= c->max_held) {        /* the guest filled it: it pays */
+        s->backoff = 1;
+        return;
+    }
+    if (s->per_batch >= SC_THRESHOLD)
+        return;
+    s->active = false;
+    s->failures++;
+    s->retry_at = now + s->backoff * period;
+    if (s->backoff < c->backoff_max)
+        s->backoff = s->backoff * 2 > c->backoff_max ? c->backoff_max
+                                                     : s->backoff * 2;
+}
+
+sc_action sc_request(sc_state *s, const sc_config *c, unsigned held,
+                     uint64_t now)
+{
+    unsigned max = c->max_held ? c->max_held : 1;
+
+    advance(s, c, now);
+    if (s->requests < UINT32_MAX / SC_ONE)
+        s->requests++;
+    if (held + 1 >= max) {              /* a full batch goes now */
+        if (held)
+            batch_done(s, c, held + 1, now);
+        return SC_SEND;
+    }
+    if (held)                           /* a batch is open: keep filling */
+        return SC_HOLD;
+    if (s->rate < c->min_rate * SC_ONE)
+        return SC_SEND;                 /* too few transmits to bother */
+    if (!s->active) {
+        if (now < s->retry_at)
+            return SC_SEND;             /* backing off after a failed try */
+        s->active = true;
+        s->per_batch = SC_START;
+        s->tries++;
+    }
+    return SC_HOLD;
+}
+
+void sc_sent(sc_state *s, const sc_config *c, unsigned held, uint64_t now)
+{
+    advance(s, c, now);
+    if (held)
+        batch_done(s, c, held, now);
+}

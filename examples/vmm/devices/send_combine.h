@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Adaptive send combining: the decision of section 3.3 of the NIC paper
+ * (Sugerman et al., "Virtualizing I/O Devices on VMware Workstation's
+ * Hosted Virtual Machine Monitor") as a pure function of what the NIC
+ * saw and a clock, so it can be tested alone and runs deterministically
+ * on the Unicorn back end (whose clock counts guest instructions).
+ *
+ * The paper holds a transmit back only "if the rate [of world switches,
+ * recalculated periodically with an exponentially decaying counter] is
+ * high enough", holds at most 3, and sends at the next world switch or
+ * the next timer tick at the latest. Its guests are interrupt driven:
+ * the world switch a held frame waits for comes anyway. A guest that
+ * waits for the reply by polling makes that switch itself, for the held
+ * frame: holding costs it an exit per frame instead of saving one. So
+ * here the policy asks two things:
+ *
+ *   1. Is the transmit rate high? A decaying count of transmit requests
+ *      (each one a world switch when sent at once), recomputed every
+ *      period (the timer tick): rate = rate / 2 + requests of the period.
+ *      Below `min_rate` nothing is held.
+ *   2. Does holding pay? A decaying average of the frames each batch
+ *      carried: a batch filled by the guest's own transmit requests
+ *      (max_held of them) saved world switches; a batch sent by an
+ *      unrelated world switch with a single frame saved nothing. When
+ *      the average falls below 1.5 frames, combining stops and is tried
+ *      again only after a back-off that doubles with every failed try
+ *      (up to backoff_max periods) and resets when a try pays.
+ *
+ * A request/response guest therefore sends at once except during a try
+ * (one or two exchanges, exponentially rarer); a streaming guest fills
+ * its batches and keeps combining.
+ */
+#ifndef VMM_SEND_COMBINE_H
+#define VMM_SEND_COMBINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Fixed point for the decaying averages: SC_ONE is 1.0. */
+#define SC_ONE 256u
+
+typedef struct sc_config {
+    uint64_t period;            /* clock units per period (the tick) */
+    unsigned max_held;          /* requests per batch; the paper's 3 */
+    unsigned min_rate;          /* decayed requests per period to try */
+    unsigned backoff_max;       /* periods, the cap of the back-off */
+} sc_config;
+
+/* The defaults: max_held 3, min_rate 4, backoff_max 1024 (about 1 s of
+ * 1 ms ticks). `period` is the caller's. */
+void sc_config_default(sc_config *c, uint64_t period);
+
+typedef struct sc_state {
+    uint64_t period_start;
+    uint32_t requests;          /* transmit requests this period */
+    uint32_t rate;              /* decayed requests per period, SC_ONE */
+    uint32_t per_batch;         /* decayed frames per batch, SC_ONE */
+    bool     active;            /* combining is being tried or pays */
+    uint32_t backoff;           /* periods to wait after the next failure */
+    uint64_t retry_at;          /* no new try before this time */
+    /* counters for the statistics */
+    uint64_t tries, failures;
+} sc_state;
+
+typedef enum sc_action {
+    SC_SEND,                    /* send now, with whatever is held */
+    SC_HOLD,                    /* leave it in the ring */
+} sc_action;
+
+void sc_init(sc_state *s, uint64_t now);
+
+/* The guest requested a transmit while `held` earlier requests wait:
+ * hold this one too, or send all now (SC_SEND with held > 0 is a full
+ * batch, which the policy counts as one that paid). */
+sc_action sc_request(sc_state *s, const sc_config *c, unsigned held,
+                     uint64_t now);
+
+/* The `held` waiting requests were sent by a world switch that was not
+ * a transmit request (the next exit, the timer tick, the VM ending). */
+void sc_sent(sc_state *s, const sc_config *c, unsigned held, uint64_t now);
+
+#endif /* VMM_SEND_COMBINE_H */
