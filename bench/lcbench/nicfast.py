@@ -136,13 +136,13 @@ def run_once(build, wl, cfg, n, counting):
         if cfg['args'] is None:
             qport, pport = free_udp_ports(2)
             peer = subprocess.Popen(
-                [os.path.join(build, 'examples', 'vmm', 'backends',
-                              'lcvmm-peer'), '--listen', f'127.0.0.1:{pport}',
+                [qemu_mod.peer_path(build), '--listen', f'127.0.0.1:{pport}',
                  '--remote', f'127.0.0.1:{qport}'],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.05)
-            cmd = qemu_mod.command(qemu_mod.QEMU, dict(wl, image=image), n,
-                                   qport, pport)
+            cmd = qemu_mod.command(qemu_mod.QEMU, image, wl['nic'],
+                                   f'n={n} {wl["params"]}',
+                                   qemu_mod.netdev_dgram(qport, pport))
         else:
             cmd = [os.path.join(build, 'examples', 'vmm', 'lcvmm'), '-q',
                    '-k', image, '--nic', wl['nic'], '--cpu', 'kvm',
