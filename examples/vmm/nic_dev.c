@@ -5,10 +5,11 @@
  * guest may move, its network backend (--net), interrupt line
  * LCVMM_NIC_IRQ, and the hooks of the NIC optimizations of Sugerman et
  * al. ("Virtualizing I/O Devices on VMware Workstation's Hosted Virtual
- * Machine Monitor", section 3.3): send combining's queued frames
- * (pending/flush and the timer tick), the backend's receive descriptor
- * (poll), and the latch-only registers for the coalesced ring
- * (coalesced).
+ * Machine Monitor", section 3.3): send combining's held frames
+ * (pending/flush at the beginning of an exit, exit_done at its end for
+ * adaptive combining, waits and the timer tick), the backend's receive
+ * descriptor (poll), and the deferred writes for the coalesced ring
+ * (coalesced, coalesced_gen).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +147,8 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
     nopt.combine_period = vm->opt.cpu == VMM_CPU_UNICORN
                           ? VMM_UC_TICK_INSNS : SEND_COMBINE_TICK_NS;
     /* libcluster runs an index register's write and its data access as
-     * one exit (paper section 4): the PCnet RAP is then not deferred */
+     * one exit (exit pairs, paper section 3): the PCnet RAP is then not
+     * deferred */
     nopt.pairs_in_vmm = vm->opt.cluster &&
                         (vm->opt.techniques & (LC_TECH_PAIRS | LC_TECH_STATIC));
     g->nic = nic_create(vm->opt.nic, mac, &vm->dma, &g->irq, g->net, &nopt);

@@ -88,7 +88,7 @@ bool vmm_unicorn_available(void)
 
 static void note_exit(uc_vm *u, const lc_exit *e)
 {
-    /* send combining's clock here (vm.c nic_clock): guest instructions */
+    /* send combining's clock here (nic_dev.c nic_clock): guest instructions */
     __atomic_store_n(&u->core.vm->stats.insns, u->insns, __ATOMIC_RELAXED);
     if (u->exit_pending)            /* string I/O: one exit per insn */
         return;
