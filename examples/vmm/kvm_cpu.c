@@ -210,24 +210,6 @@ static void dump_regs(kvm_vcpu_ctx *c)
                 (unsigned long long)r.rflags);
 }
 
-/* The exit as libcluster describes it, taken before the adapter sees it
- * (it may complete the exit and change kvm_run): for vmm_exit_end. */
-static void exit_of(const struct kvm_run *run, lc_exit *x)
-{
-    memset(x, 0, sizeof *x);
-    if (run->exit_reason == KVM_EXIT_IO) {
-        x->kind = LC_EXIT_IO;
-        x->u.io.port = run->io.port;
-        x->u.io.size = run->io.size;
-        x->u.io.is_out = run->io.direction == KVM_EXIT_IO_OUT;
-    } else {
-        x->kind = LC_EXIT_MMIO;
-        x->u.mmio.gpa = run->mmio.phys_addr;
-        x->u.mmio.len = (uint8_t)run->mmio.len;
-        x->u.mmio.is_write = run->mmio.is_write;
-    }
-}
-
 static void cpu_loop(kvm_vcpu_ctx *c)
 {
     vmm *vm = c->core.vm;
@@ -257,7 +239,9 @@ static void cpu_loop(kvm_vcpu_ctx *c)
         if (dev) {
             lc_exit ex;
             bool handled = false;
-            exit_of(run, &ex);
+            /* described before the adapter sees it (it may complete the
+             * exit and change kvm_run): for vmm_exit_end */
+            lc_kvm_exit_from_run(run, NULL, &ex);
             if (c->kv) {
                 c->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
                 handled = lc_kvm_handle_exit(c->kv, &res) == LC_OK &&
