@@ -6,7 +6,7 @@
  * architectural effects (registers, RFLAGS, memory, device accesses, RIP),
  * or nothing of it happens and the run stops *before* it with `stop` set,
  * so the guest raises the fault (or takes the exit) itself when it
- * resumes. The runtime never injects an exception. (DESIGN.md,
+ * resumes. The runtime never injects an exception. (docs/design.md,
  * "Translations"; paper section 7 for the SMC stop.)
  *
  * The one permitted partial effect is architectural: a REP string

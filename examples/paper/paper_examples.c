@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * examples/paper/paper_examples.c: every code example of Agesen et al.
- * (seeds/003, sections 3, 4, 5, 6 and 8), encoded.
+ * (Software Techniques for Avoiding Hardware Virtualization Exits, USENIX
+ * ATC 2012, sections 3, 4, 5, 6 and 8), encoded.
  *
  * The paper prints operands in Intel order (destination first) with AT&T
  * register spelling: "MOV %dx,$0xcfc" is mov dx,0xcfc and "MOV
