@@ -28,7 +28,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 import json
 
@@ -112,16 +111,6 @@ def perf_counts(path):
 
 # ---- one run ------------------------------------------------------------------
 
-def timed_lines(p):
-    watchdog = threading.Timer(TIMEOUT, p.kill)
-    watchdog.start()
-    try:
-        return [(time.monotonic(), raw.decode(errors='replace'))
-                for raw in iter(p.stdout.readline, b'')]
-    finally:
-        watchdog.cancel()
-
-
 def run_once(build, wl, cfg, n, counting):
     """One process of lcvmm or QEMU; returns a record (loop_s, exits,
     traps, lcvmm's own statistics) or one with 'error'."""
@@ -153,7 +142,7 @@ def run_once(build, wl, cfg, n, counting):
             cmd = perf_prefix(perf_out) + cmd
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        lines = timed_lines(p)
+        lines = qemu_mod.read_lines_timed(p, TIMEOUT)
         rc = p.wait()
         rec['loop_s'] = qemu_mod.in_run_time(lines)
         result = parse_result_line(''.join(l for _t, l in lines))

@@ -97,11 +97,12 @@ class Peer:
         return False
 
 
-def read_lines_timed(p):
-    """The process's stdout lines, each with the time it arrived. QEMU's
+def read_lines_timed(p, timeout=TIMEOUT):
+    """The process's stdout lines, each with the time it arrived. A VMM's
     serial port on stdio is unbuffered, so arrival time is guest time.
-    A watchdog kills QEMU after TIMEOUT, which also ends the reading."""
-    watchdog = threading.Timer(TIMEOUT, p.kill)
+    A watchdog kills the process after `timeout` seconds, which also ends
+    the reading."""
+    watchdog = threading.Timer(timeout, p.kill)
     watchdog.start()
     try:
         return [(time.monotonic(), raw.decode(errors='replace'))

@@ -8,37 +8,20 @@
 
 #include "kvm_int.h"
 
+/* The fields lc_segment and struct kvm_segment share, by name. */
+#define SEG_FIELDS(X) X(base) X(limit) X(selector) X(type) X(present) \
+    X(dpl) X(db) X(s) X(l) X(g) X(avl) X(unusable)
+#define SEG_COPY(f) d->f = s->f;
+
 static void seg_in(lc_segment *d, const struct kvm_segment *s)
 {
     memset(d, 0, sizeof(*d));
-    d->base = s->base;
-    d->limit = s->limit;
-    d->selector = s->selector;
-    d->type = s->type;
-    d->present = s->present;
-    d->dpl = s->dpl;
-    d->db = s->db;
-    d->s = s->s;
-    d->l = s->l;
-    d->g = s->g;
-    d->avl = s->avl;
-    d->unusable = s->unusable;
+    SEG_FIELDS(SEG_COPY)
 }
 
 static void seg_out(struct kvm_segment *d, const lc_segment *s)
 {
-    d->base = s->base;
-    d->limit = s->limit;
-    d->selector = s->selector;
-    d->type = s->type;
-    d->present = s->present;
-    d->dpl = s->dpl;
-    d->db = s->db;
-    d->s = s->s;
-    d->l = s->l;
-    d->g = s->g;
-    d->avl = s->avl;
-    d->unusable = s->unusable;
+    SEG_FIELDS(SEG_COPY)
 }
 
 lc_status lc_kvm_state_from_run(const struct kvm_run *run, lc_cpu_state *st)
