@@ -58,9 +58,20 @@ int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
     const lcx_cluster *cl = te->cl;
     size_t off = 0;
 
-    *ngfn = 0;
-    if (!range_coherent(v, at, &te->rec, te->code, cl->nbytes, gfn, ngfn))
-        return 0;
+    /* The first range by its record: the hit path of the common cluster
+     * (one range) is what it was before clusters followed calls. */
+    if (lcr_fetch_check(v, at, &te->rec, te->code, cl->nbytes)) {
+        *ngfn = te->rec.npages < 2 ? te->rec.npages : 2;
+        gfn[0] = te->rec.gfn[0];
+        gfn[1] = te->rec.gfn[1];
+    } else {
+        *ngfn = 0;
+        if (!range_coherent(v, at, &te->rec, te->code, cl->nbytes, gfn,
+                            ngfn))
+            return 0;
+    }
+    if (cl->nrange <= 1)
+        return 1;
     /* A cluster that follows calls covers its callees too (calls.c):
      * every byte it executes is checked, wherever it lies. */
     for (unsigned r = 1; r < cl->nrange; r++) {

@@ -130,7 +130,8 @@ static lc_status run_translation(exit_ctx *c, lcx_cluster *cl,
         if (ngfn > LCR_WATCH_MAX)
             ngfn = LCR_WATCH_MAX;
         v->nwatch = (uint8_t)ngfn;
-        memcpy(v->watch_gfn, gfn, ngfn * sizeof(*gfn));
+        for (unsigned i = 0; i < ngfn; i++)
+            v->watch_gfn[i] = gfn[i];
     }
     if (cl->ninsn == 0) {       /* an empty translation: nothing to run */
         finish(vc, v, LC_STOP_TERMINATOR, c->first_done, c->res);

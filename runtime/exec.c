@@ -1055,7 +1055,11 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
     uint8_t irq = v->irq_check, nw = v->nwatch;
     uint64_t w[LCR_WATCH_MAX];
 
-    memcpy(w, v->watch_gfn, sizeof w);
+    if (nw > LCR_WATCH_MAX)
+        nw = LCR_WATCH_MAX;
+    /* Only the armed entries: the hit path arms none before this. */
+    for (unsigned i = 0; i < nw; i++)
+        w[i] = v->watch_gfn[i];
 
     memset(v, 0, sizeof(*v));
     v->st = st;
@@ -1064,8 +1068,9 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
     v->insn_budget = ib;
     v->rep_budget = rb ? rb : 1;
     v->irq_check = irq;
-    v->nwatch = nw > LCR_WATCH_MAX ? LCR_WATCH_MAX : nw;
-    memcpy(v->watch_gfn, w, sizeof w);
+    v->nwatch = nw;
+    for (unsigned i = 0; i < nw; i++)
+        v->watch_gfn[i] = w[i];
     v->mode = lcr_cpu_mode(st);
     /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
      * code); real mode is CPL 0 and vm86 CPL 3. */
