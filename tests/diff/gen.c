@@ -2222,6 +2222,15 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
     c->native_ok = 0;
     init_state(&g);
     build_regions(&g);
+    /* Now and then the stack lies in the code page, above the code: every
+     * push and call is then a store into the cluster's own code frame
+     * (an SMC stop with LC_TECH_SMC, translator/calls.c). */
+    int stack_on_code = chance(&g, 8) &&
+                        c->code_la + 0xf80 >= c->st.seg[LC_SS].base &&
+                        c->code_la + 0xf80 - c->st.seg[LC_SS].base <=
+                            c->st.seg[LC_SS].limit;
+    if (stack_on_code)
+        c->st.gpr[LC_RSP] = c->code_la + 0xf80 - c->st.seg[LC_SS].base;
 
     if (first_exit(&g) < 0) {
         /* cannot fail with the encoder in order; keep the case valid */
@@ -2267,6 +2276,26 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
         /* cannot happen with the bounds above: keep the exiting one only */
         c->code_len = c->insn[0].len;
         c->ninsns = 1;
+    }
+    for (uint32_t i = 0; i < c->ninsns && stack_on_code; i++) {
+        lcd_insn li;
+        if (lcd_decode(dmode_cpu_mode(mode), c->code + c->insn[i].off,
+                       c->insn[i].len, &li) != LC_OK)
+            continue;
+        if (li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
+            (li.info.op == LC_OP_MOV && li.mem.present && li.mem.write &&
+             li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
+            c->insn[i].flags |= GI_SMC;
+    }
+    for (uint32_t i = 0; i < c->ninsns && stack_on_code; i++) {
+        lcd_insn li;
+        if (lcd_decode(dmode_cpu_mode(mode), c->code + c->insn[i].off,
+                       c->insn[i].len, &li) != LC_OK)
+            continue;
+        if (li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
+            (li.info.op == LC_OP_MOV && li.mem.present && li.mem.write &&
+             li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
+            c->insn[i].flags |= GI_SMC;
     }
     for (uint32_t i = 0; i < c->ninsns; i++)
         gen_cov[mode][c->insn[i].op][width_index(c->insn[i].bits)]++;
