@@ -216,6 +216,11 @@ static lc_cflow cflow_of(lc_op op, const ZydisDecodedInstruction *zi,
         return far ? LC_CF_FAR : rel ? LC_CF_JMP_REL : LC_CF_JMP_IND;
     case LC_CF_CALL_REL:
         return far ? LC_CF_FAR : rel ? LC_CF_CALL_REL : LC_CF_CALL_IND;
+    case LC_CF_RET:
+        /* Zydis names RETF "ret" too: only C3 and C2 are near. */
+        return !far && zi->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT &&
+                       (zi->opcode == 0xc3 || zi->opcode == 0xc2)
+                   ? LC_CF_RET : LC_CF_FAR;
     case LC_CF_NONE:
         break;
     default:

@@ -68,15 +68,16 @@
 #define D_CLD      EXEC
 #define D_STD      EXEC
 #define D_NOP      EXEC
-/* near control flow; CALL/RET are named but not yet run */
+/* near control flow (CALL and RET push and pop the return address on the
+ * stack: the runtime runs them with the stack checks of PUSH and POP) */
 #define D_JMP      CFLOW(LC_CF_JMP_REL)
 #define D_JCC      { LCD_F_EXEC | LCD_F_CFLOW | LCD_F_COND, LC_CF_JCC_REL }
 #define D_LOOP     CFLOW(LC_CF_JCC_REL)
 #define D_LOOPE    CFLOW(LC_CF_JCC_REL)
 #define D_LOOPNE   CFLOW(LC_CF_JCC_REL)
 #define D_JCXZ     CFLOW(LC_CF_JCC_REL)
-#define D_CALL     { LCD_F_CFLOW, LC_CF_CALL_REL }
-#define D_RET      { LCD_F_CFLOW, LC_CF_RET }
+#define D_CALL     CFLOW(LC_CF_CALL_REL)
+#define D_RET      CFLOW(LC_CF_RET)
 /* strongly exiting */
 #define D_IN       STRONG
 #define D_OUT      STRONG

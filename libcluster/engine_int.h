@@ -31,6 +31,8 @@ struct lc_vcpu {
     unsigned ninval;
     lcx_cluster scratch;         /* formation workspace */
     lcr_fetch_rec rec;           /* the last window fetch's record */
+    lcx_code xcode;              /* code of a cluster's other ranges, as
+                                  * formation fetched it (calls.c) */
     struct lc_vcpu *next;        /* engine's list, under engine->lock */
     struct lc_vcpu **pprev;
 };
@@ -88,10 +90,15 @@ uint8_t lci_exit_props(const lc_exit *x);
 
 /* ---- coherency.c: section 7 --------------------------------------------- */
 
-/* Are the guest bytes a cached translation `te` covers at `at` still what
- * it was made from? On yes, gfn[] and *ngfn are the code's frames (for the
- * SMC watch). Re-records te->rec when it had to do a full fetch. */
-int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at, uint64_t gfn[2],
-                 unsigned *ngfn);
+/* Are the guest bytes a cached translation `te` covers at `at` (and in its
+ * other code ranges) still what it was made from? On yes, gfn[] and *ngfn
+ * are the code's frames (for the SMC watch, at most LCR_WATCH_MAX).
+ * Re-records a range's fetch record when it had to do a full fetch. */
+int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
+                 uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn);
+
+/* Add frames to a watch list without repeats (at most LCR_WATCH_MAX). */
+void lci_watch_add(uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn,
+                   const uint64_t *add, unsigned nadd);
 
 #endif /* LC_LIBCLUSTER_ENGINE_INT_H */

@@ -120,16 +120,18 @@ static int was_invalidated(lc_vcpu *vc, uint64_t rip)
 /* Run a translation whose code is known coherent: watch its code frames
  * for self-modification (section 7), run it, account for it. */
 static lc_status run_translation(exit_ctx *c, lcx_cluster *cl,
-                                 const uint64_t gfn[2], unsigned ngfn)
+                                 const uint64_t *gfn, unsigned ngfn)
 {
     lc_vcpu *vc = c->vc;
     lcr_vcpu *v = &c->v;
     lc_stop_reason stop;
 
     if (c->cfg->techniques & LC_TECH_SMC) {
+        if (ngfn > LCR_WATCH_MAX)
+            ngfn = LCR_WATCH_MAX;
         v->nwatch = (uint8_t)ngfn;
-        v->watch_gfn[0] = gfn[0];
-        v->watch_gfn[1] = gfn[1];
+        for (unsigned i = 0; i < ngfn; i++)
+            v->watch_gfn[i] = gfn[i];
     }
     if (cl->ninsn == 0) {       /* an empty translation: nothing to run */
         finish(vc, v, LC_STOP_TERMINATOR, c->first_done, c->res);
@@ -222,7 +224,7 @@ static lc_status serve(exit_ctx *c, int incoherent)
 {
     lc_vcpu *vc = c->vc;
     tc_entry *te = lookup(c);
-    uint64_t gfn[2];
+    uint64_t gfn[LCR_WATCH_MAX];
     unsigned ngfn = 0;
 
     if (!te)
@@ -287,9 +289,12 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
         .code_len = got, .first_done = c->start ? 0 : c->first_done,
         .predict = predict, .predict_ctx = track,
         .first_pred = pred_bits(first_props),
+        .v = &c->v, .extra = &vc->xcode,
     };
     lcx_cluster *cl = &vc->scratch;
     tc_entry *te;
+    uint64_t watch[LCR_WATCH_MAX];
+    unsigned nwatch = 0;
 
     if (lcx_form(&in, cl) != LC_OK) {
         /* Nothing worth running here. Remember that too, as an empty
@@ -298,7 +303,7 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
          * window. */
         if (cl->ninsn == 0 && cl->nbytes > 0 &&
             (c->cfg->techniques & LC_TECH_SINGLE)) {
-            te = tc_insert(&vc->tc, &c->key, cl, code);
+            te = tc_insert(&vc->tc, &c->key, cl, code, NULL);
             if (te)
                 te->rec = vc->rec;
         }
@@ -308,11 +313,18 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
     STAT_INC(vc->stats.translations);
     if (was_invalidated(vc, c->at))
         STAT_INC(vc->stats.retranslations);
-    te = tc_insert(&vc->tc, &c->key, cl, code);
+    te = tc_insert(&vc->tc, &c->key, cl, code, &vc->xcode);
     if (!te)
         return LC_ERR_NOMEM;   /* nothing ran; state untouched */
     te->rec = vc->rec;
-    return run_translation(c, te->cl, gfn, ngfn);
+    /* Watch every frame the cluster's code came from (calls.c: callees
+     * may lie on other pages). */
+    lci_watch_add(watch, &nwatch, gfn, ngfn);
+    for (unsigned r = 1; r < cl->nrange; r++)
+        if (cl->range[r].len)
+            lci_watch_add(watch, &nwatch, vc->xcode.r[r - 1].gfn,
+                          vc->xcode.r[r - 1].ngfn);
+    return run_translation(c, te->cl, watch, nwatch);
 }
 
 /* Miss: decode what is there now, check it is what exited, record the

@@ -39,6 +39,8 @@ lc_status tc_init(tc_cache *c, uint64_t max_bytes)
 
 static void entry_free(tc_entry *e)
 {
+    free(e->xcode);
+    free(e->xrec);
     free(e->code);
     free(e->cl);
     free(e);
@@ -89,25 +91,42 @@ tc_entry *tc_lookup(const tc_cache *c, const tc_key *k)
 }
 
 tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
-                    const uint8_t *code)
+                    const uint8_t *code, const lcx_code *xc)
 {
     size_t clsize = offsetof(lcx_cluster, insn) +
                     (size_t)cl->ninsn * sizeof(lcx_insn);
+    size_t xbytes = 0;
     tc_entry *e = calloc(1, sizeof(*e)), *old;
+    unsigned nx = cl->nrange > 1 && xc ? cl->nrange - 1u : 0;
     uint32_t b;
 
     if (!e)
         return NULL;
+    for (unsigned r = 1; r <= nx; r++)
+        xbytes += cl->range[r].len;
     e->cl = malloc(clsize);
     e->code = malloc(cl->nbytes ? cl->nbytes : 1);
-    if (!e->cl || !e->code) {
+    if (nx) {
+        e->xcode = malloc(xbytes ? xbytes : 1);
+        e->xrec = malloc(nx * sizeof(*e->xrec));
+    }
+    if (!e->cl || !e->code || (nx && (!e->xcode || !e->xrec))) {
         entry_free(e);
         return NULL;
     }
     memcpy(e->cl, cl, clsize);
     memcpy(e->code, code, cl->nbytes);
+    if (!nx)
+        e->cl->nrange = 1;
+    xbytes = 0;
+    for (unsigned r = 1; r <= nx; r++) {
+        memcpy(e->xcode + xbytes, xc->r[r - 1].buf, cl->range[r].len);
+        e->xrec[r - 1] = xc->r[r - 1].rec;
+        xbytes += cl->range[r].len;
+    }
     e->key = *k;
-    e->size = sizeof(*e) + clsize + cl->nbytes;
+    e->size = sizeof(*e) + clsize + cl->nbytes + xbytes +
+              nx * sizeof(*e->xrec);
 
     old = tc_lookup(c, k);
     if (old)

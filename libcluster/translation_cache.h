@@ -35,6 +35,10 @@ typedef struct tc_entry {
     lcx_cluster *cl;            /* ninsn entries only */
     lcr_fetch_rec rec;          /* how those bytes were fetched, to
                                  * revalidate without a walk */
+    /* The cluster's other code ranges (cl->range[1..], calls.c): their
+     * bytes, one after the other, and fetch records. */
+    uint8_t *xcode;
+    lcr_fetch_rec *xrec;
 } tc_entry;
 
 typedef struct tc_cache {
@@ -50,10 +54,12 @@ lc_status tc_init(tc_cache *c, uint64_t max_bytes);
 void tc_fini(tc_cache *c);
 void tc_flush(tc_cache *c);
 tc_entry *tc_lookup(const tc_cache *c, const tc_key *k);
-/* Copies `cl` (its used part) and `code`; evicts to stay under the cap.
- * NULL on allocation failure (nothing changed). */
+/* Copies `cl` (its used part) and `code` (range 0), and for its other
+ * ranges their bytes and records from `xc` (NULL when cl->nrange <= 1);
+ * evicts to stay under the cap. NULL on allocation failure (nothing
+ * changed). */
 tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
-                    const uint8_t *code);
+                    const uint8_t *code, const lcx_code *xc);
 void tc_remove(tc_cache *c, tc_entry *e);
 
 #endif /* LC_LIBCLUSTER_TRANSLATION_CACHE_H */

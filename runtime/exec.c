@@ -198,7 +198,7 @@ static int xchg_atomic(lcr_vcpu *v, lcr_ectx *c, uint64_t *old)
                                        __ATOMIC_SEQ_CST); break;
     default: return 0;
     }
-    for (unsigned i = 0; i < v->nwatch; i++)
+    for (unsigned i = 0; i < v->nwatch && i < LCR_WATCH_MAX; i++)
         if (c->mx.frag[0].gpa >> 12 == v->watch_gfn[i])
             v->smc_hit = 1;
     lcr_reg_set(v, r->reg, r->bytes, *old);
@@ -577,6 +577,81 @@ static int loop(lcr_vcpu *v, lcr_ectx *c, int zf_want)
     return LCR_DONE;
 }
 
+/* Near CALL (SDM CALL, "near call"): the target (relative, or read from
+ * a register or memory at the operand size) is checked first (#GP), then
+ * the return address is pushed at the operand size onto SS:rSP (#SS, #PF:
+ * the run stops before the CALL), then RIP moves. Phase one (every check
+ * and translation) is complete before the stack write. */
+static int ex_call(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), target;
+    lcr_xlat sx;
+
+    if (in->info.cflow == LC_CF_CALL_REL) {
+        target = rel_target(c);
+    } else if (in->info.cflow == LC_CF_CALL_IND) {
+        /* The pointer is read before the target and stack checks, so it
+         * must come from RAM: a device read cannot be taken back if the
+         * CALL then faults. */
+        if (in->opnd[0].kind == LCD_OPND_MEM) {
+            if (operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), n,
+                             LCR_ACC_READ) < 0)
+                return LCR_STOP;
+            for (unsigned i = 0; i < c->mx.nfrag; i++)
+                if (c->mx.frag[i].kind != LC_GPA_RAM)
+                    return stop(v, LC_STOP_TERMINATOR);
+            if (lcr_xread(v, &c->mx, &target))
+                return LCR_STOP;
+        } else if (in->opnd[0].kind == LCD_OPND_REG) {
+            target = lcr_reg_get(v, in->opnd[0].reg, n);
+        } else {
+            return stop(v, LC_STOP_TERMINATOR);
+        }
+        target &= lcr_mask(n);
+    } else {
+        return stop(v, LC_STOP_TERMINATOR);
+    }
+    if (!branch_ok(v, target))
+        return fault(v, LC_VEC_GP);
+    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
+        return LCR_STOP;
+    if (lcr_xwrite(v, &sx, c->next & lcr_mask(n)))
+        return LCR_STOP;
+    note_vmm_access(&sx, &c->vmm);
+    gpr_set(v, LC_RSP, sb, sp);
+    c->next = target;
+    return LCR_DONE;
+}
+
+/* Near RET and RET imm16 (SDM RET, "near return"): pop the return address
+ * at the operand size, check it (#GP), then release imm16 more bytes of
+ * stack. */
+static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), target, extra = 0;
+    lcr_xlat sx;
+
+    if (in->info.cflow != LC_CF_RET)
+        return stop(v, LC_STOP_TERMINATOR);
+    if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
+        extra = in->opnd[0].imm & 0xffff;
+    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
+        return LCR_STOP;
+    if (lcr_xread(v, &sx, &target))
+        return LCR_STOP;
+    target &= lcr_mask(n);
+    if (!branch_ok(v, target))
+        return fault(v, LC_VEC_GP);
+    note_vmm_access(&sx, &c->vmm);
+    gpr_set(v, LC_RSP, sb, sp + n + extra);
+    c->next = target;
+    return LCR_DONE;
+}
+
 static int ex_loop(lcr_vcpu *v, lcr_ectx *c) { return loop(v, c, -1); }
 static int ex_loope(lcr_vcpu *v, lcr_ectx *c) { return loop(v, c, 1); }
 static int ex_loopne(lcr_vcpu *v, lcr_ectx *c) { return loop(v, c, 0); }
@@ -915,8 +990,8 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
 #define ROW_LOOPE    PLAIN(ex_loope)
 #define ROW_LOOPNE   PLAIN(ex_loopne)
 #define ROW_JCXZ     PLAIN(ex_jcxz)
-#define ROW_CALL     NOTRUN
-#define ROW_RET      NOTRUN
+#define ROW_CALL     OWNMEM(ex_call)
+#define ROW_RET      OWNMEM(ex_ret)
 /* strongly exiting: run through the VMM's callbacks */
 #define ROW_IN       PLAIN(ex_in_out)
 #define ROW_OUT      PLAIN(ex_in_out)
@@ -978,7 +1053,13 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
 {
     uint32_t ib = v->insn_budget, rb = v->rep_budget;
     uint8_t irq = v->irq_check, nw = v->nwatch;
-    uint64_t w0 = v->watch_gfn[0], w1 = v->watch_gfn[1];
+    uint64_t w[LCR_WATCH_MAX];
+
+    if (nw > LCR_WATCH_MAX)
+        nw = LCR_WATCH_MAX;
+    /* Only the armed entries: the hit path arms none before this. */
+    for (unsigned i = 0; i < nw; i++)
+        w[i] = v->watch_gfn[i];
 
     memset(v, 0, sizeof(*v));
     v->st = st;
@@ -987,9 +1068,9 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
     v->insn_budget = ib;
     v->rep_budget = rb ? rb : 1;
     v->irq_check = irq;
-    v->nwatch = nw > 2 ? 2 : nw;
-    v->watch_gfn[0] = w0;
-    v->watch_gfn[1] = w1;
+    v->nwatch = nw;
+    for (unsigned i = 0; i < nw; i++)
+        v->watch_gfn[i] = w[i];
     v->mode = lcr_cpu_mode(st);
     /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
      * code); real mode is CPL 0 and vm86 CPL 3. */

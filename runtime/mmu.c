@@ -621,6 +621,13 @@ static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
  * influence a translation. */
 static mres commit_ad(lcr_vcpu *v, walk *w, unsigned nw)
 {
+    /* A look-ahead (v->probe) never stores: the CPU sets A/D bits only
+     * for accesses it makes. */
+    if (v->probe)
+        for (unsigned i = 0; i < nw; i++)
+            for (unsigned j = 0; j < w[i].nref; j++)
+                if (w[i].ref[j].set)
+                    return M_TERM;
     for (unsigned i = 0; i < nw; i++) {
         for (unsigned j = 0; j < w[i].nref; j++) {
             pte_ref *r = &w[i].ref[j];
@@ -838,7 +845,7 @@ int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf)
 
 static int watched(const lcr_vcpu *v, uint64_t gpa)
 {
-    unsigned n = v->nwatch < 2 ? v->nwatch : 2;
+    unsigned n = v->nwatch < LCR_WATCH_MAX ? v->nwatch : LCR_WATCH_MAX;
 
     for (unsigned i = 0; i < n; i++)
         if (v->watch_gfn[i] == gpa >> 12)

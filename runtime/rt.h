@@ -75,6 +75,8 @@ typedef struct lcr_route {
     uint8_t  pad_[7];
 } lcr_route;
 
+#define LCR_WATCH_MAX 8
+
 /* Per-run execution context. The engine fills the inputs, calls
  * lcr_step()/lcr_exec() repeatedly, then reads the outputs. */
 typedef struct lcr_vcpu {
@@ -86,15 +88,19 @@ typedef struct lcr_vcpu {
     uint32_t         rep_budget; /* string iterations this run may execute */
     uint8_t          irq_check;  /* call ops->irq_pending before each step */
     /* SMC watch (section 7): guest-physical 4 KiB frames holding the code
-     * being run. A write into one completes, then stops the run with
-     * LC_STOP_SMC before the next instruction. */
+     * being run (two per code range; a cluster that follows calls spans
+     * up to LCR_WATCH_MAX / 2 ranges). A write into one completes, then
+     * stops the run with LC_STOP_SMC before the next instruction. */
     uint8_t          nwatch;
-    uint64_t         watch_gfn[2];
+    uint64_t         watch_gfn[LCR_WATCH_MAX];
 
     /* the current instruction's device route, or NULL (set by the
      * translator per instruction; lcr_begin() clears it) */
     lcr_route       *route;
     struct lcr_fetch_rec *rec;   /* set by lcr_fetch_at_rec() while it walks */
+    /* Look-ahead by the translator (calls.c): a walk that would have to
+     * set an accessed or dirty bit fails instead (nothing is stored). */
+    uint8_t          probe;
 
     /* derived at lcr_begin() from *st */
     lc_cpu_mode      mode;

@@ -19,15 +19,21 @@
  */
 #include "form.h"
 
-int lcx_cflow_is_branch(const lcd_insn *d)
+int lcx_cflow_is_branch(const lcx_insn *x)
 {
-    return d->info.cflow == LC_CF_JMP_REL || d->info.cflow == LC_CF_JCC_REL ||
-           d->info.cflow == LC_CF_JMP_IND;
+    const lcd_insn *d = &x->d;
+
+    return !x->follow &&
+           (d->info.cflow == LC_CF_JMP_REL || d->info.cflow == LC_CF_JCC_REL ||
+            d->info.cflow == LC_CF_JMP_IND || d->info.cflow == LC_CF_CALL_REL ||
+            d->info.cflow == LC_CF_CALL_IND || d->info.cflow == LC_CF_RET);
 }
 
 int lcx_cflow_ends_linear(const lcd_insn *d)
 {
     return d->info.cflow == LC_CF_JMP_REL || d->info.cflow == LC_CF_JMP_IND ||
+           d->info.cflow == LC_CF_CALL_REL ||
+           d->info.cflow == LC_CF_CALL_IND || d->info.cflow == LC_CF_RET ||
            d->info.cflow == LC_CF_HALT;
 }
 
@@ -48,15 +54,24 @@ static enum lcx_backedge loop_kind(const lcx_cluster *c, unsigned t,
                 return LCX_BE_STRONG;
             k = LCX_BE_WEAK;
         }
-        if (i != branch && lcx_cflow_is_branch(&x->d))
+        if (i != branch && lcx_cflow_is_branch(x))
             break;
     }
     return k;
 }
 
-static int index_of(const lcx_cluster *c, unsigned n, uint64_t rip)
+/* The instruction at `rip` nearest after the branch at index `from`,
+ * else nearest before it. With calls followed (calls.c) one address may
+ * appear more than once (a function called twice); any of them is
+ * correct, as run.c checks RIP, but the nearest keeps the run inside the
+ * same call. */
+static int index_of(const lcx_cluster *c, unsigned n, unsigned from,
+                    uint64_t rip)
 {
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = from + 1; i < n; i++)
+        if (c->insn[i].rip == rip)
+            return (int)i;
+    for (unsigned i = from + 1; i-- > 0;)
         if (c->insn[i].rip == rip)
             return (int)i;
     return -1;
@@ -73,11 +88,11 @@ int lcx_cflow_branch(lcx_cluster *out, unsigned n, unsigned i,
 
     if (cfg->cflow == LC_CFLOW_NONE)
         return 1;                            /* end before any branch */
-    if (ii.cflow == LC_CF_JMP_IND)
-        return 0;                            /* target unknown: taken ends */
+    if (ii.cflow != LC_CF_JMP_REL && ii.cflow != LC_CF_JCC_REL)
+        return 0;      /* indirect, or a CALL/RET not followed: ends */
     if (lcd_branch_target(&ii, x->rip, &t) != LC_OK)
         return 0;
-    ti = index_of(out, n, t);
+    ti = index_of(out, n, i, t);
     if (ti < 0)
         return 0;                            /* leaves the cluster: ends */
     if ((unsigned)ti > i) {

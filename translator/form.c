@@ -113,7 +113,19 @@ static void finish(lcx_cluster *out, unsigned last)
             x->fast_run = (uint8_t)(out->insn[i + 1].fast_run + 1);
     }
     out->end_rip = out->insn[last].rip + out->insn[last].d.info.length;
-    out->nbytes = (uint16_t)(out->end_rip - out->rip);
+    /* Each code range covers its included instructions (calls.c): the
+     * coherency check and the SMC watch are over exactly those bytes. */
+    for (unsigned k = 0; k < out->nrange; k++)
+        out->range[k].len = 0;
+    for (unsigned i = 0; i < out->ninsn; i++) {
+        const lcx_insn *x = &out->insn[i];
+        lcx_range *r = &out->range[x->range];
+        uint64_t end = x->rip + x->d.info.length - r->rip;
+
+        if (end > r->len)
+            r->len = (uint16_t)end;
+    }
+    out->nbytes = out->range[0].len;
 }
 
 lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
@@ -146,8 +158,13 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         return err;
     out->nbytes = (uint16_t)seen;
     out->end_rip = in->rip;
-    if (n == 0)
+    /* An empty translation covers what made it empty, in its first range
+     * only (others are dropped: nothing runs from them). */
+    out->range[0].len = out->nbytes;
+    if (n == 0) {
+        out->nrange = 1;
         return LC_ERR_UNSUPPORTED;
+    }
     for (unsigned i = 0; i < n; i++)
         specialize(&out->insn[i]);
 
@@ -161,11 +178,13 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
     } else {
         /* Single-exit translations (and pairs, s3). */
         if (!first_exiting)
-            return LC_ERR_UNSUPPORTED;
+            { out->nrange = 1; return LC_ERR_UNSUPPORTED; }
         last = out->pair ? 1 : 0;
     }
-    if (last == (unsigned)-1)
+    if (last == (unsigned)-1) {
+        out->nrange = 1;
         return LC_ERR_UNSUPPORTED;   /* nothing worth running */
+    }
     finish(out, last);
     return LC_OK;
 }

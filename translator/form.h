@@ -17,6 +17,35 @@
 
 #include "translator.h"
 
+/* ---- beyond the paper: across CALL, RET and JMP (calls.c, s11) ---- */
+
+/* The decode-ahead walk's view of calls: predicted return addresses of
+ * the CALLs followed, and rSP relative to the exit while only pushes and
+ * pops changed it. */
+typedef struct lcx_trace {
+    const lcx_form_in *in;
+    lcx_cluster *out;
+    int      follow;        /* LC_TECH_CALLS with a control-flow method */
+    int      rsp_known;
+    int64_t  rsp_delta;
+    unsigned depth;
+    uint64_t ret[LCX_MAX_DEPTH];
+} lcx_trace;
+
+void lcx_trace_init(lcx_trace *t, const lcx_form_in *in, lcx_cluster *out);
+
+/* The code bytes at `rip` (*p, *avail readable) and which range they are
+ * in: a range fetched already, or a new one of up to `want` bytes. 0 when
+ * there are none. */
+int lcx_trace_code(lcx_trace *t, uint64_t rip, unsigned want,
+                   const uint8_t **p, size_t *avail, unsigned *range);
+
+/* After decoding `x` (the n-th instruction, n counting it): does the
+ * cluster follow it to another place? Then x->follow is set and *next is
+ * the (predicted) target. Also keeps the rSP bookkeeping for every
+ * instruction. */
+int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next);
+
 /* ---- section 3 (pair.c) ---- */
 
 /* Mark instruction 1 as the second store of an exit pair with instruction
@@ -52,8 +81,8 @@ unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
 /* ---- section 6 (cflow.c) ---- */
 
 /* A near branch the formation decides about (relative jump, conditional,
- * indirect jump). */
-int lcx_cflow_is_branch(const lcd_insn *d);
+ * indirect jump), unless the cluster follows it (calls.c). */
+int lcx_cflow_is_branch(const lcx_insn *x);
 
 /* Nothing after `d` is reached by falling through. */
 int lcx_cflow_ends_linear(const lcd_insn *d);

@@ -18,31 +18,48 @@
 unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
                            unsigned window, size_t *seen, lc_status *err)
 {
-    unsigned n = 0;
-    size_t off = 0;
+    unsigned n = 0, range;
+    uint64_t rip = in->rip;
+    lcx_trace t;
 
     *seen = 0;
     *err = LC_OK;
-    while (n < window && off < in->code_len) {
+    lcx_trace_init(&t, in, out);
+    while (n < window) {
         lcx_insn *x = &out->insn[n];
+        const uint8_t *p;
+        size_t avail;
+        uint64_t next;
         lc_status st;
 
+        /* The window counts instructions: a followed call's callee gets
+         * what is left of it (calls.c). */
+        if (!lcx_trace_code(&t, rip, (window - n) * LC_INSN_MAX_LEN, &p,
+                            &avail, &range))
+            break;
         memset(x, 0, sizeof(*x));
-        st = lcd_decode(in->mode, in->code + off, in->code_len - off, &x->d);
+        st = lcd_decode(in->mode, p, avail, &x->d);
         if (st != LC_OK) {
             if (n == 0)
                 *err = st;
             break;
         }
-        *seen = off + x->d.info.length;
+        if (range == 0 && rip - in->rip + x->d.info.length > *seen)
+            *seen = (size_t)(rip - in->rip) + x->d.info.length;
         if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
             break;
-        x->rip = in->rip + off;
+        x->rip = rip;
+        x->range = (uint8_t)range;
         x->target = LCX_NO_TARGET;
-        off += x->d.info.length;
         n++;
+        next = rip + x->d.info.length;
+        if (lcx_trace_follow(&t, x, n, &next)) {
+            rip = next;
+            continue;
+        }
         if (lcx_cflow_ends_linear(&x->d))
             break;
+        rip = next;
     }
     return n;
 }
@@ -55,6 +72,10 @@ unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
     for (unsigned i = first_exiting ? 1 : 0; i < n; i++) {
         const lcx_insn *x = &out->insn[i];
 
+        /* Without a control-flow method no branch is included, even one
+         * that is itself predicted to exit (a CALL pushing to MMIO). */
+        if (cfg->cflow == LC_CFLOW_NONE && lcx_cflow_is_branch(x))
+            break;
         if (x->exiting) {
             last = i;
             mem_gap = 0;
@@ -62,7 +83,7 @@ unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
                    ++mem_gap > cfg->max_mem_gap_fillers) {
             break;
         }
-        if (lcx_cflow_is_branch(&x->d) &&
+        if (lcx_cflow_is_branch(x) &&
             lcx_cflow_branch(out, n, i, cfg, &last))
             break;
     }

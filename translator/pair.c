@@ -27,7 +27,7 @@ static int same_form(const lcd_mem *a, const lcd_mem *b)
 
 int lcx_is_pair(const lcd_insn *a, const lcd_insn *b)
 {
-    int64_t da, db, w;
+    uint64_t da, db, w;
 
     if (a->info.op != LC_OP_MOV || b->info.op != LC_OP_MOV ||
         !a->mem.present || !b->mem.present || a->mem.agen || b->mem.agen ||
@@ -35,9 +35,12 @@ int lcx_is_pair(const lcd_insn *a, const lcd_insn *b)
         return 0;
     if (!same_form(&a->mem, &b->mem) || a->mem.bytes > 4)
         return 0;
+    /* Unsigned: a 64-bit moffs displacement (mov [moffs64], eax) can be
+     * anything, and a signed difference of two of them overflows.
+     * Modulo 2^64 is also how the addresses themselves wrap. */
     w = a->mem.bytes;
-    da = a->mem.disp;
-    db = b->mem.disp;
+    da = (uint64_t)a->mem.disp;
+    db = (uint64_t)b->mem.disp;
     /* RIP-relative displacements count from the end of each instruction:
      * b starts where a ends, so relative to a's start a's address is
      * da + len(a) and b's db + len(a) + len(b). */

@@ -27,6 +27,14 @@
 
 #define LCX_MAX_INSNS 32     /* hard cap on lc_config.max_cluster_insns */
 #define LCX_NO_TARGET 0xff
+/* Code ranges of one cluster: the one it starts in, and up to three more
+ * reached by following calls, returns and jumps (translator/calls.c).
+ * Each is checked for coherency and watched for self-modification on its
+ * own (two frames each, LCR_WATCH_MAX in all). */
+#define LCX_MAX_RANGES 4
+#define LCX_RANGE_BYTES 256  /* bytes fetched for a range other than the
+                              * first */
+#define LCX_MAX_DEPTH 8      /* calls followed without a return between */
 
 /* Backedge kinds (section 6.3). */
 enum lcx_backedge {
@@ -72,7 +80,32 @@ typedef struct lcx_insn {
     uint8_t  irq_check; /* check for deliverable interrupts before running
                          * this instruction (loop heads) */
     uint8_t  props;     /* LCX_PRED_* from the predictor */
+    uint8_t  follow;    /* a CALL, RET or JMP the cluster follows: the
+                         * next instruction is the (predicted) target,
+                         * checked by RIP at run time */
+    uint8_t  range;     /* the code range it was decoded from */
 } lcx_insn;
+
+/* One stretch of guest code the cluster runs: CS-relative start and
+ * bytes covered (0: nothing of it is included). */
+typedef struct lcx_range {
+    uint64_t rip;
+    uint16_t len;
+    uint8_t  pad_[6];
+} lcx_range;
+
+/* The code of ranges 1.. as fetched while forming (ranges[0] is
+ * lcx_form_in.code): bytes, how they were fetched (to revalidate without
+ * a walk, runtime/rt.h) and the frames they came from. */
+typedef struct lcx_code {
+    struct {
+        size_t        avail;
+        unsigned      ngfn;
+        uint64_t      gfn[2];
+        lcr_fetch_rec rec;
+        uint8_t       buf[LCX_RANGE_BYTES];
+    } r[LCX_MAX_RANGES - 1];
+} lcx_code;
 
 typedef struct lcx_cluster {
     uint64_t    rip;        /* first instruction */
@@ -85,6 +118,9 @@ typedef struct lcx_cluster {
     uint8_t     first_done; /* the exiting instruction at rip-… was already
                              * completed by the VMM (RIP past it) */
     uint8_t     pair;       /* instructions 0 and 1 form an exit pair (s3) */
+    uint8_t     nrange;     /* code ranges (range[0] starts at rip and
+                             * covers nbytes) */
+    lcx_range   range[LCX_MAX_RANGES];
     lcx_insn    insn[LCX_MAX_INSNS];
 } lcx_cluster;
 
@@ -103,6 +139,14 @@ typedef struct lcx_form_in {
     lcx_predict_fn   predict;    /* NULL: no dynamic prediction */
     void            *predict_ctx;
     uint8_t          first_pred; /* LCX_PRED_* of the exiting instruction */
+    /* Following calls, returns and jumps (calls.c): the run context at
+     * the exit, to fetch code of other ranges and to read a return
+     * address or a pointer the translation then predicts (NULL: only
+     * targets inside `code` are followed, and no return or pointer is
+     * predicted from memory); where the other ranges' code goes (NULL: no
+     * other range). */
+    lcr_vcpu        *v;
+    lcx_code        *extra;
 } lcx_form_in;
 
 /* Form the cluster starting at in->rip into *out. Returns LC_OK with

@@ -27,9 +27,11 @@ extern "C" {
 #define LC_TECH_STATIC   (1u << 2)  /**< static clusters (s4) */
 #define LC_TECH_DYNAMIC  (1u << 3)  /**< dynamic clusters from exit tracking (s5) */
 #define LC_TECH_SMC      (1u << 4)  /**< self-modifying-code stops (s7) */
+#define LC_TECH_CALLS    (1u << 5)  /**< clusters follow CALL, RET and JMP
+                                     * (s11's future work) */
 /** every technique (the default) */
 #define LC_TECH_ALL      (LC_TECH_SINGLE | LC_TECH_PAIRS | LC_TECH_STATIC | \
-                          LC_TECH_DYNAMIC | LC_TECH_SMC)
+                          LC_TECH_DYNAMIC | LC_TECH_SMC | LC_TECH_CALLS)
 
 /** Control flow inside clusters (paper section 6). */
 typedef enum lc_cflow_method {

@@ -544,7 +544,12 @@ static const char *cflow_violation(const dcase *c, const run_result *ru,
         int taken = ru->trace[t + 1] != ru->trace[t] + info.length;
         if (taken && cf == LC_CFLOW_M1)
             return "the run went on after a taken branch (method 1)";
-        if (taken && cf == LC_CFLOW_M2 && ru->trace[t + 1] < ru->trace[t])
+        /* A CALL, RET or indirect transfer the cluster follows is no
+         * loop: the run goes on only at its predicted target, and never
+         * back (translator/calls.c). */
+        if (taken && cf == LC_CFLOW_M2 && ru->trace[t + 1] < ru->trace[t] &&
+            info.cflow != LC_CF_CALL_REL && info.cflow != LC_CF_CALL_IND &&
+            info.cflow != LC_CF_RET && info.cflow != LC_CF_JMP_IND)
             return "the run went on after a taken backward branch (method 2)";
     }
     return NULL;
@@ -586,9 +591,19 @@ static int fell_through(const dcase *c, const run_result *ru, unsigned n)
 {
     if (n == 0 || n > TRACE_MAX || n > ru->ntrace)
         return 0;
-    for (uint32_t i = 0; i < c->ninsns; i++)
-        if (c->code_la + c->insn[i].off == ru->trace[n - 1])
-            return ru->rip == ru->trace[n - 1] + c->insn[i].len;
+    for (uint32_t i = 0; i < c->ninsns; i++) {
+        lc_insn_info info;
+        if (c->code_la + c->insn[i].off != ru->trace[n - 1])
+            continue;
+        /* A RET or an indirect transfer that lands right after itself
+         * still left through a (mispredicted) target: the cluster
+         * followed it to where it predicted (translator/calls.c). */
+        if (decode_at(c, (int)i, &info) &&
+            (info.cflow == LC_CF_RET || info.cflow == LC_CF_CALL_IND ||
+             info.cflow == LC_CF_CALL_REL || info.cflow == LC_CF_JMP_IND))
+            return 0;
+        return ru->rip == ru->trace[n - 1] + c->insn[i].len;
+    }
     return 0;
 }
 

@@ -2062,13 +2062,144 @@ static int first_exit(gctx *g)
     return 0;
 }
 
+/* Calls (translator/calls.c): `call f; jmp over; f: body; ret [n]; over:`.
+ * The call is direct, or through a register that holds f at the start of
+ * the case (or does not: a mispredicted indirect call). Now and then the
+ * body replaces its return address with `over` (a mispredicted RET, which
+ * the run must complete and then end at). The body is one or two other
+ * templates (port I/O, MMIO, ALU, MOV, PUSH/POP). */
+static int t_call(gctx *g)
+{
+    /* balanced bodies only: a POP or PUSH there would return to a random
+     * address, which Unicorn cannot be stopped at */
+    static const tmpl_fn body[] = { t_io, t_mmio, t_alu, t_mov, t_xchg,
+                                    t_lea, t_io, t_mmio };
+    dcase *c = g->c;
+    ZydisEncoderRequest call, jmp, rq, push;
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    size_t len;
+    int kc, kj, kr, kp = -1, km = -1, ind = chance(g, 30), reg = -1, swap = chance(g, 12);
+    uint32_t f_off, over_off;
+    uint64_t cs_base = c->st.seg[LC_CS].base;
+    lcd_insn li;
+
+    req_init(&call, ZYDIS_MNEMONIC_CALL);
+    if (ind) {
+        unsigned w = is64(g) ? 64 : g->mode == DM_REAL ? 16 : 32;
+        /* not rAX, rCX, rDX: the first exit's reported facts (port,
+         * value, MSR) come from the initial state; not rSP */
+        do reg = (int)rn(g, g->nregs); while (reg == LC_RSP || reg < 3);
+        /* the register is loaded right before the call (patched below);
+         * the translation predicts the value it had at the exit */
+        km = emit_setup(g, gpr(w == 64 ? 32 : w, (unsigned)reg),
+                        w == 16 ? 0x7ff0 : 0x7ff00000);
+        if (km < 0)
+            return -1;
+        op_reg(&call, gpr(w, (unsigned)reg));
+    } else {
+        op_imm(&call, 0);
+        call.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
+        call.branch_width = g->mode == DM_REAL ? ZYDIS_BRANCH_WIDTH_16
+                                               : ZYDIS_BRANCH_WIDTH_32;
+    }
+    kc = emit(g, &call, LC_OP_CALL);
+    if (kc < 0)
+        return -1;
+    req_init(&jmp, ZYDIS_MNEMONIC_JMP);
+    op_imm(&jmp, 0);
+    jmp.branch_type = ZYDIS_BRANCH_TYPE_SHORT;
+    jmp.branch_width = ZYDIS_BRANCH_WIDTH_8;
+    kj = emit(g, &jmp, LC_OP_JMP);
+    if (kj < 0)
+        return -1;
+    f_off = c->code_len;
+    for (unsigned n = 1 + rn(g, 2), i = 0; i < n; i++) {
+        uint32_t len0 = c->code_len, n0 = c->ninsns;
+        if (body[rn(g, 8)](g) < 0) {
+            c->code_len = len0;
+            c->ninsns = n0;
+        }
+    }
+    if (swap) {
+        /* overwrite the return address with `over` (patched below): one
+         * instruction, so a code replacement by a NOP leaves a valid
+         * return either way */
+        unsigned w = is64(g) ? 64 : g->mode == DM_REAL ? 16 : 32;
+        ZydisEncoderOperand *o;
+        int r;
+        req_init(&push, ZYDIS_MNEMONIC_MOV);
+        o = &push.operands[push.operand_count++];
+        o->type = ZYDIS_OPERAND_TYPE_MEMORY;
+        o->mem.base = is64(g) ? ZYDIS_REGISTER_RSP : ZYDIS_REGISTER_ESP;
+        o->mem.size = (ZyanU16)(w / 8);
+        push.address_size_hint = is64(g) ? ZYDIS_ADDRESS_SIZE_HINT_64
+                                         : ZYDIS_ADDRESS_SIZE_HINT_32;
+        op_imm(&push, w == 16 ? 0x7ff0 : 0x7ff00000);
+        r = emit(g, &push, LC_OP_MOV);
+        if (r < 0)
+            return -1;
+        kp = r;
+    }
+    req_init(&rq, ZYDIS_MNEMONIC_RET);
+    if (chance(g, 25))
+        op_imm(&rq, 2 * rn(g, 5));
+    kr = emit(g, &rq, LC_OP_RET);
+    if (kr < 0)
+        return -1;
+    over_off = c->code_len;
+    /* patch the jump over the function */
+    if (over_off - (c->insn[kj].off + c->insn[kj].len) > 127)
+        return -1;
+    jmp.operands[0].imm.s = over_off - (c->insn[kj].off + c->insn[kj].len);
+    if (encode(g, &jmp, buf, &len) < 0 || len != c->insn[kj].len)
+        return -1;
+    memcpy(c->code + c->insn[kj].off, buf, len);
+    if (kp >= 0) {
+        push.operands[1].imm.u = c->code_la + over_off - cs_base;
+        if (encode(g, &push, buf, &len) < 0 || len != c->insn[kp].len)
+            return -1;
+        memcpy(c->code + c->insn[kp].off, buf, len);
+    }
+    /* and the call into it */
+    if (ind) {
+        /* to f, or (a quarter of the time) straight to `over`; the value
+         * at the exit agrees most of the time */
+        uint64_t tf = c->code_la + f_off - cs_base;
+        uint64_t to = c->code_la + over_off - cs_base;
+        int hit = chance(g, 75);
+        uint64_t t = hit ? tf : to;
+        ZydisEncoderRequest mv;
+        req_init(&mv, ZYDIS_MNEMONIC_MOV);
+        op_reg(&mv, gpr(is64(g) ? 32 : g->mode == DM_REAL ? 16 : 32,
+                        (unsigned)reg));
+        op_imm(&mv, t);
+        if (encode(g, &mv, buf, &len) < 0 || len != c->insn[km].len)
+            return -1;
+        memcpy(c->code + c->insn[km].off, buf, len);
+        /* the value at the exit, which the translation predicts: the
+         * same most of the time, else the other valid target (never a
+         * random one: Unicorn cannot stop at an unmapped address) */
+        c->st.gpr[reg] = chance(g, 70) ? t : hit ? to : tf;
+    } else {
+        call.operands[0].imm.s = (int64_t)f_off -
+                                 (c->insn[kc].off + c->insn[kc].len);
+        if (encode(g, &call, buf, &len) < 0 || len != c->insn[kc].len)
+            return -1;
+        memcpy(c->code + c->insn[kc].off, buf, len);
+    }
+    if (lcd_decode(dmode_cpu_mode(g->mode), c->code + c->insn[kc].off,
+                   c->insn[kc].len, &li) != LC_OK || li.info.op != LC_OP_CALL)
+        return -1;
+    return 0;
+}
+
 static const struct { tmpl_fn fn; unsigned weight; } ctmpls[] = {
     { t_alu, 6 }, { t_test, 2 }, { t_unary, 3 }, { t_shift, 3 },
     { t_mul, 2 }, { t_mov, 6 }, { t_movx, 2 }, { t_lea, 2 }, { t_xchg, 2 },
     { t_push, 2 }, { t_pop, 2 }, { t_cmov, 2 }, { t_setcc, 2 },
     { t_misc, 2 }, { t_flagop, 2 }, { t_branch, 9 }, { t_io, 10 },
     { t_strio, 3 }, { t_sys, 5 }, { t_mmio, 14 }, { t_loop, 14 },
-    { t_smc, 3 },
+    { t_smc, 3 }, { t_call, 10 },
 };
 #define NCTMPL (sizeof ctmpls / sizeof ctmpls[0])
 
@@ -2091,6 +2222,15 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
     c->native_ok = 0;
     init_state(&g);
     build_regions(&g);
+    /* Now and then the stack lies in the code page, above the code: every
+     * push and call is then a store into the cluster's own code frame
+     * (an SMC stop with LC_TECH_SMC, translator/calls.c). */
+    int stack_on_code = chance(&g, 8) &&
+                        c->code_la + 0xf80 >= c->st.seg[LC_SS].base &&
+                        c->code_la + 0xf80 - c->st.seg[LC_SS].base <=
+                            c->st.seg[LC_SS].limit;
+    if (stack_on_code)
+        c->st.gpr[LC_RSP] = c->code_la + 0xf80 - c->st.seg[LC_SS].base;
 
     if (first_exit(&g) < 0) {
         /* cannot fail with the encoder in order; keep the case valid */
@@ -2136,6 +2276,26 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
         /* cannot happen with the bounds above: keep the exiting one only */
         c->code_len = c->insn[0].len;
         c->ninsns = 1;
+    }
+    for (uint32_t i = 0; i < c->ninsns && stack_on_code; i++) {
+        lcd_insn li;
+        if (lcd_decode(dmode_cpu_mode(mode), c->code + c->insn[i].off,
+                       c->insn[i].len, &li) != LC_OK)
+            continue;
+        if (li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
+            (li.info.op == LC_OP_MOV && li.mem.present && li.mem.write &&
+             li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
+            c->insn[i].flags |= GI_SMC;
+    }
+    for (uint32_t i = 0; i < c->ninsns && stack_on_code; i++) {
+        lcd_insn li;
+        if (lcd_decode(dmode_cpu_mode(mode), c->code + c->insn[i].off,
+                       c->insn[i].len, &li) != LC_OK)
+            continue;
+        if (li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
+            (li.info.op == LC_OP_MOV && li.mem.present && li.mem.write &&
+             li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
+            c->insn[i].flags |= GI_SMC;
     }
     for (uint32_t i = 0; i < c->ninsns; i++)
         gen_cov[mode][c->insn[i].op][width_index(c->insn[i].bits)]++;

@@ -164,8 +164,6 @@ static const dcase cases[] = {
     OK(LONG64, "0f 22 d8", 3, MOV_CR,   TERMINATOR, 0),
     OK(REAL,   "8e d8",    2, MOV_SREG, TERMINATOR, 0),
     OK(LONG64, "f0 01 08", 3, ADD,      TERMINATOR, 32),
-    OK(LONG64, "e8 00 00 00 00", 5, CALL, TERMINATOR, 64),
-    OK(LONG64, "c3",       1, RET,      TERMINATOR, 64),
     OK(LONG64, "cd 80",    2, OTHER,    TERMINATOR, 0),
     OK(LONG64, "0f 0b",    2, OTHER,    TERMINATOR, 0),   /* UD2 */
     OK(LONG64, "f3 90",    2, OTHER,    TERMINATOR, 0),   /* PAUSE */
@@ -185,6 +183,12 @@ static const dcase cases[] = {
     OK(LONG64, "66 90",          2, NOP,   GAP_FILLER, 0),
     OK(LONG64, "87 08",          2, XCHG,  WEAK, 32),
     OK(LONG64, "f0 87 08",       3, XCHG,  WEAK, 32),
+    /* Near CALL and RET access the stack: weakly exiting, like PUSH. */
+    OK(LONG64, "e8 00 00 00 00", 5, CALL,  WEAK, 64),
+    OK(LONG64, "c3",             1, RET,   WEAK, 64),
+    OK(PROT32, "c2 08 00",       3, RET,   WEAK, 32),
+    OK(LONG64, "cb",             1, RET,   TERMINATOR, 0),  /* retf */
+    OK(PROT32, "ca 04 00",       3, RET,   TERMINATOR, 0),
     OK(LONG64, "50",             1, PUSH,  WEAK, 64),
     OK(LONG64, "41 5f",          2, POP,   WEAK, 64),
     OK(REAL,   "0f b6 c3",       3, MOVZX, GAP_FILLER, 16),

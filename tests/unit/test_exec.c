@@ -235,7 +235,10 @@ static const stop_case stops[] = {
     { __LINE__, "ff e3",   3, LC_STOP_FAULT, LC_VEC_GP },
     /* jmp rbp, non-canonical */
     { __LINE__, "ff e5",   3, LC_STOP_FAULT, LC_VEC_GP },
-    { __LINE__, "c3",      3, LC_STOP_TERMINATOR, 0 }, /* ret: not run */
+    /* call rbx, call rbp: non-canonical target, #GP before the push */
+    { __LINE__, "ff d3",   3, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "ff d5",   3, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "cb",      3, LC_STOP_TERMINATOR, 0 }, /* retf: far */
     { __LINE__, "0f 0b",   3, LC_STOP_TERMINATOR, 0 },
     { __LINE__, "0f ff",   3, LC_STOP_FAULT, 0 }, /* truncated at end */
 };

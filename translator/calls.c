@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translator/calls.c: clusters across CALL, RET and JMP.
+ *
+ * Agesen et al., Software Techniques for Avoiding Hardware Virtualization
+ * Exits, USENIX ATC 2012, section 11 names this as future work: real
+ * drivers reach their devices through small accessor functions (an
+ * `out; in; ret` configuration-space read), so a cluster that ends at
+ * every CALL and RET never leaves one accessor. Here the decode-ahead
+ * window follows:
+ *   - a direct JMP to a place not yet in the cluster;
+ *   - a direct CALL into the callee (the runtime pushes the return address
+ *     as the CPU does: a guest stack write with its faults and the SMC
+ *     stop);
+ *   - a RET, to the return address the translation predicts: the one its
+ *     own followed CALL pushed, or else the one on the guest's stack at
+ *     translation time (read at rSP plus the pushes and pops since the
+ *     exit);
+ *   - an indirect CALL or JMP through a register or RAM, to the target it
+ *     had at translation time.
+ * Nothing predicted is trusted: the cluster is laid out in execution
+ * order and translator/run.c goes on only while RIP after each
+ * instruction equals the next instruction's, the check of an inline
+ * cache. A mispredicted RET or indirect transfer completes and the run
+ * ends there (the guest resumes at the real target). The window still
+ * counts instructions, and section 6's branch methods apply inside and
+ * across the functions followed.
+ *
+ * Code met this way may lie on other pages: each new stretch is a code
+ * range of the cluster (at most LCX_MAX_RANGES), fetched through the
+ * guest's page tables with a fetch record, checked for coherency and
+ * watched for self-modification like the first (libcluster/coherency.c).
+ */
+#include <string.h>
+
+#include "../runtime/alu.h"
+#include "form.h"
+
+/* Stack width in bytes, as the runtime pushes and pops (SS.B outside real
+ * and virtual-8086 mode; 8 in 64-bit mode). */
+static unsigned stack_bytes(const lcr_vcpu *v)
+{
+    if (v->mode == LC_MODE_LONG64)
+        return 8;
+    return v->st->seg[LC_SS].db && v->mode != LC_MODE_REAL &&
+                   v->mode != LC_MODE_VM86 ? 4 : 2;
+}
+
+/* Read guest RAM without running anything: segmentation and paging as a
+ * read, RAM only (never a device), no fault reported. 0, or -1. */
+static int peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                uint64_t *val)
+{
+    lc_stop_reason stop = v->stop;
+    uint8_t vec = v->fault_vector;
+    uint64_t addr = v->fault_addr;
+    uint8_t b[8] = { 0 };
+    unsigned off = 0;
+    lcr_xlat x;
+    int r;
+
+    if (n == 0 || n > 8)
+        return -1;
+    v->probe = 1;
+    r = lcr_mem_xlat(v, seg, ea, n, LCR_ACC_READ, &x);
+    v->probe = 0;
+    v->stop = stop;
+    v->fault_vector = vec;
+    v->fault_addr = addr;
+    if (r < 0)
+        return -1;
+    for (unsigned i = 0; i < x.nfrag; i++) {
+        if (x.frag[i].kind != LC_GPA_RAM || !x.frag[i].hva ||
+            off + x.frag[i].len > n)
+            return -1;
+        memcpy(b + off, x.frag[i].hva, x.frag[i].len);
+        off += x.frag[i].len;
+    }
+    if (off != n)
+        return -1;
+    memcpy(val, b, sizeof b);
+    return 0;
+}
+
+void lcx_trace_init(lcx_trace *t, const lcx_form_in *in, lcx_cluster *out)
+{
+    memset(t, 0, sizeof(*t));
+    t->in = in;
+    t->out = out;
+    /* Method 1 ends a run at any taken transfer (section 6.1), so
+     * following needs method 2 or 3; only method 3 follows a jump to a
+     * lower address (section 6.3 allows going back only there). */
+    t->follow = (in->cfg->techniques & LC_TECH_CALLS) &&
+                in->cfg->cflow >= LC_CFLOW_M2;
+    t->rsp_known = in->v != NULL;
+    out->nrange = 1;
+    out->range[0].rip = in->rip;
+    out->range[0].len = 0;
+}
+
+/* Code bytes at `rip`: in a range already fetched, or in a new one. */
+int lcx_trace_code(lcx_trace *t, uint64_t rip, unsigned want,
+                   const uint8_t **p, size_t *avail, unsigned *range)
+{
+    const lcx_form_in *in = t->in;
+    lcx_cluster *out = t->out;
+    lcx_code *xc = in->extra;
+    size_t got;
+    unsigned k;
+
+    for (k = 0; k < out->nrange; k++) {
+        uint64_t off = rip - out->range[k].rip;
+        size_t have = k == 0 ? in->code_len : xc->r[k - 1].avail;
+        const uint8_t *base = k == 0 ? in->code : xc->r[k - 1].buf;
+
+        if (rip >= out->range[k].rip && off < have) {
+            *p = base + off;
+            *avail = have - (size_t)off;
+            *range = k;
+            return 1;
+        }
+    }
+    if (!in->v || !xc || out->nrange >= LCX_MAX_RANGES)
+        return 0;
+    k = out->nrange;
+    if (want > LCX_RANGE_BYTES)
+        want = LCX_RANGE_BYTES;
+    /* Code the run may never reach: fetched without setting accessed
+     * bits (a page whose bits are still clear is not followed into). */
+    in->v->probe = 1;
+    got = lcr_fetch_at_rec(in->v, rip, xc->r[k - 1].buf, want,
+                           xc->r[k - 1].gfn, &xc->r[k - 1].ngfn,
+                           &xc->r[k - 1].rec);
+    in->v->probe = 0;
+    /* A fetch can fault; formation is not a run: nothing is reported. */
+    in->v->stop = LC_STOP_NONE;
+    in->v->fault_vector = 0;
+    in->v->fault_addr = 0;
+    if (got == 0)
+        return 0;
+    xc->r[k - 1].avail = got;
+    out->range[k].rip = rip;
+    out->range[k].len = 0;
+    out->nrange = (uint8_t)(k + 1);
+    *p = xc->r[k - 1].buf;
+    *avail = got;
+    *range = k;
+    return 1;
+}
+
+static int in_trace(const lcx_cluster *c, unsigned n, uint64_t rip)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (c->insn[i].rip == rip)
+            return 1;
+    return 0;
+}
+
+/* The target an indirect CALL or JMP had at translation time: a
+ * register's value, or a pointer in RAM, at the state of the exit. Only a
+ * prediction (run.c checks it). */
+static int indirect_target(lcx_trace *t, const lcx_insn *x, uint64_t *tgt)
+{
+    const lcd_insn *d = &x->d;
+    lcr_vcpu *v = t->in->v;
+    unsigned n = d->info.operand_bits / 8;
+    uint64_t val;
+
+    if (!v || d->nopnds < 1)
+        return 0;
+    if (d->opnd[0].kind == LCD_OPND_REG) {
+        val = lcr_reg_get(v, d->opnd[0].reg, n);
+    } else if (d->opnd[0].kind == LCD_OPND_MEM && !d->mem.agen) {
+        if (peek(v, d->mem.seg, lcr_eff_addr(v, d, x->rip, 0), n, &val))
+            return 0;
+    } else {
+        return 0;
+    }
+    *tgt = val & lcr_mask(n);
+    return 1;
+}
+
+/* rSP's change by `d` if it is a push or pop the trace can count; else
+ * whether it writes rSP some other way (then rSP is no longer known). */
+static void track_rsp(lcx_trace *t, const lcd_insn *d)
+{
+    unsigned n = d->info.operand_bits / 8;
+
+    switch (d->info.op) {
+    case LC_OP_PUSH:
+    case LC_OP_CALL:
+        t->rsp_delta -= n;
+        break;
+    case LC_OP_POP:
+        t->rsp_delta += n;
+        break;
+    case LC_OP_RET:
+        t->rsp_delta += n;
+        if (d->nopnds > 0 && d->opnd[0].kind == LCD_OPND_IMM)
+            t->rsp_delta += (int64_t)(d->opnd[0].imm & 0xffff);
+        break;
+    default:
+        break;
+    }
+    for (unsigned i = 0; i < d->nopnds; i++)
+        if (d->opnd[i].kind == LCD_OPND_REG && d->opnd[i].write &&
+            d->opnd[i].reg.cls == LCD_REG_GPR && d->opnd[i].reg.num == LC_RSP)
+            t->rsp_known = 0;
+}
+
+int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
+{
+    const lcd_insn *d = &x->d;
+    lcr_vcpu *v = t->in->v;
+    uint64_t tgt = 0, ret = 0;
+    int ok = 0;
+
+    if (!t->follow) {
+        track_rsp(t, d);
+        return 0;
+    }
+    switch (d->info.cflow) {
+    case LC_CF_JMP_REL:
+        /* A jump back into the cluster is a loop: section 6's (cflow.c). */
+        ok = lcd_branch_target(&d->info, x->rip, &tgt) == LC_OK &&
+             !in_trace(t->out, n, tgt) &&
+             (tgt > x->rip || t->in->cfg->cflow == LC_CFLOW_M3);
+        break;
+    case LC_CF_JMP_IND:
+        ok = indirect_target(t, x, &tgt);
+        break;
+    case LC_CF_CALL_REL:
+    case LC_CF_CALL_IND:
+        ret = (x->rip + d->info.length) &
+              lcr_mask(d->info.operand_bits / 8);
+        ok = t->depth < LCX_MAX_DEPTH &&
+             (d->info.cflow == LC_CF_CALL_REL
+                  ? lcd_branch_target(&d->info, x->rip, &tgt) == LC_OK
+                  : indirect_target(t, x, &tgt));
+        if (ok)
+            t->ret[t->depth++] = ret;
+        break;
+    case LC_CF_RET:
+        if (t->depth > 0) {
+            tgt = t->ret[--t->depth];
+            ok = 1;
+        } else if (t->rsp_known && t->rsp_delta >= 0 && v) {
+            /* Only a slot that was on the stack at the exit: one the
+             * cluster pushed is not in memory yet. */
+            unsigned sb = stack_bytes(v);
+            uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)t->rsp_delta) &
+                          lcr_mask(sb);
+            ok = !peek(v, LC_SS, sp, d->info.operand_bits / 8, &tgt);
+            tgt &= lcr_mask(d->info.operand_bits / 8);
+        }
+        break;
+    default:
+        break;
+    }
+    track_rsp(t, d);
+    if (!ok)
+        return 0;
+    x->follow = 1;
+    *next = tgt;
+    return 1;
+}
