@@ -30,7 +30,7 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
 #define F(sec, k, v) t[n++] = (kv){ sec, k, (double)(v), true }
 #define L(field) __atomic_load_n(&vm->stats.field, __ATOMIC_RELAXED)
     F("vmm", "wall_s", vm->stats.wall_s);
-    U("vmm", "exit_code", vm->exit_code);
+    U("vmm", "exit_code", __atomic_load_n(&vm->exit_code, __ATOMIC_RELAXED));
     U("vmm", "exits", L(exits));
     U("vmm", "exits_io", L(exits_io));
     U("vmm", "exits_mmio", L(exits_mmio));
@@ -40,8 +40,10 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
     U("vmm", "exits_handled_by_engine", L(exits_handled_by_engine));
     U("vmm", "coalesced_drained", L(coalesced_drained));
     U("vmm", "guest_insns", L(insns));
-    U("vmm", "unclaimed_pio", vm->pio.unclaimed);
-    U("vmm", "unclaimed_mmio", vm->mmio.unclaimed);
+    U("vmm", "unclaimed_pio",
+      __atomic_load_n(&vm->pio.unclaimed, __ATOMIC_RELAXED));
+    U("vmm", "unclaimed_mmio",
+      __atomic_load_n(&vm->mmio.unclaimed, __ATOMIC_RELAXED));
     U("vmm", "guest_errors", dev_guest_errors());
     if (kvm) {
         /* docs/vmm.md, "Exits and traps": KVM's `exits` counts every

@@ -27,7 +27,7 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
 
     if (was)
         return;                 /* the first reason wins */
-    vm->exit_code = code;
+    __atomic_store_n(&vm->exit_code, code, __ATOMIC_RELAXED);  /* --stats-interval */
     va_start(ap, fmt);
     vsnprintf(vm->stop_reason, sizeof vm->stop_reason, fmt, ap);
     va_end(ap);
