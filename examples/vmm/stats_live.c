@@ -147,6 +147,11 @@ static void *live_thread(void *arg)
         l->prev = l->cur;
         if (stop)
             return NULL;
+        /* behind (a print slower than the interval): skip the deadlines
+         * already past rather than print a burst of tiny intervals */
+        unsigned long now = (unsigned long)(since(&l->t0) / iv);
+        if (now > k)
+            k = now;
     }
 }
 
