@@ -94,7 +94,8 @@ bool bus_access(bus *b, uint64_t addr, unsigned size, bool is_write,
     const bus_range *r = bus_find(b, addr, size);
 
     if (!r) {
-        if (b->unclaimed++ < 8)
+        /* relaxed: --stats-interval reads it while vCPUs run */
+        if (__atomic_fetch_add(&b->unclaimed, 1, __ATOMIC_RELAXED) < 8)
             fprintf(stderr, "lcvmm: unclaimed %s %s of %u bytes at %#llx\n",
                     b->name, is_write ? "write" : "read", size,
                     (unsigned long long)addr);

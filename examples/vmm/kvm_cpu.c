@@ -136,7 +136,7 @@ static void ring_drain(kvm_vcpu_ctx *c)
         memcpy(&v, m->data, len);
         bus_access(m->pio ? &vm->pio : &vm->mmio, m->phys_addr, len, true,
                    &v);
-        vm->stats.coalesced_drained++;
+        VMM_STAT_INC(vm->stats.coalesced_drained);
         __atomic_store_n(&ring->first, (ring->first + 1) % max,
                          __ATOMIC_RELEASE);
     }
@@ -223,7 +223,7 @@ static void cpu_loop(kvm_vcpu_ctx *c)
         if (ioctl(c->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 run->immediate_exit = 0;
-                vm->stats.exits_intr++;
+                VMM_STAT_INC(vm->stats.exits_intr);
                 continue;
             }
             vmm_request_stop(vm, LCVMM_EXIT_ERROR, "KVM_RUN: %s",
@@ -259,11 +259,11 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             handle_mmio(c);
             break;
         case KVM_EXIT_HLT:
-            vm->stats.exits_hlt++;
+            VMM_STAT_INC(vm->stats.exits_hlt);
             vmm_request_stop(vm, LCVMM_EXIT_OK, "guest halted");
             break;
         case KVM_EXIT_INTR:
-            vm->stats.exits_intr++;
+            VMM_STAT_INC(vm->stats.exits_intr);
             break;
         case KVM_EXIT_SHUTDOWN:
             dump_regs(c);
@@ -287,7 +287,7 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                              run->system_event.type);
             break;
         default:
-            vm->stats.exits_other++;
+            VMM_STAT_INC(vm->stats.exits_other);
             vmm_request_stop(vm, LCVMM_EXIT_CRASH,
                              "unhandled KVM exit reason %u",
                              run->exit_reason);
@@ -362,6 +362,25 @@ static int boot_cpu(kvm_vcpu_ctx *c, const vmm_boot *boot)
         ioctl(c->fd, KVM_SET_REGS, &r) < 0)
         return -1;
     return 0;
+}
+
+/* --stats-interval: KVM's own counters of every vCPU since it was created
+ * (the live thread's reader; vmm_stats_live_kvm). */
+static void kvm_stats_now(vmm *vm, uint64_t v[KVM_STAT_COUNT_])
+{
+    kvm_vm *k = vm->cpu;
+
+    for (unsigned s = 0; s < KVM_STAT_COUNT_; s++)
+        v[s] = 0;
+    for (unsigned i = 0; i < k->ncpu; i++) {
+        kvm_vcpu_ctx *c = &k->cpu[i];
+        uint64_t now[KVM_STAT_COUNT_];
+        if (c->ks.fd < 0)
+            continue;
+        kvm_stats_read(&c->ks, now);
+        for (unsigned s = 0; s < KVM_STAT_COUNT_; s++)
+            v[s] += now[s] - c->ks_start[s];
+    }
 }
 
 #define FAIL(...) do { \
@@ -458,6 +477,8 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
             FAIL("cannot start the thread of vcpu%u", i);
         k->cpu[i].started = true;
     }
+    if (k->cpu[0].ks.fd >= 0)
+        vmm_stats_live_kvm(vm, kvm_stats_now);
     cpu_loop(&k->cpu[0]);
     rc = 0;
 out:
@@ -471,6 +492,7 @@ out:
         pthread_kill(k->cpu[i].thread, SIGUSR1);
         pthread_join(k->cpu[i].thread, NULL);
     }
+    vmm_stats_live_stop(vm);    /* its last interval, before KVM's counters go */
     for (unsigned i = 0; i < VMM_MAX_VCPUS; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
         lc_kvm_stats ks;

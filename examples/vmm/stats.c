@@ -6,15 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "stats.h"
 #include "vmm.h"
-
-typedef struct kv {
-    const char *section, *key;
-    double val;
-    bool is_float;
-} kv;
-
-#define MAX_KV 128
 
 typedef struct kv_sink {
     kv *t;
@@ -29,37 +22,40 @@ static void put_device_stat(void *ctx, const char *section, const char *key,
         s->t[s->n++] = (kv){ section, key, (double)value, false };
 }
 
-static unsigned collect(vmm *vm, kv *t)
+unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
 {
     unsigned n = 0;
     lc_stats ls;
 #define U(sec, k, v) t[n++] = (kv){ sec, k, (double)(v), false }
 #define F(sec, k, v) t[n++] = (kv){ sec, k, (double)(v), true }
+#define L(field) __atomic_load_n(&vm->stats.field, __ATOMIC_RELAXED)
     F("vmm", "wall_s", vm->stats.wall_s);
-    U("vmm", "exit_code", vm->exit_code);
-    U("vmm", "exits", vm->stats.exits);
-    U("vmm", "exits_io", vm->stats.exits_io);
-    U("vmm", "exits_mmio", vm->stats.exits_mmio);
-    U("vmm", "exits_hlt", vm->stats.exits_hlt);
-    U("vmm", "exits_intr", vm->stats.exits_intr);
-    U("vmm", "exits_other", vm->stats.exits_other);
-    U("vmm", "exits_handled_by_engine", vm->stats.exits_handled_by_engine);
-    U("vmm", "coalesced_drained", vm->stats.coalesced_drained);
-    U("vmm", "guest_insns", vm->stats.insns);
-    U("vmm", "unclaimed_pio", vm->pio.unclaimed);
-    U("vmm", "unclaimed_mmio", vm->mmio.unclaimed);
+    U("vmm", "exit_code", __atomic_load_n(&vm->exit_code, __ATOMIC_RELAXED));
+    U("vmm", "exits", L(exits));
+    U("vmm", "exits_io", L(exits_io));
+    U("vmm", "exits_mmio", L(exits_mmio));
+    U("vmm", "exits_hlt", L(exits_hlt));
+    U("vmm", "exits_intr", L(exits_intr));
+    U("vmm", "exits_other", L(exits_other));
+    U("vmm", "exits_handled_by_engine", L(exits_handled_by_engine));
+    U("vmm", "coalesced_drained", L(coalesced_drained));
+    U("vmm", "guest_insns", L(insns));
+    U("vmm", "unclaimed_pio",
+      __atomic_load_n(&vm->pio.unclaimed, __ATOMIC_RELAXED));
+    U("vmm", "unclaimed_mmio",
+      __atomic_load_n(&vm->mmio.unclaimed, __ATOMIC_RELAXED));
     U("vmm", "guest_errors", dev_guest_errors());
-    if (vm->stats.kvm_stats) {
+    if (kvm) {
         /* docs/vmm.md, "Exits and traps": KVM's `exits` counts every
          * exit from the guest, those it handles in the kernel (a write
          * into a coalesced zone, an in-kernel PIT or PIC access, a HLT)
          * and those it returns to user space alike; host interrupts
          * (`irq_exits`) are not the guest's doing. */
-        uint64_t user = vm->stats.exits + vm->stats.exits_intr;
-        uint64_t other = user + vm->stats.kvm[KVM_STAT_IRQ_EXITS];
-        uint64_t all = vm->stats.kvm[KVM_STAT_EXITS];
+        uint64_t user = L(exits) + L(exits_intr);
+        uint64_t other = user + kvm[KVM_STAT_IRQ_EXITS];
+        uint64_t all = kvm[KVM_STAT_EXITS];
         for (unsigned i = 0; i < KVM_STAT_COUNT_; i++)
-            U("kvm", kvm_stat_names[i], vm->stats.kvm[i]);
+            U("kvm", kvm_stat_names[i], kvm[i]);
         U("kvm", "user_exits", user);
         U("kvm", "traps", all > other ? all - other : 0);
     }
@@ -93,10 +89,13 @@ static unsigned collect(vmm *vm, kv *t)
     }
     /* the devices' own counters ("nic", "net") */
     kv_sink sink = { t, n };
+    pthread_mutex_lock(&vm->dev_lock);     /* the models update them under it */
     vmm_devices_stats(vm, put_device_stat, &sink);
+    pthread_mutex_unlock(&vm->dev_lock);
     n = sink.n;
 #undef U
 #undef F
+#undef L
     return n;
 }
 
@@ -113,7 +112,7 @@ void vmm_print_stats(vmm *vm, const char *backend)
         perror(vm->opt.stats_file);
         return;
     }
-    n = collect(vm, t);
+    n = vmm_stats_collect(vm, vm->stats.kvm_stats ? vm->stats.kvm : NULL, t);
     if (vm->opt.stats == VMM_STATS_JSON) {
         fprintf(f, "{\n  \"backend\": \"%s\",\n  \"nic\": \"%s\",\n"
                 "  \"cluster\": %s,\n  \"techniques\": %u,\n  \"cflow\": %d",

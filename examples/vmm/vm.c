@@ -27,7 +27,7 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
 
     if (was)
         return;                 /* the first reason wins */
-    vm->exit_code = code;
+    __atomic_store_n(&vm->exit_code, code, __ATOMIC_RELAXED);  /* --stats-interval */
     va_start(ap, fmt);
     vsnprintf(vm->stop_reason, sizeof vm->stop_reason, fmt, ap);
     va_end(ap);
@@ -62,11 +62,11 @@ vm_irq vmm_irq_line(vmm *vm, unsigned gsi)
  * Returns true if the guest-physical map changed since the last exit. */
 bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
 {
-    vm->stats.exits++;
+    VMM_STAT_INC(vm->stats.exits);
     if (kind == LC_EXIT_IO)
-        vm->stats.exits_io++;
+        VMM_STAT_INC(vm->stats.exits_io);
     else if (kind == LC_EXIT_MMIO)
-        vm->stats.exits_mmio++;
+        VMM_STAT_INC(vm->stats.exits_mmio);
     vmm_devices_flush_pending(vm);
     if (!atomic_exchange(&vm->map_changed, false))
         return false;
@@ -95,7 +95,7 @@ void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap,
                   const lc_result *res)
 {
     if (res)
-        vm->stats.exits_handled_by_engine++;
+        VMM_STAT_INC(vm->stats.exits_handled_by_engine);
     vmm_trace_exit(vm, ex, gap, res);
 }
 

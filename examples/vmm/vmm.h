@@ -63,7 +63,14 @@ typedef struct vmm_options {
     double timeout_s;             /* wall-clock limit (0: none) */
     bool quiet;                   /* no banner */
     const char *trace_file;       /* --trace-file */
+    double stats_interval_s;      /* --stats-interval (0: off) */
 } vmm_options;
+
+/* Counting one of them on a vCPU thread: --stats-interval reads them
+ * while the guest runs (relaxed loads), and several vCPUs count into the
+ * same ones. A relaxed add is one locked instruction, nothing beside an
+ * exit. */
+#define VMM_STAT_INC(field) __atomic_fetch_add(&(field), 1, __ATOMIC_RELAXED)
 
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */
 typedef struct vmm_stats {
@@ -128,6 +135,7 @@ struct vmm {
     int io_timer_fd;
     bool io_timer_armed;
     void (*io_drain)(vmm *vm);
+    struct vmm_live *live;        /* --stats-interval (stats_live.c) */
 };
 
 /* Guest-physical memory helpers (mem.c). */
@@ -182,6 +190,17 @@ int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
 
 /* Statistics output (stats.c). */
 void vmm_print_stats(vmm *vm, const char *backend);
+
+/* Live statistics (--stats-interval, stats_live.c): a thread prints the
+ * rates of every counter to stderr each interval. Start before the run;
+ * the KVM back end hands it the reader of KVM's own counters (summed over
+ * the vCPUs since they were created) once it has them, and stops it
+ * before they go; stop prints the last, partial interval. Stop is
+ * idempotent; without the option both do nothing. */
+typedef void vmm_kvm_read_fn(vmm *vm, uint64_t v[KVM_STAT_COUNT_]);
+int  vmm_stats_live_start(vmm *vm);
+void vmm_stats_live_kvm(vmm *vm, vmm_kvm_read_fn *read);
+void vmm_stats_live_stop(vmm *vm);
 
 /* The exit trace (--trace-file): one CSV line per exit taken, for the
  * benchmarks' trace-driven models. `gap` is the number of guest

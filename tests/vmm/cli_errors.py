@@ -66,6 +66,10 @@ CASES = [
      "unknown control-flow method 'm4'"),
     ('bad timeout', image(header()), ['--timeout', '-1'], '--timeout must'),
     ('stray argument', image(header()), ['extra'], "unexpected argument"),
+] + [
+    (f'bad stats interval {v!r}', image(header()), ['--stats-interval', v],
+     '--stats-interval must be')
+    for v in ('0', '-1', '0.001', 'nan', 'inf', '3601', '1e9', '0.5s', '')
 ]
 
 
