@@ -16,8 +16,13 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: lcvmm [options] -k IMAGE\n"
+"usage: lcvmm [options] -k IMAGE | --bios FILE\n"
 "  -k, --kernel IMAGE     Multiboot guest image (a.out kludge, see docs/vmm.md)\n"
+"      --bios FILE        PC firmware (SeaBIOS bios.bin): mapped read-only below\n"
+"                         4 GiB and its last 128 KiB at 0xE0000; boot at reset\n"
+"      --rom FILE|none    the NIC's option ROM (default with --bios: ipxe-qemu's\n"
+"                         /usr/lib/ipxe/qemu/pxe-MODEL.rom), offered in fw_cfg\n"
+"      --debugcon FILE    the firmware debug console (port 0x402) to FILE (- stderr)\n"
 "  -p, --params STRING    guest command line (e.g. \"n=100 cpl=3 irq=0\")\n"
 "  -m, --mem MIB          guest RAM in MiB (default 64, 2..3072)\n"
 "  -c, --cpus N           vCPUs (default 1, at most %d)\n"
@@ -87,7 +92,8 @@ static int parse_uint(const char *s, unsigned long long lo,
 }
 
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
-       O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT };
+       O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT, O_BIOS, O_ROM,
+       O_DEBUGCON };
 
 
 static int parse_args(int argc, char **argv, vmm_options *o)
@@ -109,6 +115,9 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "trace-file", required_argument, 0, O_TRACE },
         { "insn-limit", required_argument, 0, O_INSNLIMIT },
         { "timeout", required_argument, 0, O_TIMEOUT },
+        { "bios", required_argument, 0, O_BIOS },
+        { "rom", required_argument, 0, O_ROM },
+        { "debugcon", required_argument, 0, O_DEBUGCON },
         { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -211,6 +220,9 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             o->timeout_s = t;
             break;
         }
+        case O_BIOS: o->bios = optarg; break;
+        case O_ROM: o->rom = optarg; break;
+        case O_DEBUGCON: o->debugcon = optarg; break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -220,8 +232,18 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         fprintf(stderr, "lcvmm: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if (!o->kernel) {
-        fprintf(stderr, "lcvmm: no guest image given (-k IMAGE)\n");
+    if ((o->rom || o->debugcon) && !o->bios) {
+        fprintf(stderr, "lcvmm: --rom and --debugcon need --bios\n");
+        return -1;
+    }
+    if (o->kernel && o->bios) {
+        fprintf(stderr, "lcvmm: -k and --bios exclude each other (the "
+                "firmware boots what it finds)\n");
+        return -1;
+    }
+    if (!o->kernel && !o->bios) {
+        fprintf(stderr, "lcvmm: no guest image given (-k IMAGE or --bios "
+                "FILE)\n");
         usage(stderr);
         return -1;
     }
@@ -295,6 +317,10 @@ int main(int argc, char **argv)
             o->cpu = VMM_CPU_UNICORN;
         }
     }
+    if (o->cpu == VMM_CPU_UNICORN && o->bios) {
+        fprintf(stderr, "lcvmm: --bios needs the KVM back end\n");
+        return LCVMM_EXIT_ERROR;
+    }
     if (o->cpu == VMM_CPU_UNICORN && !vmm_unicorn_available()) {
         fprintf(stderr, "lcvmm: this build has no Unicorn back end\n");
         return LCVMM_EXIT_ERROR;
@@ -305,7 +331,11 @@ int main(int argc, char **argv)
                 (unsigned long long)o->ram_mib);
         return LCVMM_EXIT_ERROR;
     }
-    if (vmm_load_multiboot(vm, o->kernel, o->params, &boot, err, sizeof err) ||
+    memset(&boot, 0, sizeof boot);
+    boot.reset = o->bios != NULL;
+    if ((o->bios ? vmm_fw_load(vm, err, sizeof err) :
+         vmm_load_multiboot(vm, o->kernel, o->params, &boot, err,
+                            sizeof err)) ||
         vmm_devices_init(vm, err, sizeof err)) {
         fprintf(stderr, "lcvmm: %s\n", err);
         return LCVMM_EXIT_ERROR;
@@ -328,7 +358,7 @@ int main(int argc, char **argv)
     }
     if (!o->quiet)
         fprintf(stderr, "lcvmm: %s, %llu MiB, %u vCPU, nic %s, net %s, cpu %s, "
-                "libcluster %s\n", o->kernel, (unsigned long long)o->ram_mib,
+                "libcluster %s\n", o->bios ? o->bios : o->kernel, (unsigned long long)o->ram_mib,
                 o->vcpus, nic_model_name(o->nic), o->net, backend,
                 o->cluster ? lc_version_string() : "off");
 
@@ -362,6 +392,7 @@ int main(int argc, char **argv)
         perror(o->trace_file);
     vmm_devices_fini(vm);
     lc_engine_destroy(vm->engine);
+    vmm_fw_free(vm);
     vmm_mem_fini(vm);
     return vm->exit_code;
 }

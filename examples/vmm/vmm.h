@@ -27,6 +27,7 @@
 #include "devices/dev.h"
 #include "devices/nic.h"
 #include "devices/platform.h"
+#include "firmware.h"
 #include "lcvmm/platform.h"
 
 #define VMM_MAX_VCPUS 8
@@ -60,6 +61,9 @@ typedef struct vmm_options {
     double timeout_s;             /* wall-clock limit (0: none) */
     bool quiet;                   /* no banner */
     const char *trace_file;       /* --trace-file */
+    const char *bios;             /* --bios: firmware image (firmware.c) */
+    const char *rom;              /* --rom: the NIC's option ROM */
+    const char *debugcon;         /* --debugcon: port 0x402 output */
 } vmm_options;
 
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */
@@ -69,6 +73,7 @@ typedef struct vmm_stats {
     uint64_t exits_handled_by_engine;
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t insns;               /* Unicorn: guest instructions */
+    uint64_t quirk_irets;         /* IRETs completed for KVM (kvm_quirks.c) */
     lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
     double   wall_s;
 } vmm_stats;
@@ -89,6 +94,7 @@ struct vmm {
     uint64_t ram_size;
     bus pio, mmio;
     pci_bus *pci;                 /* configuration space (the pci-cfg device) */
+    struct vmm_fw *fw;            /* --bios: images and memory map, or NULL */
     /* The devices of the board, in init order (device.h). */
     vmm_device dev[VMM_MAX_DEVICES];
     unsigned ndev;
@@ -150,6 +156,7 @@ typedef struct vmm_boot {
     uint32_t entry;
     uint32_t mbi;        /* EBX */
     uint32_t gdt;        /* a flat GDT the loader wrote: 0x08 code, 0x10 data */
+    bool reset;          /* firmware: start at the reset vector instead */
 } vmm_boot;
 int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
                        vmm_boot *boot, char *err, size_t errlen);
@@ -161,6 +168,13 @@ void vmm_boot_state(const vmm_boot *boot, lc_cpu_state *st);
  * the reason in vm->stop_reason. */
 bool vmm_kvm_available(char *why, size_t len);
 int  vmm_kvm_run(vmm *vm, const vmm_boot *boot);
+/* kvm_quirks.c: the firmware map's slot setter (opaque: &vm_fd), and the
+ * fix-ups of this KVM's faults where the probe found them (true: the
+ * exit was dealt with, resume). */
+int  vmm_kvm_set_slot(void *vm_fd, unsigned slot, uint64_t gpa,
+                      uint64_t size, void *hva, bool ro);
+bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run);
+void vmm_kvm_quirks_probe(vmm *vm);     /* once per process */
 bool vmm_unicorn_available(void);
 int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
 

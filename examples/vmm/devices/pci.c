@@ -25,6 +25,8 @@ typedef struct pci_fn {
     pci_bar_info bar;
     uint32_t bar_base;
     pci_function_ops ops;
+    pci_cfg_write_fn cfg_write;
+    void *cfg_opaque;
 } pci_fn;
 
 struct pci_bus {
@@ -76,6 +78,16 @@ int pci_add_function(pci_bus *p, unsigned dev, const uint8_t id[64],
     return 0;
 }
 
+int pci_set_cfg_hook(pci_bus *p, unsigned dev, pci_cfg_write_fn fn,
+                     void *opaque)
+{
+    if (dev >= PCI_MAX_DEVFN || !p->fn[dev].present)
+        return -1;
+    p->fn[dev].cfg_write = fn;
+    p->fn[dev].cfg_opaque = opaque;
+    return 0;
+}
+
 bool pci_decodes(const pci_bus *p, unsigned dev)
 {
     const pci_fn *f = &p->fn[dev % PCI_MAX_DEVFN];
@@ -115,7 +127,10 @@ static void cfg_write(pci_fn *f, unsigned reg, uint32_t val, uint32_t mask)
         uint32_t base;
         if (!f->bar.size)
             break;
-        base = v & ~(f->bar.size - 1) & (f->bar.is_io ? 0xfffcu : ~0xfu);
+        /* all 32 bits of an I/O BAR are writable (the function decodes
+         * the low 16): sizing must read back 0xFFFFFFE1 for 32 ports, or
+         * firmware (SeaBIOS pciinit.c) computes a 4 GiB-sized I/O BAR */
+        base = v & ~(f->bar.size - 1) & (f->bar.is_io ? ~3u : ~0xfu);
         if (base != f->bar_base) {
             f->bar_base = base;
             if (f->ops.bar_moved)
@@ -127,7 +142,13 @@ static void cfg_write(pci_fn *f, unsigned reg, uint32_t val, uint32_t mask)
     case 0x3c:                      /* interrupt line; pin is read-only */
         f->cfg[0x3c] = (uint8_t)v;
         break;
-    default:                        /* read-only */
+    default:
+        /* device-specific registers (0x40 and up) of a function that
+         * wants them (the host bridge's PAM registers); else read-only */
+        if (reg >= 0x40 && f->cfg_write) {
+            memcpy(&f->cfg[reg], &v, 4);
+            f->cfg_write(f->cfg_opaque, reg, v);
+        }
         break;
     }
 }
