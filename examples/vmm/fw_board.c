@@ -126,6 +126,10 @@ static void fw_cfg_exit(vmm *vm, vmm_device *dev)
 static void fw_cfg_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
 {
     put(ctx, "firmware", "fw_cfg_bytes", fw_cfg_bytes_read(dev->state));
+    put(ctx, "firmware", "kvm_iret_fixups", dev->vm->stats.quirk_irets);
+    put(ctx, "firmware", "pam_remaps", dev->vm->fw->pam_changes);
+    put(ctx, "firmware", "late_ticks", dev->vm->stats.quirk_late_ticks);
+    put(ctx, "firmware", "tick_bp_exits", dev->vm->stats.quirk_bp_exits);
 }
 
 const vmm_device_ops vmm_fw_cfg_device = {
@@ -143,15 +147,26 @@ typedef struct kbd_state {
     uint8_t port92;
 } kbd_state;
 
-static void kbd_bus(void *opaque, uint64_t off, unsigned size, bool w,
-                    uint64_t *val)
+static void kbd_port(kbd_state *s, unsigned port, bool w, uint64_t *val)
 {
-    kbd_state *s = opaque;
     uint8_t v = (uint8_t)*val;
-    (void)size;
-    i8042_access(s->k, off ? 4u : 0u, w, &v);
+    i8042_access(s->k, port, w, &v);
     if (!w)
         *val = v;
+}
+
+static void kbd_data_bus(void *opaque, uint64_t off, unsigned size, bool w,
+                         uint64_t *val)
+{
+    (void)off; (void)size;
+    kbd_port(opaque, 0, w, val);
+}
+
+static void kbd_status_bus(void *opaque, uint64_t off, unsigned size, bool w,
+                           uint64_t *val)
+{
+    (void)off; (void)size;
+    kbd_port(opaque, 4, w, val);
 }
 
 /* Port 0x92, "system control port A": bit 1 A20 (always enabled here,
@@ -204,8 +219,8 @@ static void kbd_exit(vmm *vm, vmm_device *dev)
 
 const vmm_device_ops vmm_i8042_device = {
     .name = "i8042",
-    .ranges = { { false, KBD_PORT, 1, kbd_bus },
-                { false, KBD_PORT + 4, 1, kbd_bus } },
+    .ranges = { { false, KBD_PORT, 1, kbd_data_bus },
+                { false, KBD_PORT + 4, 1, kbd_status_bus } },
     .init = kbd_init,
     .exit = kbd_exit,
 };

@@ -226,6 +226,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             break;
         }
         ring_drain(c);
+        if (vm->fw)
+            vmm_kvm_quirk_exit(vm, c->fd);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
         if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0))
@@ -256,6 +258,11 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             break;
         case KVM_EXIT_INTR:
             vm->stats.exits_intr++;
+            break;
+        case KVM_EXIT_DEBUG:            /* kvm_quirks.c's breakpoint */
+            if (!vmm_kvm_quirk_debug(vm, c->fd))
+                vmm_request_stop(vm, LCVMM_EXIT_CRASH, "unexpected "
+                                 "KVM_EXIT_DEBUG");
             break;
         case KVM_EXIT_SHUTDOWN:
             dump_regs(c);

@@ -14,8 +14,13 @@
  *      frame there (and checks it is a frame before believing it).
  *  (c) short interrupt windows: an interrupt pending while the guest runs
  *      with IF=0 is rarely delivered in a window of a few instructions
- *      (`sti; nop; nop; cli`). Measured by the probe and reported; see
- *      docs/platform.md for what it costs firmware.
+ *      (`sti; nop; nop; cli`, iPXE's timer poll), so the BIOS tick count
+ *      (0x46C) stalls for seconds and iPXE's time-outs with it. The
+ *      work-around watches the tick count at exits; when a tick is overdue
+ *      it puts a hardware breakpoint (KVM_SET_GUEST_DEBUG) on the CLI of
+ *      each such window in guest memory: the vCPU exits there with IF=1,
+ *      the breakpoint is removed, and KVM injects the pending interrupt as
+ *      it re-enters. One exit per late tick, none while ticks come.
  *
  * Also the firmware map's memory-slot setter (firmware.h).
  */
@@ -28,6 +33,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm.h"
@@ -46,6 +52,7 @@ int vmm_kvm_set_slot(void *vm_fd, unsigned slot, uint64_t gpa,
 
 typedef struct kvm_quirks {
     bool probed;
+    bool hw_bp;         /* KVM_SET_GUEST_DEBUG hardware breakpoints work */
     bool iret;          /* (a) */
     bool ss_base;       /* (b) */
     bool short_window;  /* (c) */
@@ -254,11 +261,37 @@ out:
     probe_close(&p);
 }
 
+/* Does a hardware breakpoint on the CLI of `sti; nop; nop; cli` stop the
+ * vCPU there, with IF=1? (The work-around for (c) needs it.) */
+static void probe_hw_bp(void)
+{
+    static const uint8_t code[] = {
+        0xfb, 0x90, 0x90, 0xfa,             /* sti; nop; nop; cli */
+        0xe6, P_PORT_DONE, 0xf4,
+    };
+    struct kvm_guest_debug dbg = {
+        .control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP };
+    struct kvm_regs r;
+    probe_vm p;
+
+    dbg.arch.debugreg[0] = P_CODE + 3;
+    dbg.arch.debugreg[7] = 0x1;             /* L0, execute, 1 byte */
+    if (probe_open(&p, code, sizeof code) == 0 &&
+        ioctl(p.cpu, KVM_SET_GUEST_DEBUG, &dbg) == 0 &&
+        ioctl(p.cpu, KVM_RUN, 0) == 0 &&
+        p.run->exit_reason == KVM_EXIT_DEBUG &&
+        ioctl(p.cpu, KVM_GET_REGS, &r) == 0)
+        quirks.hw_bp = r.rip == P_CODE + 3 && (r.rflags & 0x200);
+    probe_close(&p);
+}
+
 static void probe(void)
 {
     probe_iret();
     probe_frame();
     probe_window();
+    if (quirks.short_window)
+        probe_hw_bp();
     quirks.probed = true;
 }
 
@@ -268,10 +301,12 @@ void vmm_kvm_quirks_probe(vmm *vm)
     pthread_once(&quirks_once, probe);
     if (!vm->opt.quiet)
         fprintf(stderr, "lcvmm: KVM probe: iret %s, interrupt frame %s, "
-                "short interrupt windows %s (%u tries)\n",
+                "short interrupt windows %s\n",
                 quirks.iret ? "NOT EMULATED (fixed up)" : "ok",
                 quirks.ss_base ? "IGNORES SS.base (fixed up)" : "ok",
-                quirks.short_window ? "MISSED" : "ok", quirks.window_tries);
+                !quirks.short_window ? "ok" : quirks.hw_bp ?
+                "MISSED (late ticks delivered at a breakpoint)" :
+                "MISSED (no hardware breakpoints: not worked around)");
 }
 
 /* ---- (a) + (b): completing an IRET ------------------------------------ */
@@ -396,4 +431,97 @@ bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run)
         run->internal.suberror != KVM_INTERNAL_ERROR_EMULATION)
         return false;
     return fix_iret(vm, vcpu_fd);
+}
+
+/* ---- (c): late timer ticks --------------------------------------------- */
+
+#define BDA_TICKS 0x46c         /* BIOS data area: timer ticks since midnight */
+#define TICK_LATE_S 0.070       /* a tick is every 54.9 ms */
+#define MAX_WINDOWS 4           /* debug registers */
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct tick_watch {
+    uint32_t ticks;
+    double changed, scanned;
+    bool armed;
+    unsigned n;
+    uint64_t cli[MAX_WINDOWS];  /* guest-physical = linear (paging off) */
+} tick_watch;
+
+static tick_watch tw;
+
+/* Find `sti; nop; nop; cli` in guest RAM (iPXE relocates itself, so the
+ * place is not known in advance; paging is off, so linear is physical). */
+static unsigned find_windows(vmm *vm)
+{
+    static const uint8_t pat[4] = { 0xfb, 0x90, 0x90, 0xfa };
+    const uint8_t *p = vm->ram, *end = vm->ram + vm->ram_size;
+    unsigned n = 0;
+
+    while (n < MAX_WINDOWS && p < end &&
+           (p = memmem(p, (size_t)(end - p), pat, 4)) != NULL) {
+        tw.cli[n++] = (uint64_t)(p - vm->ram) + 3;
+        p += 4;
+    }
+    return n;
+}
+
+static void set_bps(int fd, bool on)
+{
+    struct kvm_guest_debug dbg = { 0 };
+
+    if (on) {
+        dbg.control = KVM_GUESTDBG_ENABLE | KVM_GUESTDBG_USE_HW_BP;
+        for (unsigned i = 0; i < tw.n; i++) {
+            dbg.arch.debugreg[i] = tw.cli[i];
+            dbg.arch.debugreg[7] |= 1u << (i * 2);  /* Ln, execute, 1 byte */
+        }
+    }
+    if (ioctl(fd, KVM_SET_GUEST_DEBUG, &dbg) == 0)
+        tw.armed = on;
+}
+
+/* At every exit of the firmware's vCPU: is a tick late? */
+void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd)
+{
+    uint32_t t;
+    double now;
+
+    if (!vm->fw || !quirks.short_window || !quirks.hw_bp)
+        return;
+    memcpy(&t, vm->ram + BDA_TICKS, 4);
+    now = mono_s();
+    if (t != tw.ticks || tw.changed == 0) {
+        tw.ticks = t;
+        tw.changed = now;
+        if (tw.armed)
+            set_bps(vcpu_fd, false);
+        return;
+    }
+    if (tw.armed || now - tw.changed < TICK_LATE_S)
+        return;
+    if (now - tw.scanned > 0.5) {   /* the code may have moved: look again */
+        tw.scanned = now;
+        tw.n = find_windows(vm);
+    }
+    if (tw.n) {
+        set_bps(vcpu_fd, true);
+        vm->stats.quirk_late_ticks++;
+    }
+}
+
+/* The breakpoint hit: IF is 1 here; remove it and let KVM inject. */
+bool vmm_kvm_quirk_debug(vmm *vm, int vcpu_fd)
+{
+    if (!vm->fw || !tw.armed)
+        return false;
+    set_bps(vcpu_fd, false);
+    vm->stats.quirk_bp_exits++;
+    return true;
 }

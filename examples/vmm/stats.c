@@ -46,8 +46,6 @@ static unsigned collect(vmm *vm, kv *t)
     U("vmm", "exits_handled_by_engine", vm->stats.exits_handled_by_engine);
     U("vmm", "coalesced_drained", vm->stats.coalesced_drained);
     U("vmm", "guest_insns", vm->stats.insns);
-    if (vm->fw)
-        U("firmware", "kvm_iret_fixups", vm->stats.quirk_irets);
     U("vmm", "unclaimed_pio", vm->pio.unclaimed);
     U("vmm", "unclaimed_mmio", vm->mmio.unclaimed);
     U("vmm", "guest_errors", dev_guest_errors());

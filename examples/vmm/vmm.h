@@ -74,6 +74,8 @@ typedef struct vmm_stats {
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t insns;               /* Unicorn: guest instructions */
     uint64_t quirk_irets;         /* IRETs completed for KVM (kvm_quirks.c) */
+    uint64_t quirk_late_ticks;    /* late BIOS ticks: breakpoints armed */
+    uint64_t quirk_bp_exits;      /* ... and hit */
     lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
     double   wall_s;
 } vmm_stats;
@@ -175,6 +177,8 @@ int  vmm_kvm_set_slot(void *vm_fd, unsigned slot, uint64_t gpa,
                       uint64_t size, void *hva, bool ro);
 bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run);
 void vmm_kvm_quirks_probe(vmm *vm);     /* once per process */
+void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd);  /* at every exit */
+bool vmm_kvm_quirk_debug(vmm *vm, int vcpu_fd); /* KVM_EXIT_DEBUG */
 bool vmm_unicorn_available(void);
 int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
 
