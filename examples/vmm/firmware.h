@@ -51,6 +51,14 @@ typedef int (*fw_slot_fn)(void *opaque, unsigned slot, uint64_t gpa,
 /* KVM's TSS (three pages) with firmware: below any image (QEMU's spot) */
 #define FW_TSS_ADDR     0xfeffd000u
 
+enum { FW_PHASE_POST, FW_PHASE_OPTROM, FW_PHASE_IPXE, FW_PHASE_DHCP,
+       FW_PHASE_TFTP, FW_PHASE_GUEST, FW_PHASES };
+
+typedef struct fw_phase_stats {
+    uint64_t exits, engine, latched, polls;
+    double t;
+} fw_phase_stats;
+
 typedef struct vmm_fw {
     uint8_t *bios;              /* page-aligned copy of --bios */
     size_t bios_size;
@@ -62,6 +70,10 @@ typedef struct vmm_fw {
     fw_slot_fn set_slot;
     void *slot_opaque;
     uint64_t pam_changes;       /* segments remapped */
+    /* boot phases (fw_phase.c) */
+    unsigned phase;
+    uint64_t polls;
+    fw_phase_stats phase_start[FW_PHASES];
 } vmm_fw;
 
 /* Read and check --bios and --rom (or the default ipxe-qemu ROM of the
@@ -82,5 +94,10 @@ void vmm_fw_pam_write(vmm *vm, unsigned reg, uint8_t val);
 uint8_t vmm_fw_pam_read(vmm *vm, unsigned reg);
 /* gpa_map for the firmware regions; false if `gpa` is not one of them. */
 bool vmm_fw_gpa_map(vmm *vm, uint64_t gpa, lc_gpa_map *m);
+
+/* Boot phases for --stats (fw_phase.c). */
+void vmm_fw_phase_begin(vmm *vm);
+void vmm_fw_phase(vmm *vm, unsigned phase);
+void vmm_fw_nic_read(vmm *vm, uint64_t off);
 
 #endif /* VMM_FIRMWARE_H */

@@ -70,17 +70,27 @@ const vmm_device_ops vmm_cmos_device = {
 
 /* ---- fw_cfg -------------------------------------------------------------- */
 
+typedef struct fw_cfg_dev {
+    fw_cfg *f;
+    vmm *vm;
+    int rom_key;                /* the ROM's item, -1 none */
+} fw_cfg_dev;
+
 static void fw_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
                        uint64_t *val)
 {
+    fw_cfg_dev *d = opaque;
     uint32_t v = (uint32_t)*val;
-    fw_cfg_access(opaque, (unsigned)off, size, w, &v);
+    if (w && off == FW_CFG_PORT_SEL && (int)(v & 0xffff) == d->rom_key)
+        vmm_fw_phase(d->vm, FW_PHASE_OPTROM);   /* SeaBIOS loads the ROM */
+    fw_cfg_access(d->f, (unsigned)off, size, w, &v);
     if (!w)
         *val = v;
 }
 
-static int fw_cfg_fill(vmm *vm, fw_cfg *f)
+static int fw_cfg_fill(vmm *vm, fw_cfg_dev *d)
 {
+    fw_cfg *f = d->f;
     uint16_t cpus = (uint16_t)vm->opt.vcpus, zero = 0,
              sercon = LCVMM_COM1_PORT;
     struct { uint64_t addr, len; uint32_t type; } __attribute__((packed))
@@ -101,35 +111,52 @@ static int fw_cfg_fill(vmm *vm, fw_cfg *f)
         nic_pci_identity(vm->opt.nic, &id);
         snprintf(name, sizeof name, "pci%04x,%04x.rom", id.vendor, id.device);
         rc |= fw_cfg_add_file(f, name, vm->fw->rom, vm->fw->rom_size);
+        d->rom_key = fw_cfg_find_file(f, name);
     }
     return rc ? -1 : 0;
 }
 
 static int fw_cfg_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
 {
+    fw_cfg_dev *d;
+
     if (!vm->fw)
         return VMM_DEVICE_ABSENT;
-    dev->state = fw_cfg_create();
-    if (!dev->state || fw_cfg_fill(vm, dev->state)) {
+    d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    dev->state = d;
+    d->vm = vm;
+    d->rom_key = -1;
+    d->f = fw_cfg_create();
+    if (!d->f || fw_cfg_fill(vm, d)) {
         snprintf(err, errlen, "cannot build the fw_cfg items");
         return -1;
     }
+    vmm_fw_phase_begin(vm);
     return 0;
 }
 
 static void fw_cfg_exit(vmm *vm, vmm_device *dev)
 {
+    fw_cfg_dev *d = dev->state;
     (void)vm;
-    fw_cfg_destroy(dev->state);
+    if (d)
+        fw_cfg_destroy(d->f);
+    free(d);
 }
 
 static void fw_cfg_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
 {
-    put(ctx, "firmware", "fw_cfg_bytes", fw_cfg_bytes_read(dev->state));
+    fw_cfg_dev *d = dev->state;
+    put(ctx, "firmware", "fw_cfg_bytes", fw_cfg_bytes_read(d->f));
     put(ctx, "firmware", "kvm_iret_fixups", dev->vm->stats.quirk_irets);
     put(ctx, "firmware", "pam_remaps", dev->vm->fw->pam_changes);
     put(ctx, "firmware", "late_ticks", dev->vm->stats.quirk_late_ticks);
     put(ctx, "firmware", "tick_bp_exits", dev->vm->stats.quirk_bp_exits);
+    vmm_fw_phase_stats(dev->vm, put, ctx);
 }
 
 const vmm_device_ops vmm_fw_cfg_device = {

@@ -177,6 +177,10 @@ int  vmm_kvm_set_slot(void *vm_fd, unsigned slot, uint64_t gpa,
                       uint64_t size, void *hva, bool ro);
 bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run);
 void vmm_kvm_quirks_probe(vmm *vm);     /* once per process */
+/* fw_phase.c: a backend in front of `inner` that sees the guest's frames
+ * (boot phases), and the phases' statistics. */
+net_backend *vmm_fw_watch_net(vmm *vm, net_backend *inner);
+void vmm_fw_phase_stats(vmm *vm, vmm_stat_fn put, void *ctx);
 void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd);  /* at every exit */
 bool vmm_kvm_quirk_debug(vmm *vm, int vcpu_fd); /* KVM_EXIT_DEBUG */
 bool vmm_unicorn_available(void);

@@ -140,7 +140,7 @@ def main():
     ap.add_argument('--bios', default=BIOS)
     ap.add_argument('--params', default='n=10 cpl=0 irq=0')
     ap.add_argument('--timeout', type=float, default=60)
-    ap.add_argument('--min-saved', type=float, default=0.35,
+    ap.add_argument('--min-saved', type=float, default=0.25,
                     help='fraction of exits clustering must save')
     args = ap.parse_args()
 

@@ -173,6 +173,15 @@ void fw_cfg_access(fw_cfg *f, unsigned offset, unsigned size, bool is_write,
         *val = 0;
 }
 
+int fw_cfg_find_file(const fw_cfg *f, const char *name)
+{
+    for (unsigned i = 0; i < f->n; i++)
+        if (f->item[i].name[0] && !strncmp(f->item[i].name, name,
+                                           FW_CFG_NAME_MAX))
+            return f->item[i].key;
+    return -1;
+}
+
 uint64_t fw_cfg_bytes_read(const fw_cfg *f)
 {
     return f->bytes_read;

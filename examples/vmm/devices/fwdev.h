@@ -74,6 +74,8 @@ int fw_cfg_add_file(fw_cfg *f, const char *name, const void *data,
 void fw_cfg_access(fw_cfg *f, unsigned offset, unsigned size, bool is_write,
                    uint32_t *val);
 uint64_t fw_cfg_bytes_read(const fw_cfg *f);
+/* The selector of the file `name`, or -1. */
+int fw_cfg_find_file(const fw_cfg *f, const char *name);
 
 /* ---- i8042 (ports 0x60 data, 0x64 status/command) ----------------------- */
 
