@@ -35,8 +35,8 @@ static uint8_t *read_image(const char *path, size_t min, size_t max,
         return NULL;
     }
     if ((size_t)n < min || (size_t)n > max) {
-        snprintf(err, errlen, "%s: %ld bytes; a %s image has %zu to %zu",
-                 path, n, min == FW_BIOS_MIN ? "firmware" : "option ROM",
+        snprintf(err, errlen, "%s: %ld bytes; %s has %zu to %zu", path, n,
+                 min == FW_BIOS_MIN ? "a firmware image" : "an option ROM",
                  min, max);
         fclose(f);
         return NULL;

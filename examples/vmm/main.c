@@ -303,6 +303,12 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, o))
         return LCVMM_EXIT_ERROR;
     pthread_mutex_init(&vm->dev_lock, NULL);
+    /* firmware images are checked first: a bad file is status 2 on any
+     * host, KVM or not */
+    if (o->bios && vmm_fw_load(vm, err, sizeof err)) {
+        fprintf(stderr, "lcvmm: %s\n", err);
+        return LCVMM_EXIT_ERROR;
+    }
     if (o->cpu != VMM_CPU_UNICORN) {
         char why[160];
         if (vmm_kvm_available(why, sizeof why)) {
@@ -333,9 +339,8 @@ int main(int argc, char **argv)
     }
     memset(&boot, 0, sizeof boot);
     boot.reset = o->bios != NULL;
-    if ((o->bios ? vmm_fw_load(vm, err, sizeof err) :
-         vmm_load_multiboot(vm, o->kernel, o->params, &boot, err,
-                            sizeof err)) ||
+    if ((!o->bios && vmm_load_multiboot(vm, o->kernel, o->params, &boot, err,
+                                        sizeof err)) ||
         vmm_devices_init(vm, err, sizeof err)) {
         fprintf(stderr, "lcvmm: %s\n", err);
         return LCVMM_EXIT_ERROR;
