@@ -177,6 +177,8 @@ void vmm_fw_free(vmm *vm)
         munmap(fw->bios, fw->bios_size);
     if (fw->rom)
         munmap(fw->rom, fw->rom_size);
+    if (fw->rom_bar)
+        munmap(fw->rom_bar, fw->rom_bar_size);
     free(fw);
     vm->fw = NULL;
 }
@@ -308,6 +310,51 @@ void vmm_fw_pam_write(vmm *vm, unsigned reg, uint8_t val)
         atomic_store(&vm->map_changed, true);
 }
 
+/* ---- the expansion ROM BAR (--rom-bar) ---------------------------------- */
+
+/* The guest wrote the NIC's ROM BAR: map the ROM read-only there while
+ * decoding is enabled (a KVM slot: firmware's copy of it costs no exits).
+ * An address where the slot cannot go (over RAM, the BIOS, another slot)
+ * decodes nothing, as a BAR programmed onto other memory would. */
+static void rom_bar_changed(void *opaque, uint32_t addr, bool on)
+{
+    vmm *vm = opaque;
+    vmm_fw *fw = vm->fw;
+
+    if (fw->rom_bar_mapped && fw->set_slot)
+        fw->set_slot(fw->slot_opaque, FW_SLOT_ROM_BAR, fw->rom_bar_addr, 0,
+                     NULL, false);
+    fw->rom_bar_mapped = false;
+    fw->rom_bar_addr = addr;
+    if (on && addr && fw->set_slot &&
+        (uint64_t)addr + fw->rom_bar_size <= (1ull << 32) &&
+        fw->set_slot(fw->slot_opaque, FW_SLOT_ROM_BAR, addr,
+                     fw->rom_bar_size, fw->rom_bar, true) == 0) {
+        fw->rom_bar_mapped = true;
+        fw->rom_bar_maps++;
+        vmm_fw_phase(vm, FW_PHASE_OPTROM);      /* SeaBIOS looks at it */
+    }
+    atomic_store(&vm->map_changed, true);
+}
+
+int vmm_fw_rom_bar_setup(vmm *vm)
+{
+    vmm_fw *fw = vm->fw;
+    uint32_t size = 2048;
+
+    while (size < fw->rom_size)
+        size <<= 1;
+    fw->rom_bar = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fw->rom_bar == MAP_FAILED) {
+        fw->rom_bar = NULL;
+        return -1;
+    }
+    memcpy(fw->rom_bar, fw->rom, fw->rom_size);
+    fw->rom_bar_size = size;
+    return pci_set_rom(vm->pci, LCVMM_NIC_PCI_DEV, size, rom_bar_changed, vm);
+}
+
 bool vmm_fw_gpa_map(vmm *vm, uint64_t gpa, lc_gpa_map *m)
 {
     vmm_fw *fw = vm->fw;
@@ -315,6 +362,14 @@ bool vmm_fw_gpa_map(vmm *vm, uint64_t gpa, lc_gpa_map *m)
 
     if (!fw)
         return false;
+    if (fw->rom_bar_mapped && gpa >= fw->rom_bar_addr &&
+        gpa < (uint64_t)fw->rom_bar_addr + fw->rom_bar_size) {
+        m->kind = LC_GPA_RAM;
+        m->readonly = 1;
+        m->hva = fw->rom_bar + (gpa - fw->rom_bar_addr);
+        m->span = fw->rom_bar_addr + fw->rom_bar_size - gpa;
+        return true;
+    }
     if (gpa >= top - fw->bios_size && gpa < top) {
         m->kind = LC_GPA_RAM;
         m->readonly = 1;

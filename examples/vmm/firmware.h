@@ -48,6 +48,7 @@ typedef int (*fw_slot_fn)(void *opaque, unsigned slot, uint64_t gpa,
 #define FW_SLOT_HIGH    1
 #define FW_SLOT_BIOS    2
 #define FW_SLOT_PAM0    3
+#define FW_SLOT_ROM_BAR (FW_SLOT_PAM0 + FW_PAM_SEGS)
 /* KVM's TSS (three pages) with firmware: below any image (QEMU's spot) */
 #define FW_TSS_ADDR     0xfeffd000u
 
@@ -70,6 +71,11 @@ typedef struct vmm_fw {
     fw_slot_fn set_slot;
     void *slot_opaque;
     uint64_t pam_changes;       /* segments remapped */
+    /* --rom-bar: the ROM behind the NIC's expansion ROM BAR */
+    uint8_t *rom_bar;           /* the ROM padded to the BAR's size */
+    uint32_t rom_bar_size, rom_bar_addr;
+    bool rom_bar_mapped;
+    uint64_t rom_bar_maps;
     /* boot phases (fw_phase.c) */
     unsigned phase;
     uint64_t polls;
@@ -94,6 +100,9 @@ void vmm_fw_pam_write(vmm *vm, unsigned reg, uint8_t val);
 uint8_t vmm_fw_pam_read(vmm *vm, unsigned reg);
 /* gpa_map for the firmware regions; false if `gpa` is not one of them. */
 bool vmm_fw_gpa_map(vmm *vm, uint64_t gpa, lc_gpa_map *m);
+
+/* --rom-bar: put the ROM behind the NIC's expansion ROM BAR; 0 or -1. */
+int vmm_fw_rom_bar_setup(vmm *vm);
 
 /* Boot phases for --stats (fw_phase.c). */
 void vmm_fw_phase_begin(vmm *vm);

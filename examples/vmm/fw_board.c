@@ -110,8 +110,12 @@ static int fw_cfg_fill(vmm *vm, fw_cfg_dev *d)
         char name[32];
         nic_pci_identity(vm->opt.nic, &id);
         snprintf(name, sizeof name, "pci%04x,%04x.rom", id.vendor, id.device);
-        rc |= fw_cfg_add_file(f, name, vm->fw->rom, vm->fw->rom_size);
-        d->rom_key = fw_cfg_find_file(f, name);
+        if (vm->opt.rom_bar) {      /* behind the NIC's ROM BAR instead */
+            rc |= vmm_fw_rom_bar_setup(vm);
+        } else {
+            rc |= fw_cfg_add_file(f, name, vm->fw->rom, vm->fw->rom_size);
+            d->rom_key = fw_cfg_find_file(f, name);
+        }
     }
     return rc ? -1 : 0;
 }
@@ -154,6 +158,7 @@ static void fw_cfg_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "firmware", "fw_cfg_bytes", fw_cfg_bytes_read(d->f));
     put(ctx, "firmware", "kvm_iret_fixups", dev->vm->stats.quirk_irets);
     put(ctx, "firmware", "pam_remaps", dev->vm->fw->pam_changes);
+    put(ctx, "firmware", "rom_bar_maps", dev->vm->fw->rom_bar_maps);
     put(ctx, "firmware", "late_ticks", dev->vm->stats.quirk_late_ticks);
     put(ctx, "firmware", "tick_bp_exits", dev->vm->stats.quirk_bp_exits);
     vmm_fw_phase_stats(dev->vm, put, ctx);

@@ -22,6 +22,8 @@ static void usage(FILE *f)
 "                         4 GiB and its last 128 KiB at 0xE0000; boot at reset\n"
 "      --rom FILE|none    the NIC's option ROM (default with --bios: ipxe-qemu's\n"
 "                         /usr/lib/ipxe/qemu/pxe-MODEL.rom), offered in fw_cfg\n"
+"      --rom-bar          offer the ROM behind the NIC's PCI expansion ROM BAR\n"
+"                         instead of fw_cfg\n"
 "      --debugcon FILE    the firmware debug console (port 0x402) to FILE (- stderr)\n"
 "  -p, --params STRING    guest command line (e.g. \"n=100 cpl=3 irq=0\")\n"
 "  -m, --mem MIB          guest RAM in MiB (default 64, 2..3072)\n"
@@ -95,7 +97,7 @@ static int parse_uint(const char *s, unsigned long long lo,
 
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
        O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT, O_BIOS, O_ROM,
-       O_DEBUGCON };
+       O_DEBUGCON, O_ROMBAR };
 
 
 static int parse_args(int argc, char **argv, vmm_options *o)
@@ -120,6 +122,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "bios", required_argument, 0, O_BIOS },
         { "rom", required_argument, 0, O_ROM },
         { "debugcon", required_argument, 0, O_DEBUGCON },
+        { "rom-bar", no_argument, 0, O_ROMBAR },
         { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -225,6 +228,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         case O_BIOS: o->bios = optarg; break;
         case O_ROM: o->rom = optarg; break;
         case O_DEBUGCON: o->debugcon = optarg; break;
+        case O_ROMBAR: o->rom_bar = true; break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -234,7 +238,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         fprintf(stderr, "lcvmm: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if ((o->rom || o->debugcon) && !o->bios) {
+    if ((o->rom || o->debugcon || o->rom_bar) && !o->bios) {
         fprintf(stderr, "lcvmm: --rom and --debugcon need --bios\n");
         return -1;
     }

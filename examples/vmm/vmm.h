@@ -64,6 +64,7 @@ typedef struct vmm_options {
     const char *bios;             /* --bios: firmware image (firmware.c) */
     const char *rom;              /* --rom: the NIC's option ROM */
     const char *debugcon;         /* --debugcon: port 0x402 output */
+    bool rom_bar;                 /* --rom-bar: ROM BAR instead of fw_cfg */
 } vmm_options;
 
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */

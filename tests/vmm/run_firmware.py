@@ -58,7 +58,7 @@ def run_peer(args, tftp_dir, boot, cluster):
     cmd = [args.lcvmm, '-q', '--bios', args.bios, '--nic', args.nic,
            '--net', f'peer,tftp={tftp_dir},boot={boot}',
            '--stats', 'json', '--stats-file', stats_path,
-           '--timeout', str(args.timeout)]
+           '--timeout', str(args.timeout)] + args.extra_arg
     if not cluster:
         cmd.append('--no-cluster')
     return run(cmd, stats_path, args.timeout)
@@ -128,7 +128,7 @@ exit $rc
     cmd = [args.lcvmm, '-q', '--bios', args.bios, '--nic', args.nic,
            '--net', 'tap,ifname=fwtap0',
            '--stats', 'json', '--stats-file', stats_path,
-           '--timeout', str(args.timeout)]
+           '--timeout', str(args.timeout)] + args.extra_arg
     if not cluster:
         cmd.append('--no-cluster')
     return run(cmd, stats_path, args.timeout,
@@ -144,6 +144,8 @@ def main():
     ap.add_argument('--bios', default=BIOS)
     ap.add_argument('--params', default='n=10 cpl=0 irq=0')
     ap.add_argument('--timeout', type=float, default=60)
+    ap.add_argument('--extra-arg', action='append', default=[],
+                    help='one more lcvmm argument (e.g. --rom-bar)')
     ap.add_argument('--min-saved', type=float, default=0.25,
                     help='fraction of exits clustering must save')
     args = ap.parse_args()

@@ -15,6 +15,12 @@
 #include "devices/fwdev.h"
 #include "vmm.h"
 
+/* firmware.c marks boot phases (fw_phase.c): not measured here */
+void vmm_fw_phase(vmm *vm, unsigned phase)
+{
+    (void)vm; (void)phase;
+}
+
 /* firmware.c ends the VM through this; here it only counts */
 static int stops;
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
@@ -197,6 +203,19 @@ START_TEST(pci_io_bar_reads_back_all_ones_above_its_size)
     pci_access(p, 4, 4, true, &v);
     pci_access(p, 4, 4, false, &v);
     ck_assert_uint_eq(v, 0xc101u);
+    /* an expansion ROM BAR of 128 KiB: sized with 0xFFFFF800 */
+    ck_assert_int_eq(pci_set_rom(p, 3, 3000, NULL, NULL), -1);
+    ck_assert_int_eq(pci_set_rom(p, 3, 128 << 10, NULL, NULL), 0);
+    v = 0x80001830u;
+    pci_access(p, 0, 4, true, &v);
+    v = 0xfffff800u;
+    pci_access(p, 4, 4, true, &v);
+    pci_access(p, 4, 4, false, &v);
+    ck_assert_uint_eq(v, 0xfffe0000u);
+    v = 0xfebc0001u;
+    pci_access(p, 4, 4, true, &v);
+    pci_access(p, 4, 4, false, &v);
+    ck_assert_uint_eq(v, 0xfebc0001u);
     pci_destroy(p);
 }
 END_TEST
@@ -255,7 +274,9 @@ static int set_slot(void *o, unsigned s, uint64_t gpa, uint64_t size,
     }
     ck_assert(!slots[s].on);                /* KVM: remove before add */
     ck_assert(inside(hva, size, tvm.ram, tvm.ram_size) ||
-              (ro && inside(hva, size, tfw.bios, tfw.bios_size)));
+              (ro && inside(hva, size, tfw.bios, tfw.bios_size)) ||
+              (ro && tfw.rom_bar &&
+               inside(hva, size, tfw.rom_bar, tfw.rom_bar_size)));
     slots[s] = (slot){ true, gpa, size, hva, ro };
     return 0;
 }
@@ -283,19 +304,39 @@ START_TEST(pam_hostile_writes_stay_inside)
     ck_assert(vmm_fw_gpa_map(&tvm, 0xf1234, &m));
     ck_assert(!m.readonly && m.hva == tvm.ram + 0xf1234);
     ck_assert_uint_eq(vmm_fw_pam_read(&tvm, 0x5f), 0x33);
-    /* anything, anywhere in configuration space */
+    /* the NIC's expansion ROM BAR (--rom-bar) */
+    static uint8_t rom[4096] = { 0x55, 0xaa, 8 };
+    uint8_t id[64] = { 0x22, 0x10, 0x00, 0x20 };
+    tvm.pci = pci_create();
+    ck_assert_int_eq(pci_add_function(tvm.pci, LCVMM_NIC_PCI_DEV, id,
+                                      (pci_bar_info){ 32, true }, 0xc000,
+                                      11, NULL), 0);
+    tfw.rom = rom;
+    tfw.rom_size = sizeof rom;
+    ck_assert_int_eq(vmm_fw_rom_bar_setup(&tvm), 0);
+    /* anything, anywhere in configuration space and the ROM BAR */
     for (unsigned i = 0; i < 20000; i++) {
         unsigned reg = rnd() & 1 ? 0x59 + rnd() % 7 : rnd() & 0xff;
+        uint32_t v = 0x80000030u | LCVMM_NIC_PCI_DEV << 11;
         vmm_fw_pam_write(&tvm, reg, (uint8_t)rnd());
-        uint64_t gpa = rnd() % 0x140000u;
+        pci_access(tvm.pci, 0, 4, true, &v);
+        v = rnd() & 1 ? rnd() : (rnd() & 0xfffff001u);
+        pci_access(tvm.pci, 4, 4, true, &v);
+        uint64_t gpa = rnd() & 1 ? rnd() % 0x140000u
+                                  : tfw.rom_bar_addr + rnd() % 0x2000u;
         memset(&m, 0, sizeof m);
         if (!vmm_fw_gpa_map(&tvm, gpa, &m) || m.kind != LC_GPA_RAM)
             continue;
         ck_assert(m.span > 0);
         ck_assert(inside(m.hva, m.span, tvm.ram, tvm.ram_size) ||
                   (m.readonly && inside(m.hva, m.span, tfw.bios,
-                                        tfw.bios_size)));
+                                        tfw.bios_size)) ||
+                  (m.readonly && inside(m.hva, m.span, tfw.rom_bar,
+                                        tfw.rom_bar_size)));
     }
+    ck_assert_uint_gt(tfw.rom_bar_maps, 0);
+    pci_destroy(tvm.pci);
+    tfw.rom = NULL;
     ck_assert_int_eq(stops, 0);
     munmap(tvm.ram, tvm.ram_size);
     munmap(tfw.bios, tfw.bios_size);

@@ -27,6 +27,9 @@ typedef struct pci_fn {
     pci_function_ops ops;
     pci_cfg_write_fn cfg_write;
     void *cfg_opaque;
+    uint32_t rom_size;              /* expansion ROM BAR size; 0: none */
+    pci_rom_fn rom_changed;
+    void *rom_opaque;
 } pci_fn;
 
 struct pci_bus {
@@ -88,6 +91,18 @@ int pci_set_cfg_hook(pci_bus *p, unsigned dev, pci_cfg_write_fn fn,
     return 0;
 }
 
+int pci_set_rom(pci_bus *p, unsigned dev, uint32_t size, pci_rom_fn fn,
+                void *opaque)
+{
+    if (dev >= PCI_MAX_DEVFN || !p->fn[dev].present || size < 2048 ||
+        (size & (size - 1)))
+        return -1;
+    p->fn[dev].rom_size = size;
+    p->fn[dev].rom_changed = fn;
+    p->fn[dev].rom_opaque = opaque;
+    return 0;
+}
+
 bool pci_decodes(const pci_bus *p, unsigned dev)
 {
     const pci_fn *f = &p->fn[dev % PCI_MAX_DEVFN];
@@ -139,6 +154,15 @@ static void cfg_write(pci_fn *f, unsigned reg, uint32_t val, uint32_t mask)
         put32(&f->cfg[0x10], bar_value(f));
         break;
     }
+    case 0x30:                      /* expansion ROM BAR (PCI 3.0 6.2.5.2) */
+        if (!f->rom_size)
+            break;
+        v &= ~(f->rom_size - 1) | 1u;   /* address bits above the size,
+                                         * bit 0 decode enable */
+        memcpy(&f->cfg[0x30], &v, 4);
+        if (f->rom_changed)
+            f->rom_changed(f->rom_opaque, v & ~1u, v & 1);
+        break;
     case 0x3c:                      /* interrupt line; pin is read-only */
         f->cfg[0x3c] = (uint8_t)v;
         break;

@@ -61,6 +61,12 @@ void pci_access(pci_bus *p, unsigned offset, unsigned size, bool is_write,
  * after each write (the host bridge's PAM registers). -1: no such dev. */
 int pci_set_cfg_hook(pci_bus *p, unsigned dev, pci_cfg_write_fn fn,
                      void *opaque);
+/* Give `dev` an expansion ROM BAR of `size` bytes (a power of two, at
+ * least 2 KiB); `fn` hears every write (address, decode enable bit).
+ * -1: no such device or a bad size. */
+typedef void (*pci_rom_fn)(void *opaque, uint32_t addr, bool enabled);
+int pci_set_rom(pci_bus *p, unsigned dev, uint32_t size, pci_rom_fn fn,
+                void *opaque);
 /* Is decoding of BAR0 of `dev` enabled (command bits)? */
 bool pci_decodes(const pci_bus *p, unsigned dev);
 
