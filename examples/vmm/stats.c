@@ -14,7 +14,7 @@ typedef struct kv {
     bool is_float;
 } kv;
 
-#define MAX_KV 128
+#define MAX_KV 192
 
 typedef struct kv_sink {
     kv *t;
