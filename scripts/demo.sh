@@ -6,6 +6,9 @@
 # Unicorn back end.
 #   scripts/demo.sh [-n EXCHANGES] [--cpu kvm|unicorn]
 #   scripts/demo.sh --paper    the paper's code examples through the engine
+#   scripts/demo.sh --firmware [--server peer|dnsmasq]
+#                              SeaBIOS + iPXE network-boot a guest over PCnet
+#                              and e1000, clustering off and on (KVM only)
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -16,5 +19,15 @@ ninja -C build/demo >build/demo.build.log 2>&1 ||
 if [ "${1:-}" = --paper ]; then
     shift
     exec build/demo/examples/paper_demo "$@"
+fi
+if [ "${1:-}" = --firmware ]; then
+    shift
+    for nic in pcnet e1000; do
+        echo "== SeaBIOS + iPXE ($nic) network boot, clustering off and on"
+        python3 tests/vmm/run_firmware.py build/demo/examples/vmm/lcvmm \
+            "build/demo/examples/guests/guest-$nic.bin" --nic "$nic" "$@" ||
+            [ $? = 77 ]
+    done
+    exit 0
 fi
 exec python3 scripts/nic_demo.py build/demo "$@"

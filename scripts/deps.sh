@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages the build needs, running apt-get update
 # first only when something is missing.
 LC_PACKAGES="gcc g++ make pkgconf meson ninja-build python3 \
-libzydis-dev libxxhash-dev libunicorn-dev check iproute2 doxygen scdoc"
+libzydis-dev libxxhash-dev libunicorn-dev check iproute2 doxygen scdoc \
+seabios ipxe-qemu dnsmasq-base"
 
 lc_ensure_deps() {
     missing=""

@@ -23,10 +23,16 @@ static void pci_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
 
 static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
 {
-    static const uint8_t host_bridge[64] = {
+    uint8_t host_bridge[64] = {
         0x86, 0x80, 0x37, 0x12,         /* 8086:1237 (i440FX) */
         [0x0a] = 0x00, [0x0b] = 0x06,   /* class 06/00: host bridge */
     };
+    /* With firmware: the subsystem QEMU gives its boards (1af4:1100),
+     * which SeaBIOS's qemu_detect() requires before it reads fw_cfg */
+    if (vm->fw) {
+        host_bridge[0x2c] = 0xf4; host_bridge[0x2d] = 0x1a;
+        host_bridge[0x2e] = 0x00; host_bridge[0x2f] = 0x11;
+    }
 
     vm->pci = pci_create();
     if (!vm->pci) {
@@ -39,6 +45,10 @@ static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
         snprintf(err, errlen, "cannot add the PCI host bridge");
         return -1;
     }
+    /* the PAM registers (0x59-0x5F) map shadow RAM or ROM (firmware.c) */
+    if (vm->fw)
+        pci_set_cfg_hook(vm->pci, LCVMM_PCI_HOST_DEV, vmm_fw_host_cfg_write,
+                         vm);
     return 0;
 }
 
@@ -137,5 +147,9 @@ const vmm_device_ops *const vmm_board[] = {
     &debug_exit_device,
     &delay_ports_device,
     &vmm_nic_device,
+    &vmm_cmos_device,
+    &vmm_fw_cfg_device,
+    &vmm_i8042_device,
+    &vmm_debugcon_device,
     NULL,
 };

@@ -99,6 +99,10 @@ struct vmm_device {
  * NULL-terminated. */
 extern const vmm_device_ops *const vmm_board[];
 extern const vmm_device_ops vmm_nic_device;     /* nic_dev.c */
+/* fw_board.c: present only with --bios */
+extern const vmm_device_ops vmm_cmos_device, vmm_fw_cfg_device,
+       vmm_i8042_device, vmm_debugcon_device;
+void vmm_fw_host_cfg_write(void *opaque, unsigned reg, uint32_t val);
 
 /* Initialise the buses and every device of the board; 0, or -1 with the
  * reason in err (the devices initialised so far stay for fini). */

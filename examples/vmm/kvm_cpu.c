@@ -231,6 +231,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             break;
         }
         ring_drain(c);
+        if (vm->fw)
+            vmm_kvm_quirk_exit(vm, c->fd);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
         if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0) ||
@@ -265,6 +267,11 @@ static void cpu_loop(kvm_vcpu_ctx *c)
         case KVM_EXIT_INTR:
             VMM_STAT_INC(vm->stats.exits_intr);
             break;
+        case KVM_EXIT_DEBUG:            /* kvm_quirks.c's breakpoint */
+            if (!vmm_kvm_quirk_debug(vm, c->fd))
+                vmm_request_stop(vm, LCVMM_EXIT_CRASH, "unexpected "
+                                 "KVM_EXIT_DEBUG");
+            break;
         case KVM_EXIT_SHUTDOWN:
             dump_regs(c);
             vmm_request_stop(vm, LCVMM_EXIT_CRASH,
@@ -277,6 +284,10 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                              run->fail_entry.hardware_entry_failure_reason);
             break;
         case KVM_EXIT_INTERNAL_ERROR:
+            /* this KVM's faults, worked around where the probe found
+             * them (kvm_quirks.c) */
+            if (vmm_kvm_quirk_fixup(vm, c->fd, run))
+                break;
             dump_regs(c);
             vmm_request_stop(vm, LCVMM_EXIT_CRASH,
                              "KVM_EXIT_INTERNAL_ERROR: suberror %u",
@@ -340,6 +351,8 @@ static int boot_cpu(kvm_vcpu_ctx *c, const vmm_boot *boot)
     struct kvm_regs r = { 0 };
     lc_cpu_state st;
 
+    if (boot->reset)            /* a new vCPU is in the reset state */
+        return 0;
     vmm_boot_state(boot, &st);
     if (ioctl(c->fd, KVM_GET_SREGS, &sr) < 0)
         return -1;
@@ -411,7 +424,9 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     k->fd = ioctl(k->kvm, KVM_CREATE_VM, 0);
     if (k->fd < 0)
         FAIL("KVM_CREATE_VM: %s", strerror(errno));
-    if (ioctl(k->fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0)
+    /* with firmware, the TSS goes below 0xFF000000, under any BIOS image
+     * (firmware.h) */
+    if (ioctl(k->fd, KVM_SET_TSS_ADDR, vm->fw ? FW_TSS_ADDR : TSS_ADDR) < 0)
         FAIL("KVM_SET_TSS_ADDR: %s", strerror(errno));
     if (ioctl(k->fd, KVM_CREATE_IRQCHIP, 0) < 0)
         FAIL("KVM_CREATE_IRQCHIP: %s", strerror(errno));
@@ -420,12 +435,15 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     mem = (struct kvm_userspace_memory_region){
         .slot = 0, .guest_phys_addr = 0, .memory_size = vm->ram_size,
         .userspace_addr = (uint64_t)(uintptr_t)vm->ram };
-    if (ioctl(k->fd, KVM_SET_USER_MEMORY_REGION, &mem) < 0)
+    if (vm->fw ? vmm_fw_map_install(vm, vmm_kvm_set_slot, &k->fd) :
+        ioctl(k->fd, KVM_SET_USER_MEMORY_REGION, &mem) < 0)
         FAIL("KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
     k->coalesced = ioctl(k->kvm, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_PIO) > 0 &&
                    ioctl(k->kvm, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO) > 0;
     vm->irq = (vm_irq){ k, kvm_irq_line, 0 };
 
+    if (vm->fw)
+        vmm_kvm_quirks_probe(vm);
     if (vm->opt.cluster) {
         lc_status s = lc_kvm_probe(&k->caps);
         if (s != LC_OK)

@@ -16,13 +16,22 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: lcvmm [options] -k IMAGE\n"
+"usage: lcvmm [options] -k IMAGE | --bios FILE\n"
 "  -k, --kernel IMAGE     Multiboot guest image (a.out kludge, see docs/vmm.md)\n"
+"      --bios FILE        PC firmware (SeaBIOS bios.bin): mapped read-only below\n"
+"                         4 GiB and its last 128 KiB at 0xE0000; boot at reset\n"
+"      --rom FILE|none    the NIC's option ROM (default with --bios: ipxe-qemu's\n"
+"                         /usr/lib/ipxe/qemu/pxe-MODEL.rom), offered in fw_cfg\n"
+"      --rom-bar          offer the ROM behind the NIC's PCI expansion ROM BAR\n"
+"                         instead of fw_cfg\n"
+"      --debugcon FILE    the firmware debug console (port 0x402) to FILE (- stderr)\n"
 "  -p, --params STRING    guest command line (e.g. \"n=100 cpl=3 irq=0\")\n"
 "  -m, --mem MIB          guest RAM in MiB (default 64, 2..3072)\n"
 "  -c, --cpus N           vCPUs (default 1, at most %d)\n"
 "  -n, --nic MODEL        pcnet | e1000 | none (default pcnet)\n"
-"      --net BACKEND      peer[,ip=A.B.C.D] | tap,ifname=NAME (default peer)\n"
+"      --net BACKEND      peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE] |\n"
+"                         tap,ifname=NAME (default peer; tftp/boot: DHCP and\n"
+"                         TFTP for a firmware network boot)\n"
 "      --cpu BACKEND      kvm | unicorn | auto (default auto: kvm if usable)\n"
 "      --no-cluster       do not use libcluster (every exit goes the usual way)\n"
 "      --cluster LIST     techniques: single,pairs,static,dynamic,smc | all\n"
@@ -93,7 +102,7 @@ static int parse_uint(const char *s, unsigned long long lo,
 
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
        O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT,
-       O_STATSINTERVAL };
+       O_STATSINTERVAL, O_BIOS, O_ROM, O_DEBUGCON, O_ROMBAR };
 
 
 static int parse_args(int argc, char **argv, vmm_options *o)
@@ -116,6 +125,10 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "trace-file", required_argument, 0, O_TRACE },
         { "insn-limit", required_argument, 0, O_INSNLIMIT },
         { "timeout", required_argument, 0, O_TIMEOUT },
+        { "bios", required_argument, 0, O_BIOS },
+        { "rom", required_argument, 0, O_ROM },
+        { "debugcon", required_argument, 0, O_DEBUGCON },
+        { "rom-bar", no_argument, 0, O_ROMBAR },
         { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -232,6 +245,10 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             o->stats_interval_s = t;
             break;
         }
+        case O_BIOS: o->bios = optarg; break;
+        case O_ROM: o->rom = optarg; break;
+        case O_DEBUGCON: o->debugcon = optarg; break;
+        case O_ROMBAR: o->rom_bar = true; break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -241,8 +258,18 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         fprintf(stderr, "lcvmm: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if (!o->kernel) {
-        fprintf(stderr, "lcvmm: no guest image given (-k IMAGE)\n");
+    if ((o->rom || o->debugcon || o->rom_bar) && !o->bios) {
+        fprintf(stderr, "lcvmm: --rom and --debugcon need --bios\n");
+        return -1;
+    }
+    if (o->kernel && o->bios) {
+        fprintf(stderr, "lcvmm: -k and --bios exclude each other (the "
+                "firmware boots what it finds)\n");
+        return -1;
+    }
+    if (!o->kernel && !o->bios) {
+        fprintf(stderr, "lcvmm: no guest image given (-k IMAGE or --bios "
+                "FILE)\n");
         usage(stderr);
         return -1;
     }
@@ -302,6 +329,12 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, o))
         return LCVMM_EXIT_ERROR;
     pthread_mutex_init(&vm->dev_lock, NULL);
+    /* firmware images are checked first: a bad file is status 2 on any
+     * host, KVM or not */
+    if (o->bios && vmm_fw_load(vm, err, sizeof err)) {
+        fprintf(stderr, "lcvmm: %s\n", err);
+        return LCVMM_EXIT_ERROR;
+    }
     if (o->cpu != VMM_CPU_UNICORN) {
         char why[160];
         if (vmm_kvm_available(why, sizeof why)) {
@@ -316,6 +349,10 @@ int main(int argc, char **argv)
             o->cpu = VMM_CPU_UNICORN;
         }
     }
+    if (o->cpu == VMM_CPU_UNICORN && o->bios) {
+        fprintf(stderr, "lcvmm: --bios needs the KVM back end\n");
+        return LCVMM_EXIT_ERROR;
+    }
     if (o->cpu == VMM_CPU_UNICORN && !vmm_unicorn_available()) {
         fprintf(stderr, "lcvmm: this build has no Unicorn back end\n");
         return LCVMM_EXIT_ERROR;
@@ -326,7 +363,10 @@ int main(int argc, char **argv)
                 (unsigned long long)o->ram_mib);
         return LCVMM_EXIT_ERROR;
     }
-    if (vmm_load_multiboot(vm, o->kernel, o->params, &boot, err, sizeof err) ||
+    memset(&boot, 0, sizeof boot);
+    boot.reset = o->bios != NULL;
+    if ((!o->bios && vmm_load_multiboot(vm, o->kernel, o->params, &boot, err,
+                                        sizeof err)) ||
         vmm_devices_init(vm, err, sizeof err)) {
         fprintf(stderr, "lcvmm: %s\n", err);
         return LCVMM_EXIT_ERROR;
@@ -349,7 +389,7 @@ int main(int argc, char **argv)
     }
     if (!o->quiet)
         fprintf(stderr, "lcvmm: %s, %llu MiB, %u vCPU, nic %s, net %s, cpu %s, "
-                "libcluster %s\n", o->kernel, (unsigned long long)o->ram_mib,
+                "libcluster %s\n", o->bios ? o->bios : o->kernel, (unsigned long long)o->ram_mib,
                 o->vcpus, nic_model_name(o->nic), o->net, backend,
                 o->cluster ? lc_version_string() : "off");
 
@@ -388,6 +428,7 @@ int main(int argc, char **argv)
         perror(o->trace_file);
     vmm_devices_fini(vm);
     lc_engine_destroy(vm->engine);
+    vmm_fw_free(vm);
     vmm_mem_fini(vm);
     return vm->exit_code;
 }

@@ -43,6 +43,8 @@ static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
             *val = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
         return;
     }
+    if (vm->fw && !w)
+        vmm_fw_nic_read(vm, off);       /* --bios: phases and polls */
     pthread_mutex_lock(&vm->dev_lock);
     if (size == 8) {            /* two dwords, low half first */
         uint32_t lo = (uint32_t)*val, hi = (uint32_t)(*val >> 32);
@@ -140,6 +142,7 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
                                   errlen);
     if (!g->net)
         return -1;
+    g->net = vmm_fw_watch_net(vm, g->net);  /* --bios: boot phases */
     g->irq = vmm_irq_line(vm, LCVMM_NIC_IRQ);
     nic_options nopt = vm->opt.nic_opt;
     nopt.clock = nic_clock;

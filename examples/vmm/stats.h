@@ -20,7 +20,7 @@ typedef struct kv {
     bool is_float;
 } kv;
 
-#define MAX_KV 128
+#define MAX_KV 192   /* the firmware phases add rows */
 
 /* Fill t (MAX_KV rows) with the counters now and return how many: lcvmm's
  * own, read with relaxed loads (the vCPU threads update them as the

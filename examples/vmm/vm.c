@@ -107,10 +107,14 @@ static void lc_gpa_map_cb(void *opaque, uint64_t gpa, int is_write,
     vmm *vm = ((vmm_vcpu *)opaque)->vm;
     (void)is_write;
     memset(m, 0, sizeof *m);
+    if (vm->fw && vmm_fw_gpa_map(vm, gpa, m))
+        return;                 /* ROM, shadow RAM (firmware.c) */
     if (gpa < vm->ram_size) {
         m->kind = LC_GPA_RAM;
         m->hva = vm->ram + gpa;
         m->span = vm->ram_size - gpa;
+        if (vm->fw && gpa < FW_SHADOW_BASE)     /* PAM segments follow */
+            m->span = FW_SHADOW_BASE - gpa;
     } else if (bus_find(&vm->mmio, gpa, 1)) {
         m->kind = LC_GPA_MMIO;
     }

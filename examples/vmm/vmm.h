@@ -27,6 +27,7 @@
 #include "devices/dev.h"
 #include "devices/nic.h"
 #include "devices/platform.h"
+#include "firmware.h"
 #include "lcvmm/platform.h"
 #include "kvm_stats.h"
 
@@ -64,6 +65,10 @@ typedef struct vmm_options {
     bool quiet;                   /* no banner */
     const char *trace_file;       /* --trace-file */
     double stats_interval_s;      /* --stats-interval (0: off) */
+    const char *bios;             /* --bios: firmware image (firmware.c) */
+    const char *rom;              /* --rom: the NIC's option ROM */
+    const char *debugcon;         /* --debugcon: port 0x402 output */
+    bool rom_bar;                 /* --rom-bar: ROM BAR instead of fw_cfg */
 } vmm_options;
 
 /* Counting one of them on a vCPU thread: --stats-interval reads them
@@ -79,6 +84,9 @@ typedef struct vmm_stats {
     uint64_t exits_handled_by_engine;
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t insns;               /* Unicorn: guest instructions */
+    uint64_t quirk_irets;         /* IRETs completed for KVM (kvm_quirks.c) */
+    uint64_t quirk_late_ticks;    /* late BIOS ticks: breakpoints armed */
+    uint64_t quirk_bp_exits;      /* ... and hit */
     lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
     /* KVM: its own per-vCPU counters over the run, summed (kvm_stats.h) */
     uint64_t kvm[KVM_STAT_COUNT_];
@@ -102,6 +110,7 @@ struct vmm {
     uint64_t ram_size;
     bus pio, mmio;
     pci_bus *pci;                 /* configuration space (the pci-cfg device) */
+    struct vmm_fw *fw;            /* --bios: images and memory map, or NULL */
     /* The devices of the board, in init order (device.h). */
     vmm_device dev[VMM_MAX_DEVICES];
     unsigned ndev;
@@ -174,6 +183,7 @@ typedef struct vmm_boot {
     uint32_t entry;
     uint32_t mbi;        /* EBX */
     uint32_t gdt;        /* a flat GDT the loader wrote: 0x08 code, 0x10 data */
+    bool reset;          /* firmware: start at the reset vector instead */
 } vmm_boot;
 int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
                        vmm_boot *boot, char *err, size_t errlen);
@@ -185,6 +195,19 @@ void vmm_boot_state(const vmm_boot *boot, lc_cpu_state *st);
  * the reason in vm->stop_reason. */
 bool vmm_kvm_available(char *why, size_t len);
 int  vmm_kvm_run(vmm *vm, const vmm_boot *boot);
+/* kvm_quirks.c: the firmware map's slot setter (opaque: &vm_fd), and the
+ * fix-ups of this KVM's faults where the probe found them (true: the
+ * exit was dealt with, resume). */
+int  vmm_kvm_set_slot(void *vm_fd, unsigned slot, uint64_t gpa,
+                      uint64_t size, void *hva, bool ro);
+bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run);
+void vmm_kvm_quirks_probe(vmm *vm);     /* once per process */
+/* fw_phase.c: a backend in front of `inner` that sees the guest's frames
+ * (boot phases), and the phases' statistics. */
+net_backend *vmm_fw_watch_net(vmm *vm, net_backend *inner);
+void vmm_fw_phase_stats(vmm *vm, vmm_stat_fn put, void *ctx);
+void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd);  /* at every exit */
+bool vmm_kvm_quirk_debug(vmm *vm, int vcpu_fd); /* KVM_EXIT_DEBUG */
 bool vmm_unicorn_available(void);
 int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
 

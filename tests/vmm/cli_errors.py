@@ -66,11 +66,86 @@ CASES = [
      "unknown control-flow method 'm4'"),
     ('bad timeout', image(header()), ['--timeout', '-1'], '--timeout must'),
     ('stray argument', image(header()), ['extra'], "unexpected argument"),
+    ('--rom without --bios', image(header()), ['--rom', '/dev/null'],
+     '--rom and --debugcon need --bios'),
+    ('-k and --bios', image(header()), ['--bios', '/dev/null'],
+     'exclude each other'),
 ] + [
     (f'bad stats interval {v!r}', image(header()), ['--stats-interval', v],
      '--stats-interval must be')
     for v in ('0', '-1', '0.001', 'nan', 'inf', '3601', '1e9', '0.5s', '')
 ]
+
+
+def fake_bios(size=128 << 10, jump=True):
+    b = bytearray(size)
+    if jump and size >= 16:
+        b[size - 16] = 0xea             # far JMP at the reset vector
+    return bytes(b)
+
+
+def fake_rom(vendor=0x1022, device=0x2000, blocks=8, size=4096):
+    b = bytearray(size)
+    b[0:3] = bytes([0x55, 0xaa, blocks])
+    b[0x18:0x1a] = struct.pack('<H', 0x40)
+    b[0x40:0x48] = b'PCIR' + struct.pack('<HH', vendor, device)
+    return bytes(b)
+
+
+# --bios and --rom: (name, bios bytes or None, rom bytes or None or 'absent',
+#  extra args, expected text)
+FW_CASES = [
+    ('bios missing', 'absent', None, [], 'No such file'),
+    ('bios empty', b'', None, [], 'a firmware image has'),
+    ('bios truncated to 64 KiB', fake_bios(64 << 10), None, [],
+     'a firmware image has'),
+    ('bios oversized', fake_bios(17 << 20), None, [], 'a firmware image has'),
+    ('bios not firmware', fake_bios(jump=False), None, [],
+     'no jump instruction at the reset vector'),
+    ('bios not whole pages', fake_bios((128 << 10) + 100), None, [],
+     'multiple of 4 KiB'),
+    ('rom missing', fake_bios(), 'absent', [], 'No such file'),
+    ('rom not a ROM', fake_bios(), bytes(4096), [], 'no 55 AA signature'),
+    ('rom truncated', fake_bios(), fake_rom(blocks=100), [], 'truncated'),
+    ('rom oversized', fake_bios(), fake_rom(size=200 << 10), [],
+     'an option ROM has'),
+    ('rom for another NIC', fake_bios(), fake_rom(0x8086, 0x100e), [],
+     'for another PCI device'),
+    ('rom without a NIC', fake_bios(), fake_rom(), ['--nic', 'none'],
+     '--rom needs a NIC'),
+]
+
+
+def run_fw_cases(lcvmm, d, first):
+    failed = 0
+    for i, (name, bios, rom, extra, want) in enumerate(FW_CASES):
+        bpath = os.path.join(d, f'bios{i}.bin')
+        rpath = os.path.join(d, f'rom{i}.rom')
+        if bios != 'absent':
+            with open(bpath, 'wb') as f:
+                f.write(bios)
+        cmd = [lcvmm, '-q', '--bios', bpath, '--nic', 'pcnet',
+               '--stats', 'none', '--timeout', '10']
+        if rom is not None:
+            if rom != 'absent':
+                with open(rpath, 'wb') as f:
+                    f.write(rom)
+            cmd += ['--rom', rpath]
+        cmd += extra
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+        except subprocess.TimeoutExpired:
+            print(f'not ok {first + i} - {name}: hung')
+            failed += 1
+            continue
+        err = p.stderr.decode(errors='replace')
+        ok = p.returncode == 2 and want in err
+        print(f'{"ok" if ok else "not ok"} {first + i} - {name}')
+        if not ok:
+            print(f'# exit status {p.returncode}, stderr: {err.strip()}')
+            failed += 1
+    return failed
 
 
 def main():
@@ -97,7 +172,8 @@ def main():
             if not ok:
                 print(f'# exit status {p.returncode}, stderr: {err.strip()}')
                 failed += 1
-    print(f'1..{len(CASES)}')
+        failed += run_fw_cases(lcvmm, d, len(CASES) + 1)
+    print(f'1..{len(CASES) + len(FW_CASES)}')
     return 1 if failed else 0
 
 

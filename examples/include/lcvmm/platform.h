@@ -25,6 +25,18 @@
 #define LCVMM_PCI_CONFIG_DATA 0xCFC
 #define LCVMM_PCI_CONFIG_PORTS 8        /* 0xCF8-0xCFF */
 
+/* ---- the firmware platform: present only with --bios -------------------- */
+/* What SeaBIOS expects of a PC (docs/vmm.md, "Real firmware"); multiboot
+ * guests never see these ports decoded. */
+#define LCVMM_KBD_DATA_PORT   0x60      /* i8042 data */
+#define LCVMM_KBD_CMD_PORT    0x64      /* i8042 status / command */
+#define LCVMM_CMOS_PORT       0x70      /* MC146818 CMOS/RTC: index, data */
+#define LCVMM_CMOS_PORTS      2
+#define LCVMM_SYSCTL_PORT     0x92      /* system control port A: A20, reset */
+#define LCVMM_DEBUGCON_PORT   0x402     /* QEMU-style debug console */
+#define LCVMM_FW_CFG_PORT     0x510     /* fw_cfg: selector, data */
+#define LCVMM_FW_CFG_PORTS    2
+
 /* ---- PCI: bus 0, function 0 of each device ------------------------------ */
 #define LCVMM_PCI_HOST_DEV    0         /* i440FX-style host bridge */
 #define LCVMM_NIC_PCI_DEV     3         /* the NIC (pcnet or e1000) */

@@ -7,6 +7,7 @@
  *
  *   peer                 the built-in peer at 10.0.2.2
  *   peer,ip=A.B.C.D      the built-in peer at another address
+ *   peer,tftp=DIR,boot=F the peer as network-boot server too (DHCP, TFTP)
  *   tap,ifname=NAME      a TAP device (ifname required)
  *
  * Unknown backends and options are rejected with a message that lists
@@ -67,7 +68,7 @@ void net_set_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* --- --net parsing --------------------------------------------------- */
 
-#define MAX_KEYS 1
+#define MAX_KEYS 3
 
 typedef struct net_kind {
     const char *name;
@@ -79,7 +80,7 @@ typedef struct net_kind {
 static net_backend *create_peer(const char *const *vals, char *err,
                                 size_t errlen)
 {
-    return net_peer_create(vals[0], err, errlen);
+    return net_peer_create_boot(vals[0], vals[1], vals[2], err, errlen);
 }
 
 static net_backend *create_tap(const char *const *vals, char *err,
@@ -93,7 +94,8 @@ static net_backend *create_tap(const char *const *vals, char *err,
 }
 
 static const net_kind kinds[] = {
-    { "peer", { "ip" }, "peer[,ip=A.B.C.D]", create_peer },
+    { "peer", { "ip", "tftp", "boot" },
+      "peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE]", create_peer },
     { "tap", { "ifname" }, "tap,ifname=NAME", create_tap },
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])

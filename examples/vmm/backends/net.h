@@ -72,6 +72,12 @@ static inline size_t net_rx(net_backend *be, uint8_t *buf, size_t cap)
  * writes a message into err (errlen bytes).
  */
 net_backend *net_peer_create(const char *ip, char *err, size_t errlen);
+/* The same peer as a network-boot server too: DHCP leases the guest
+ * 10.0.2.15 (the peer's /24, .15) with `bootfile` (NULL: none) and the
+ * peer as next server; TFTP serves files from `tftp_dir` (NULL: none). */
+net_backend *net_peer_create_boot(const char *ip, const char *tftp_dir,
+                                  const char *bootfile, char *err,
+                                  size_t errlen);
 
 /*
  * A TAP device `ifname` (created if missing, needs CAP_NET_ADMIN), opened
@@ -80,7 +86,8 @@ net_backend *net_peer_create(const char *ip, char *err, size_t errlen);
  */
 net_backend *net_tap_create(const char *ifname, char *err, size_t errlen);
 
-/* Parse a --net argument: "peer", "peer,ip=A.B.C.D", "tap,ifname=NAME". */
+/* Parse a --net argument: "peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE]",
+ * "tap,ifname=NAME". */
 net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen);
 
 static inline void net_destroy(net_backend *be)

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot_srv.h"
 #include "net.h"
 #include "net_util.h"
 
@@ -38,6 +39,7 @@
 #define ETH_ZLEN 60             /* minimum frame without FCS */
 #define ETH_P_IPV4 0x0800
 #define ETH_P_ARP 0x0806
+#define ETH_P_IPV6 0x86dd
 
 /* ARP for IPv4 over Ethernet (RFC 826): 28 bytes after the Ethernet
  * header. */
@@ -72,6 +74,8 @@ typedef struct peer_frame {
 typedef struct peer {
     net_backend be;
     uint8_t ip[4];              /* network order */
+    dhcp_config dhcp;           /* the lease it offers (boot_srv.h) */
+    tftp_server *tftp;          /* tftp=DIR, or NULL */
     uint16_t ip_id;             /* identification of the datagrams we send */
     unsigned head, count;       /* FIFO of replies */
     peer_frame q[PEER_QUEUE];
@@ -285,6 +289,9 @@ static bool handle_icmp(peer *p, const ip_packet *pkt)
 
 /* --- UDP (RFC 768) ------------------------------------------------------ */
 
+static bool handle_tftp(peer *p, const ip_packet *pkt, const uint8_t *udp,
+                        size_t n);
+
 /* The UDP checksum: over the pseudo-header (source, destination, zero,
  * protocol, UDP length), then the datagram. */
 static uint16_t udp_csum(const uint8_t *src, const uint8_t *dst,
@@ -325,7 +332,9 @@ static bool handle_udp(peer *p, const ip_packet *pkt)
         return false;
     /* Port 0 is not a port one can answer (RFC 768: the source port is
      * optional and 0 when unused). */
-    if (net_get16(udp + 2) != UDP_PORT_ECHO || net_get16(udp) == 0)
+    if (net_get16(udp + 2) != UDP_PORT_ECHO)
+        return handle_tftp(p, pkt, udp, n);
+    if (net_get16(udp) == 0)
         return false;
 
     out = ip_reply_start(p, pkt, IP_PROTO_UDP, n);
@@ -345,10 +354,172 @@ static bool handle_udp(peer *p, const ip_packet *pkt)
     return true;
 }
 
+/* --- network boot: DHCP, TFTP, the IPv6 router answer (boot_srv.h) --- */
+
+/* A UDP datagram from the peer to `dst_mac`/`dst_ip`. */
+static bool udp_send(peer *p, const uint8_t *dst_mac, const uint8_t *dst_ip,
+                     uint16_t sport, uint16_t dport, const uint8_t *data,
+                     size_t n)
+{
+    uint8_t *out = reply_alloc(p, ETH_HLEN + IP_HLEN + UDP_HLEN + n);
+    uint8_t *h, *u;
+    uint16_t sum;
+
+    if (!out)
+        return true;
+    memcpy(out, dst_mac, 6);
+    memcpy(out + 6, peer_mac, 6);
+    net_put16(out + 12, ETH_P_IPV4);
+    h = out + ETH_HLEN;
+    h[0] = 0x45;
+    net_put16(h + 2, (uint16_t)(IP_HLEN + UDP_HLEN + n));
+    net_put16(h + 4, p->ip_id++);
+    h[8] = IP_TTL;
+    h[9] = IP_PROTO_UDP;
+    memcpy(h + 12, p->ip, 4);
+    memcpy(h + 16, dst_ip, 4);
+    net_put16(h + 10, net_csum(h, IP_HLEN));
+    u = h + IP_HLEN;
+    net_put16(u, sport);
+    net_put16(u + 2, dport);
+    net_put16(u + 4, (uint16_t)(UDP_HLEN + n));
+    memcpy(u + UDP_HLEN, data, n);
+    sum = udp_csum(p->ip, dst_ip, u, UDP_HLEN + n);
+    net_put16(u + 6, sum ? sum : 0xffff);
+    reply_commit(p);
+    p->be.stats.udp_replies++;
+    return true;
+}
+
+/* A DHCP request: from 0.0.0.0 (or the client's address) to the limited
+ * broadcast or to us, UDP port 67. Checked like ip_parse, but those
+ * addresses are what a client without a lease uses. The answer goes to
+ * the Ethernet broadcast and 255.255.255.255 (RFC 2131 4.1: allowed
+ * whatever the broadcast flag says). */
+static bool handle_dhcp(peer *p, const uint8_t *f, size_t len)
+{
+    static const uint8_t bcast_ip[4] = { 255, 255, 255, 255 };
+    const uint8_t *h = f + ETH_HLEN, *u;
+    size_t hlen, total, n;
+    uint8_t reply[DHCP_REPLY_MAX];
+
+    if (len < ETH_HLEN + IP_HLEN || h[0] >> 4 != 4 || h[9] != IP_PROTO_UDP)
+        return false;
+    hlen = (size_t)(h[0] & 0xf) * 4;
+    total = net_get16(h + 2);
+    if (hlen < IP_HLEN || hlen + UDP_HLEN > total || total > len - ETH_HLEN ||
+        net_csum(h, hlen) || (net_get16(h + 6) & (IP_FLAG_MF | IP_FRAG_OFFSET)))
+        return false;
+    if (memcmp(h + 16, bcast_ip, 4) && !ip_is_ours(p, h + 16))
+        return false;
+    u = h + hlen;
+    n = net_get16(u + 4);
+    if (net_get16(u + 2) != DHCP_SERVER_PORT ||
+        net_get16(u) != DHCP_CLIENT_PORT || n < UDP_HLEN || n > total - hlen)
+        return false;
+    if (net_get16(u + 6) && udp_csum(h + 12, h + 16, u, n))
+        return false;
+    n = dhcp_reply(&p->dhcp, u + UDP_HLEN, n - UDP_HLEN, reply);
+    if (!n)
+        return false;
+    return udp_send(p, broadcast_mac, bcast_ip, DHCP_SERVER_PORT,
+                    DHCP_CLIENT_PORT, reply, n);
+}
+
+/* A datagram for the TFTP server (port 69 or a transfer's port). */
+static bool handle_tftp(peer *p, const ip_packet *pkt, const uint8_t *udp,
+                        size_t n)
+{
+    uint8_t reply[TFTP_REPLY_MAX];
+    uint16_t from;
+    size_t r;
+
+    if (!p->tftp || net_get16(udp) == 0)
+        return false;
+    r = tftp_input(p->tftp, net_get16(udp), net_get16(udp + 2),
+                   udp + UDP_HLEN, n - UDP_HLEN, reply, &from);
+    if (!r)
+        return false;
+    return udp_send(p, pkt->eth + 6, pkt->hdr + 12, from, net_get16(udp),
+                    reply, r);
+}
+
+/* IPv6 (RFC 8200) router solicitation (RFC 4861 6.3.7): answered with a
+ * router advertisement without prefixes, M and O flags clear: "no
+ * stateful or stateless configuration here", which ends iPXE's IPv6
+ * configuration at once instead of after its solicitation timeouts. */
+#define IP6_HLEN 40
+#define IP6_PROTO_ICMP6 58
+#define ICMP6_RS 133
+#define ICMP6_RA 134
+static bool handle_ipv6(peer *p, const uint8_t *f, size_t len)
+{
+    const uint8_t *h = f + ETH_HLEN;
+    uint8_t *out, *o, *icmp;
+    uint32_t sum;
+    size_t plen;
+    uint8_t src[16] = { 0xfe, 0x80 }, pseudo[40];
+    static const uint8_t unspec[16];
+    static const uint8_t all_nodes[16] = { 0xff, 2, [15] = 1 };
+    const uint8_t *dst;
+
+    if (len < ETH_HLEN + IP6_HLEN + 8 || h[0] >> 4 != 6 || h[6] !=
+        IP6_PROTO_ICMP6 || h[7] != 255)
+        return false;
+    plen = net_get16(h + 4);
+    if (plen < 8 || plen > len - ETH_HLEN - IP6_HLEN ||
+        h[IP6_HLEN] != ICMP6_RS || h[IP6_HLEN + 1] != 0)
+        return false;
+    /* the checksum over the pseudo-header and the message */
+    memcpy(pseudo, h + 8, 32);
+    memset(pseudo + 32, 0, 8);
+    pseudo[35] = (uint8_t)plen; pseudo[34] = (uint8_t)(plen >> 8);
+    pseudo[39] = IP6_PROTO_ICMP6;
+    if (net_csum_fold(net_csum_add(net_csum_add(0, pseudo, 40),
+                                   h + IP6_HLEN, plen)))
+        return false;
+    /* our link-local address from our MAC (modified EUI-64) */
+    src[8] = peer_mac[0] ^ 2; src[9] = peer_mac[1]; src[10] = peer_mac[2];
+    src[11] = 0xff; src[12] = 0xfe; src[13] = peer_mac[3];
+    src[14] = peer_mac[4]; src[15] = peer_mac[5];
+    dst = memcmp(h + 8, unspec, 16) ? h + 8 : all_nodes;
+    out = reply_alloc(p, ETH_HLEN + IP6_HLEN + 16 + 8);
+    if (!out)
+        return true;
+    memcpy(out, f + 6, 6);          /* back to the solicitor's MAC */
+    memcpy(out + 6, peer_mac, 6);
+    net_put16(out + 12, ETH_P_IPV6);
+    o = out + ETH_HLEN;
+    o[0] = 0x60;
+    net_put16(o + 4, 16 + 8);
+    o[6] = IP6_PROTO_ICMP6;
+    o[7] = 255;                     /* RFC 4861: hop limit 255 */
+    memcpy(o + 8, src, 16);
+    memcpy(o + 24, dst, 16);
+    icmp = o + IP6_HLEN;
+    icmp[0] = ICMP6_RA;
+    icmp[4] = 64;                   /* cur hop limit; flags 0 */
+    /* router lifetime 0: not a default router; reachable, retrans 0 */
+    icmp[16] = 1;                   /* source link-layer address option */
+    icmp[17] = 1;
+    memcpy(icmp + 18, peer_mac, 6);
+    memcpy(pseudo, o + 8, 32);
+    memset(pseudo + 32, 0, 8);
+    pseudo[35] = 24;
+    pseudo[39] = IP6_PROTO_ICMP6;
+    sum = net_csum_add(net_csum_add(0, pseudo, 40), icmp, 24);
+    net_put16(icmp + 2, net_csum_fold(sum));
+    reply_commit(p);
+    p->be.stats.icmp_replies++;
+    return true;
+}
+
 static bool handle_ipv4(peer *p, const uint8_t *f, size_t len)
 {
     ip_packet pkt;
 
+    if (handle_dhcp(p, f, len))
+        return true;
     if (!ip_parse(p, f, len, &pkt))
         return false;
     switch (pkt.hdr[9]) {
@@ -368,9 +539,12 @@ static bool handle_frame(peer *p, const uint8_t *f, size_t len)
 {
     const uint8_t *dst = f, *src = f + 6;
 
-    /* For us: our MAC, or broadcast (ARP requests). Other multicast is
-     * not for us; a group source address is invalid on Ethernet. */
-    if (memcmp(dst, peer_mac, 6) && memcmp(dst, broadcast_mac, 6))
+    /* For us: our MAC, broadcast (ARP requests, DHCP), or IPv6's
+     * all-routers group (router solicitations). Other multicast is not
+     * for us; a group source address is invalid on Ethernet. */
+    static const uint8_t all_routers_mac[6] = { 0x33, 0x33, 0, 0, 0, 2 };
+    if (memcmp(dst, peer_mac, 6) && memcmp(dst, broadcast_mac, 6) &&
+        memcmp(dst, all_routers_mac, 6))
         return false;
     if (mac_is_multicast(src))
         return false;
@@ -379,8 +553,10 @@ static bool handle_frame(peer *p, const uint8_t *f, size_t len)
         return handle_arp(p, f, len);
     case ETH_P_IPV4:
         return handle_ipv4(p, f, len);
+    case ETH_P_IPV6:
+        return handle_ipv6(p, f, len);
     default:
-        return false;           /* IPv6, VLAN tags, LLC lengths ... */
+        return false;           /* VLAN tags, LLC lengths ... */
     }
 }
 
@@ -431,6 +607,7 @@ static int peer_poll_fd(net_backend *be)
 
 static void peer_destroy(net_backend *be)
 {
+    tftp_destroy(to_peer(be)->tftp);
     free(be);
 }
 
@@ -443,6 +620,13 @@ static const net_backend_ops peer_ops = {
 };
 
 net_backend *net_peer_create(const char *ip, char *err, size_t errlen)
+{
+    return net_peer_create_boot(ip, NULL, NULL, err, errlen);
+}
+
+net_backend *net_peer_create_boot(const char *ip, const char *tftp_dir,
+                                  const char *bootfile, char *err,
+                                  size_t errlen)
 {
     uint8_t addr[4];
     peer *p;
@@ -466,5 +650,22 @@ net_backend *net_peer_create(const char *ip, char *err, size_t errlen)
     }
     p->be.ops = &peer_ops;
     memcpy(p->ip, addr, 4);
+    /* the lease: the guests' address (.15) on the peer's /24 */
+    memcpy(p->dhcp.server, addr, 4);
+    memcpy(p->dhcp.client, addr, 3);
+    p->dhcp.client[3] = addr[3] == 15 ? 16 : 15;
+    memset(p->dhcp.netmask, 255, 3);
+    if (bootfile) {
+        if (strlen(bootfile) > DHCP_FILE_MAX) {
+            net_set_err(err, errlen, "peer: boot file name too long");
+            free(p);
+            return NULL;
+        }
+        strcpy(p->dhcp.bootfile, bootfile);
+    }
+    if (tftp_dir && !(p->tftp = tftp_create(tftp_dir, err, errlen))) {
+        free(p);
+        return NULL;
+    }
     return &p->be;
 }

@@ -25,6 +25,11 @@ typedef struct pci_fn {
     pci_bar_info bar;
     uint32_t bar_base;
     pci_function_ops ops;
+    pci_cfg_write_fn cfg_write;
+    void *cfg_opaque;
+    uint32_t rom_size;              /* expansion ROM BAR size; 0: none */
+    pci_rom_fn rom_changed;
+    void *rom_opaque;
 } pci_fn;
 
 struct pci_bus {
@@ -76,6 +81,28 @@ int pci_add_function(pci_bus *p, unsigned dev, const uint8_t id[64],
     return 0;
 }
 
+int pci_set_cfg_hook(pci_bus *p, unsigned dev, pci_cfg_write_fn fn,
+                     void *opaque)
+{
+    if (dev >= PCI_MAX_DEVFN || !p->fn[dev].present)
+        return -1;
+    p->fn[dev].cfg_write = fn;
+    p->fn[dev].cfg_opaque = opaque;
+    return 0;
+}
+
+int pci_set_rom(pci_bus *p, unsigned dev, uint32_t size, pci_rom_fn fn,
+                void *opaque)
+{
+    if (dev >= PCI_MAX_DEVFN || !p->fn[dev].present || size < 2048 ||
+        (size & (size - 1)))
+        return -1;
+    p->fn[dev].rom_size = size;
+    p->fn[dev].rom_changed = fn;
+    p->fn[dev].rom_opaque = opaque;
+    return 0;
+}
+
 bool pci_decodes(const pci_bus *p, unsigned dev)
 {
     const pci_fn *f = &p->fn[dev % PCI_MAX_DEVFN];
@@ -115,7 +142,10 @@ static void cfg_write(pci_fn *f, unsigned reg, uint32_t val, uint32_t mask)
         uint32_t base;
         if (!f->bar.size)
             break;
-        base = v & ~(f->bar.size - 1) & (f->bar.is_io ? 0xfffcu : ~0xfu);
+        /* all 32 bits of an I/O BAR are writable (the function decodes
+         * the low 16): sizing must read back 0xFFFFFFE1 for 32 ports, or
+         * firmware (SeaBIOS pciinit.c) computes a 4 GiB-sized I/O BAR */
+        base = v & ~(f->bar.size - 1) & (f->bar.is_io ? ~3u : ~0xfu);
         if (base != f->bar_base) {
             f->bar_base = base;
             if (f->ops.bar_moved)
@@ -124,10 +154,25 @@ static void cfg_write(pci_fn *f, unsigned reg, uint32_t val, uint32_t mask)
         put32(&f->cfg[0x10], bar_value(f));
         break;
     }
+    case 0x30:                      /* expansion ROM BAR (PCI 3.0 6.2.5.2) */
+        if (!f->rom_size)
+            break;
+        v &= ~(f->rom_size - 1) | 1u;   /* address bits above the size,
+                                         * bit 0 decode enable */
+        memcpy(&f->cfg[0x30], &v, 4);
+        if (f->rom_changed)
+            f->rom_changed(f->rom_opaque, v & ~1u, v & 1);
+        break;
     case 0x3c:                      /* interrupt line; pin is read-only */
         f->cfg[0x3c] = (uint8_t)v;
         break;
-    default:                        /* read-only */
+    default:
+        /* device-specific registers (0x40 and up) of a function that
+         * wants them (the host bridge's PAM registers); else read-only */
+        if (reg >= 0x40 && f->cfg_write) {
+            memcpy(&f->cfg[reg], &v, 4);
+            f->cfg_write(f->cfg_opaque, reg, v);
+        }
         break;
     }
 }

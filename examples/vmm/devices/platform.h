@@ -41,6 +41,10 @@ typedef struct pci_function_ops {
     void (*command)(void *opaque, uint16_t cmd);
 } pci_function_ops;
 
+/* A write to a device-specific register (0x40..0xFC, dword-aligned
+ * `reg`, the merged 32-bit value, already stored for reads). */
+typedef void (*pci_cfg_write_fn)(void *opaque, unsigned reg, uint32_t val);
+
 typedef struct pci_bus pci_bus;
 pci_bus *pci_create(void);
 void pci_destroy(pci_bus *p);
@@ -53,6 +57,16 @@ int pci_add_function(pci_bus *p, unsigned dev, const uint8_t id[64],
 /* Port access at CONFIG_ADDRESS + offset (offset 0..7), size 1, 2 or 4. */
 void pci_access(pci_bus *p, unsigned offset, unsigned size, bool is_write,
                 uint32_t *val);
+/* Make the device-specific registers of `dev` writable, calling `fn`
+ * after each write (the host bridge's PAM registers). -1: no such dev. */
+int pci_set_cfg_hook(pci_bus *p, unsigned dev, pci_cfg_write_fn fn,
+                     void *opaque);
+/* Give `dev` an expansion ROM BAR of `size` bytes (a power of two, at
+ * least 2 KiB); `fn` hears every write (address, decode enable bit).
+ * -1: no such device or a bad size. */
+typedef void (*pci_rom_fn)(void *opaque, uint32_t addr, bool enabled);
+int pci_set_rom(pci_bus *p, unsigned dev, uint32_t size, pci_rom_fn fn,
+                void *opaque);
 /* Is decoding of BAR0 of `dev` enabled (command bits)? */
 bool pci_decodes(const pci_bus *p, unsigned dev);
 

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/vmm/test_firmware.c: the devices of the firmware platform
+ * (devices/cmos.c, fw_cfg.c, i8042.c), the PCI I/O BAR as firmware sizes
+ * it, the image checks and the PAM memory map (firmware.c) under hostile
+ * register values: nothing maps or returns memory outside the VMM's own
+ * buffers, whatever the guest writes.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../unit/harness.h"
+#include "devices/fwdev.h"
+#include "vmm.h"
+
+/* firmware.c marks boot phases (fw_phase.c): not measured here */
+void vmm_fw_phase(vmm *vm, unsigned phase)
+{
+    (void)vm; (void)phase;
+}
+
+/* firmware.c ends the VM through this; here it only counts */
+static int stops;
+void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
+{
+    (void)vm; (void)code; (void)fmt;
+    stops++;
+}
+
+static uint32_t rng = 12345;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5;
+    return rng;
+}
+
+/* ---- CMOS ----------------------------------------------------------------- */
+
+static time_t fixed_now(void)
+{
+    return 1795000000;          /* 2026-11-18 11:06:40 UTC */
+}
+
+static uint8_t cmos_rd(cmos *c, uint8_t reg)
+{
+    uint8_t v = reg;
+    cmos_access(c, 0, true, &v);
+    cmos_access(c, 1, false, &v);
+    return v;
+}
+
+START_TEST(cmos_sizes_time_and_hostile_index)
+{
+    cmos *c = cmos_create(64u << 20, 2, fixed_now);
+    uint8_t v;
+
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(cmos_rd(c, 0x15) | cmos_rd(c, 0x16) << 8, 640);
+    ck_assert_uint_eq(cmos_rd(c, 0x30) | cmos_rd(c, 0x31) << 8, 63 * 1024);
+    ck_assert_uint_eq(cmos_rd(c, 0x34) | cmos_rd(c, 0x35) << 8,
+                      (48u << 20) >> 16);
+    ck_assert_uint_eq(cmos_rd(c, 0x5f), 1);
+    ck_assert_uint_eq(cmos_rd(c, CMOS_YEAR), 0x26);         /* BCD */
+    ck_assert_uint_eq(cmos_rd(c, CMOS_MONTH), 0x11);
+    ck_assert_uint_eq(cmos_rd(c, CMOS_HOURS), 0x11);
+    ck_assert_uint_eq(cmos_rd(c, CMOS_CENTURY), 0x20);
+    ck_assert_uint_eq(cmos_rd(c, CMOS_STATUS_A) & 0x80, 0); /* no UIP */
+    /* binary mode */
+    v = CMOS_STATUS_B; cmos_access(c, 0, true, &v);
+    v = CMOS_RTC_B_24H | CMOS_RTC_B_BIN; cmos_access(c, 1, true, &v);
+    ck_assert_uint_eq(cmos_rd(c, CMOS_YEAR), 26);
+    /* every index, NMI bit or not, stays inside the 128 bytes */
+    for (unsigned i = 0; i < 20000; i++) {
+        v = (uint8_t)rnd();
+        cmos_access(c, rnd() & 1, rnd() & 1, &v);
+    }
+    /* 2 GiB: 0x30/0x31 saturate at 65535 KiB */
+    cmos_destroy(c);
+    c = cmos_create(3072ull << 20, 1, fixed_now);
+    ck_assert_uint_eq(cmos_rd(c, 0x30) | cmos_rd(c, 0x31) << 8, 0xffff);
+    cmos_destroy(c);
+}
+END_TEST
+
+/* ---- fw_cfg ------------------------------------------------------------- */
+
+static void sel(fw_cfg *f, uint16_t key)
+{
+    uint32_t v = key;
+    fw_cfg_access(f, FW_CFG_PORT_SEL, 2, true, &v);
+}
+
+static uint8_t rdb(fw_cfg *f)
+{
+    uint32_t v = 0xdead;
+    fw_cfg_access(f, FW_CFG_PORT_DATA, 1, false, &v);
+    return (uint8_t)v;
+}
+
+START_TEST(fw_cfg_items_directory_and_hostile_selectors)
+{
+    fw_cfg *f = fw_cfg_create();
+    uint8_t b[64];
+    char name[FW_CFG_NAME_MAX + 8];
+
+    ck_assert_ptr_nonnull(f);
+    sel(f, FW_CFG_SIGNATURE);
+    for (int i = 0; i < 4; i++)
+        b[i] = rdb(f);
+    ck_assert_int_eq(memcmp(b, "QEMU", 4), 0);
+    ck_assert_uint_eq(rdb(f), 0);                   /* past the end */
+    sel(f, FW_CFG_ID);
+    ck_assert_uint_eq(rdb(f), 1);                   /* no DMA */
+    ck_assert_int_eq(fw_cfg_add_file(f, "etc/one", "abc", 3), 0);
+    ck_assert_int_eq(fw_cfg_add_file(f, "etc/two", "defg", 4), 0);
+    ck_assert_int_eq(fw_cfg_find_file(f, "etc/two"), FW_CFG_FILE_FIRST + 1);
+    sel(f, FW_CFG_FILE_DIR);
+    for (int i = 0; i < 4 + 2 * 64; i++)
+        b[i % 64] = rdb(f), (void)0;
+    sel(f, FW_CFG_FILE_DIR);
+    uint8_t dir[4 + 128];
+    for (size_t i = 0; i < sizeof dir; i++)
+        dir[i] = rdb(f);
+    ck_assert_uint_eq(dir[3], 2);                   /* count, big-endian */
+    ck_assert_uint_eq(dir[4 + 64 + 3], 4);          /* size of etc/two */
+    ck_assert_uint_eq(dir[4 + 64 + 5], FW_CFG_FILE_FIRST + 1);
+    ck_assert_str_eq((char *)dir + 4 + 64 + 8, "etc/two");
+    /* bad names, duplicates */
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    ck_assert_int_eq(fw_cfg_add_file(f, name, "x", 1), -1);
+    ck_assert_int_eq(fw_cfg_add_file(f, "", "x", 1), -1);
+    ck_assert_int_eq(fw_cfg_add(f, FW_CFG_ID, "x", 1), -1);
+    /* any selector, width and port: reads of nothing are 0 */
+    for (unsigned i = 0; i < 50000; i++) {
+        uint32_t v = rnd();
+        fw_cfg_access(f, rnd() & 1, 1u << (rnd() % 3), rnd() & 1, &v);
+    }
+    sel(f, 0x7777);
+    ck_assert_uint_eq(rdb(f), 0);
+    fw_cfg_destroy(f);
+}
+END_TEST
+
+/* ---- i8042 -------------------------------------------------------------- */
+
+static int resets;
+static void on_reset(void *o)
+{
+    (void)o;
+    resets++;
+}
+
+START_TEST(i8042_self_test_keyboard_and_overrun)
+{
+    i8042 *k = i8042_create(on_reset, NULL);
+    uint8_t v;
+
+    v = 0xaa; i8042_access(k, 4, true, &v);
+    i8042_access(k, 4, false, &v);
+    ck_assert_uint_eq(v & 1, 1);
+    i8042_access(k, 0, false, &v);
+    ck_assert_uint_eq(v, 0x55);
+    v = 0xff; i8042_access(k, 0, true, &v);         /* keyboard reset */
+    i8042_access(k, 0, false, &v);
+    ck_assert_uint_eq(v, 0xfa);
+    i8042_access(k, 0, false, &v);
+    ck_assert_uint_eq(v, 0xaa);
+    i8042_access(k, 4, false, &v);
+    ck_assert_uint_eq(v & 1, 0);
+    /* a flood of commands overruns the FIFO without harm */
+    for (unsigned i = 0; i < 10000; i++) {
+        v = (uint8_t)rnd();
+        if (v == 0xfe)
+            continue;
+        i8042_access(k, rnd() & 1 ? 4 : 0, rnd() & 1, &v);
+    }
+    v = 0xfe; i8042_access(k, 4, true, &v);
+    ck_assert_int_eq(resets, 1);
+    i8042_destroy(k);
+}
+END_TEST
+
+/* ---- PCI: an I/O BAR as firmware sizes it -------------------------------- */
+
+START_TEST(pci_io_bar_reads_back_all_ones_above_its_size)
+{
+    pci_bus *p = pci_create();
+    uint8_t id[64] = { 0x22, 0x10, 0x00, 0x20 };
+    uint32_t v;
+
+    ck_assert_int_eq(pci_add_function(p, 3, id, (pci_bar_info){ 32, true },
+                                      0xc000, 11, NULL), 0);
+    v = 0x80001810u;            /* 00:03.0, BAR0 */
+    pci_access(p, 0, 4, true, &v);
+    v = 0xffffffffu;
+    pci_access(p, 4, 4, true, &v);
+    pci_access(p, 4, 4, false, &v);
+    ck_assert_uint_eq(v, 0xffffffe1u);  /* SeaBIOS: size 32, not 4 GiB */
+    v = 0xc100;
+    pci_access(p, 4, 4, true, &v);
+    pci_access(p, 4, 4, false, &v);
+    ck_assert_uint_eq(v, 0xc101u);
+    /* an expansion ROM BAR of 128 KiB: sized with 0xFFFFF800 */
+    ck_assert_int_eq(pci_set_rom(p, 3, 3000, NULL, NULL), -1);
+    ck_assert_int_eq(pci_set_rom(p, 3, 128 << 10, NULL, NULL), 0);
+    v = 0x80001830u;
+    pci_access(p, 0, 4, true, &v);
+    v = 0xfffff800u;
+    pci_access(p, 4, 4, true, &v);
+    pci_access(p, 4, 4, false, &v);
+    ck_assert_uint_eq(v, 0xfffe0000u);
+    v = 0xfebc0001u;
+    pci_access(p, 4, 4, true, &v);
+    pci_access(p, 4, 4, false, &v);
+    ck_assert_uint_eq(v, 0xfebc0001u);
+    pci_destroy(p);
+}
+END_TEST
+
+/* ---- images ------------------------------------------------------------- */
+
+START_TEST(image_checks)
+{
+    static uint8_t img[256 << 10];
+
+    memset(img, 0, sizeof img);
+    ck_assert_ptr_nonnull(vmm_fw_check_bios(img, 128 << 10));  /* no jump */
+    img[(128 << 10) - 16] = 0xea;
+    ck_assert_ptr_null(vmm_fw_check_bios(img, 128 << 10));
+    ck_assert_ptr_nonnull(vmm_fw_check_bios(img, 64 << 10));   /* small */
+    ck_assert_ptr_nonnull(vmm_fw_check_bios(img, (128 << 10) + 16));
+    memset(img, 0, sizeof img);
+    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));  /* no 55AA */
+    img[0] = 0x55; img[1] = 0xaa; img[2] = 100;
+    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));  /* truncated */
+    img[2] = 8;
+    img[0x18] = 0x40;
+    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));  /* no PCIR */
+    memcpy(img + 0x40, "PCIR\x22\x10\x00\x20", 8);
+    ck_assert_ptr_null(vmm_fw_check_rom(img, 4096, 0x1022, 0x2000));
+    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0x8086, 0x100e));
+    img[0x18] = 0xf0; img[0x19] = 0xff;                         /* far */
+    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));
+    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 256 << 10, 0, 0));
+}
+END_TEST
+
+/* ---- the PAM map under hostile writes ------------------------------------ */
+
+typedef struct slot { bool on; uint64_t gpa, size; uint8_t *hva; bool ro; }
+    slot;
+static slot slots[32];
+static vmm tvm;
+static vmm_fw tfw;
+
+static bool inside(const uint8_t *p, uint64_t n, const uint8_t *b,
+                   uint64_t bn)
+{
+    return p >= b && n <= bn && (uint64_t)(p - b) <= bn - n;
+}
+
+static int set_slot(void *o, unsigned s, uint64_t gpa, uint64_t size,
+                    void *hva, bool ro)
+{
+    (void)o;
+    ck_assert_uint_lt(s, 32);
+    if (!size) {
+        ck_assert(slots[s].on);             /* only existing ones go */
+        slots[s].on = false;
+        return 0;
+    }
+    ck_assert(!slots[s].on);                /* KVM: remove before add */
+    ck_assert(inside(hva, size, tvm.ram, tvm.ram_size) ||
+              (ro && inside(hva, size, tfw.bios, tfw.bios_size)) ||
+              (ro && tfw.rom_bar &&
+               inside(hva, size, tfw.rom_bar, tfw.rom_bar_size)));
+    slots[s] = (slot){ true, gpa, size, hva, ro };
+    return 0;
+}
+
+START_TEST(pam_hostile_writes_stay_inside)
+{
+    tvm.ram_size = 4u << 20;
+    tvm.ram = mmap(NULL, tvm.ram_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    tfw.bios_size = 128 << 10;
+    tfw.bios = mmap(NULL, tfw.bios_size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    tvm.fw = &tfw;
+    ck_assert_int_eq(vmm_fw_map_install(&tvm, set_slot, NULL), 0);
+    /* at reset 0xF0000 shows the BIOS's last 64 KiB, read-only */
+    lc_gpa_map m = { 0 };
+    ck_assert(vmm_fw_gpa_map(&tvm, 0xffff0, &m));
+    ck_assert(m.readonly && m.hva == tfw.bios + tfw.bios_size - 0x10);
+    ck_assert(vmm_fw_gpa_map(&tvm, 0xfffffff0u, &m));
+    ck_assert(m.readonly && m.hva == tfw.bios + tfw.bios_size - 0x10);
+    /* SeaBIOS's setting: everything shadow RAM, read-write */
+    vmm_fw_pam_write(&tvm, 0x59, 0x30);
+    for (unsigned r = 0x5a; r <= 0x5f; r++)
+        vmm_fw_pam_write(&tvm, r, 0x33);
+    ck_assert(vmm_fw_gpa_map(&tvm, 0xf1234, &m));
+    ck_assert(!m.readonly && m.hva == tvm.ram + 0xf1234);
+    ck_assert_uint_eq(vmm_fw_pam_read(&tvm, 0x5f), 0x33);
+    /* the NIC's expansion ROM BAR (--rom-bar) */
+    static uint8_t rom[4096] = { 0x55, 0xaa, 8 };
+    uint8_t id[64] = { 0x22, 0x10, 0x00, 0x20 };
+    tvm.pci = pci_create();
+    ck_assert_int_eq(pci_add_function(tvm.pci, LCVMM_NIC_PCI_DEV, id,
+                                      (pci_bar_info){ 32, true }, 0xc000,
+                                      11, NULL), 0);
+    tfw.rom = rom;
+    tfw.rom_size = sizeof rom;
+    ck_assert_int_eq(vmm_fw_rom_bar_setup(&tvm), 0);
+    /* anything, anywhere in configuration space and the ROM BAR */
+    for (unsigned i = 0; i < 20000; i++) {
+        unsigned reg = rnd() & 1 ? 0x59 + rnd() % 7 : rnd() & 0xff;
+        uint32_t v = 0x80000030u | LCVMM_NIC_PCI_DEV << 11;
+        vmm_fw_pam_write(&tvm, reg, (uint8_t)rnd());
+        pci_access(tvm.pci, 0, 4, true, &v);
+        v = rnd() & 1 ? rnd() : (rnd() & 0xfffff001u);
+        pci_access(tvm.pci, 4, 4, true, &v);
+        uint64_t gpa = rnd() & 1 ? rnd() % 0x140000u
+                                  : tfw.rom_bar_addr + rnd() % 0x2000u;
+        memset(&m, 0, sizeof m);
+        if (!vmm_fw_gpa_map(&tvm, gpa, &m) || m.kind != LC_GPA_RAM)
+            continue;
+        ck_assert(m.span > 0);
+        ck_assert(inside(m.hva, m.span, tvm.ram, tvm.ram_size) ||
+                  (m.readonly && inside(m.hva, m.span, tfw.bios,
+                                        tfw.bios_size)) ||
+                  (m.readonly && inside(m.hva, m.span, tfw.rom_bar,
+                                        tfw.rom_bar_size)));
+    }
+    ck_assert_uint_gt(tfw.rom_bar_maps, 0);
+    pci_destroy(tvm.pci);
+    tfw.rom = NULL;
+    ck_assert_int_eq(stops, 0);
+    munmap(tvm.ram, tvm.ram_size);
+    munmap(tfw.bios, tfw.bios_size);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("firmware");
+    TCase *t = tcase_create("devices");
+    tcase_add_test(t, cmos_sizes_time_and_hostile_index);
+    tcase_add_test(t, fw_cfg_items_directory_and_hostile_selectors);
+    tcase_add_test(t, i8042_self_test_keyboard_and_overrun);
+    tcase_add_test(t, pci_io_bar_reads_back_all_ones_above_its_size);
+    suite_add_tcase(s, t);
+    t = tcase_create("map");
+    tcase_add_test(t, image_checks);
+    tcase_add_test(t, pam_hostile_writes_stay_inside);
+    suite_add_tcase(s, t);
+    return lc_test_run(s);
+}
