@@ -37,11 +37,12 @@ static void usage(FILE *f)
 "      --trace-file FILE  one CSV line per exit (kind, address, cluster; on\n"
 "                         Unicorn also the guest instructions since the last)\n"
 "      --insn-limit N     Unicorn: stop after N guest instructions\n"
-"      --timeout SECONDS  stop the guest after this long (exit status 4)\n"
+"      --timeout SECONDS  stop the guest after this long (exit status %d)\n"
 "  -q, --quiet            no banner\n"
 "  -h, --help\n"
-"Exit status: the guest's debug-exit code; %d VMM error, %d guest crashed,\n"
-"%d timeout or instruction limit.\n", VMM_MAX_VCPUS, LCVMM_EXIT_ERROR,
+"Exit status: 0 success; a guest's debug-exit code C != 0 as (C << 1) | 1\n"
+"(always odd); %d VMM error, %d guest crashed, %d timeout or instruction\n"
+"limit.\n", VMM_MAX_VCPUS, LCVMM_EXIT_TIMEOUT, LCVMM_EXIT_ERROR,
             LCVMM_EXIT_CRASH, LCVMM_EXIT_TIMEOUT);
 }
 

@@ -112,6 +112,16 @@ CASES = [
      ['--cpu', 'kvm', '--insn-limit', '1000'], '--insn-limit needs'),
 ]
 
+# A guest's debug-exit code C != 0 must never look like lcvmm's own
+# statuses (2 error, 4 crash, 6 timeout): it exits (C << 1) | 1. Each image
+# runs `mov eax, C; out 0xf4, eax` at its entry (just after the header).
+def guest_exit(code):
+    return header() + \
+        b'\xb8' + struct.pack('<I', code) + b'\xe7\xf4' + b'\xf4' * 64
+
+
+GUEST_EXITS = [(0, 0), (1, 3), (2, 5), (3, 7), (4, 9), (0x7e, 253)]
+
 # cases that need a back end this machine may not have
 NEEDS_KVM = {'instruction limit under KVM'}
 
@@ -145,7 +155,21 @@ def main():
             if not ok:
                 print(f'# exit status {p.returncode}, stderr: {err.strip()}')
                 failed += 1
-    print(f'1..{len(CASES)}')
+        for j, (code, want_rc) in enumerate(GUEST_EXITS):
+            path = os.path.join(d, f'exit{code}.bin')
+            with open(path, 'wb') as f:
+                f.write(guest_exit(code))
+            p = subprocess.run([lcvmm, '-q', '-k', path, '--cpu', 'unicorn',
+                                '--stats', 'none', '--timeout', '10'],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=30)
+            ok = p.returncode == want_rc
+            print(f'{"ok" if ok else "not ok"} {len(CASES) + j + 1} - guest '
+                  f'debug-exit code {code} exits {want_rc}')
+            if not ok:
+                print(f'# exit status {p.returncode}')
+                failed += 1
+    print(f'1..{len(CASES) + len(GUEST_EXITS)}')
     return 1 if failed else 0
 
 
