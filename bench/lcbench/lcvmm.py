@@ -16,6 +16,22 @@ class RunError(Exception):
     pass
 
 
+# lcvmm's own exit statuses (enum lcvmm_exit_status, lcvmm/platform.h):
+# even; a guest's debug-exit code C != 0 exits (C << 1) | 1, odd.
+OWN_STATUS = {2: 'lcvmm error', 4: 'guest crashed', 6: 'timeout'}
+
+
+def describe_status(rc):
+    """What lcvmm's exit status rc means (docs/vmm.md)."""
+    if rc == 0:
+        return 'exit status 0 (success)'
+    if rc < 0:
+        return f'killed by signal {-rc}'
+    if rc & 1:
+        return f'exit status {rc} (guest debug-exit code {rc >> 1})'
+    return f'exit status {rc} ({OWN_STATUS.get(rc, "unknown")})'
+
+
 def lcvmm_path(build):
     return os.path.join(build, 'examples', 'vmm', 'lcvmm')
 
@@ -54,7 +70,7 @@ def run(build, wl, n, config_args, cpu='kvm', trace=None, unicorn=False,
     result = parse_result_line(out)
     if p.returncode != 0 or not all_done(result, n):
         err = p.stderr.decode(errors='replace').strip().splitlines()[-3:]
-        raise RunError(f'{" ".join(cmd)}: exit status {p.returncode}, '
+        raise RunError(f'{" ".join(cmd)}: {describe_status(p.returncode)}, '
                        f'result {result or "missing"}; {" | ".join(err)}')
     return flatten(stats, result)
 

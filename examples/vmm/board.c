@@ -109,7 +109,7 @@ static void debug_exit(void *opaque, uint64_t off, unsigned size, bool w,
 {
     (void)off; (void)size;
     if (w)
-        vmm_request_stop(opaque, (int)(*val & 0xff),
+        vmm_request_stop(opaque, LCVMM_EXIT_GUEST((uint32_t)*val),
                          "guest wrote %#llx to the debug exit port",
                          (unsigned long long)*val);
 }

@@ -14,9 +14,12 @@
  *   0x8100  the command line (up to 1 KiB)
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "vmm.h"
 
@@ -42,36 +45,59 @@ struct mb_header {
 static uint8_t *read_file(const char *path, size_t *len, char *err,
                           size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     uint8_t *buf = NULL;
-    long n;
+    struct stat st;
+    size_t got = 0;
 
-    if (!f) {
+    if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-        snprintf(err, errlen, "%s: cannot determine its size", path);
-    } else if (n == 0 || (unsigned long)n > IMAGE_MAX) {
-        snprintf(err, errlen, "%s: %s (%ld bytes)", path,
-                 n ? "image too large" : "empty file", n);
-    } else if (!(buf = malloc((size_t)n))) {
+    /* only a regular file has a size that means something and a read
+     * that cannot block (a FIFO, a directory or /dev/zero has neither) */
+    if (fstat(fd, &st)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (%s)", path,
+                 S_ISFIFO(st.st_mode) ? "a FIFO" :
+                 S_ISDIR(st.st_mode) ? "a directory" :
+                 S_ISCHR(st.st_mode) ? "a character device" :
+                 S_ISBLK(st.st_mode) ? "a block device" :
+                 S_ISSOCK(st.st_mode) ? "a socket" : "not a file");
+    } else if (st.st_size <= 0 || (uint64_t)st.st_size > IMAGE_MAX) {
+        snprintf(err, errlen, "%s: %s (%lld bytes)", path,
+                 st.st_size ? "image too large" : "empty file",
+                 (long long)st.st_size);
+    } else if (!(buf = malloc((size_t)st.st_size))) {
         snprintf(err, errlen, "%s: out of memory", path);
-    } else if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(buf);
-        buf = NULL;
     } else {
-        *len = (size_t)n;
+        while (got < (size_t)st.st_size) {
+            ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        if (got != (size_t)st.st_size) {
+            snprintf(err, errlen, "%s: read error (%zu of %lld bytes)", path,
+                     got, (long long)st.st_size);
+            free(buf);
+            buf = NULL;
+        } else {
+            *len = got;
+        }
     }
-    fclose(f);
+    close(fd);
     return buf;
 }
 
 static int find_header(const uint8_t *img, size_t len, struct mb_header *h,
                        size_t *off)
 {
-    for (size_t o = 0; o + 12 <= len && o < MB_SEARCH; o += 4) {
+    for (size_t o = 0; o + 12 <= len && o + 12 <= MB_SEARCH; o += 4) {
         uint32_t m[3];
         memcpy(m, img + o, 12);
         if (m[0] == MB_MAGIC && m[0] + m[1] + m[2] == 0) {
@@ -105,6 +131,13 @@ int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
     }
     if (hoff + sizeof h > len) {
         snprintf(err, errlen, "%s: truncated Multiboot header", path);
+        goto out;
+    }
+    if (hoff + sizeof h > MB_SEARCH) {
+        /* Multiboot 0.6.96 section 3.1.1: the header must be contained
+         * completely within the first 8192 bytes */
+        snprintf(err, errlen, "%s: Multiboot header at %#zx crosses byte "
+                 "%u", path, hoff, MB_SEARCH);
         goto out;
     }
     if (!(h.flags & MB_AOUT_KLUDGE)) {

@@ -3,6 +3,8 @@
  * lcvmm: the reference VMM's command line (kvmtool's `lkvm run` in
  * spirit). See `lcvmm --help` and docs/vmm.md.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,11 +50,12 @@ static void usage(FILE *f)
 "      --trace-file FILE  one CSV line per exit (kind, address, cluster; on\n"
 "                         Unicorn also the guest instructions since the last)\n"
 "      --insn-limit N     Unicorn: stop after N guest instructions\n"
-"      --timeout SECONDS  stop the guest after this long (exit status 4)\n"
+"      --timeout SECONDS  stop the guest after this long (exit status %d)\n"
 "  -q, --quiet            no banner\n"
 "  -h, --help\n"
-"Exit status: the guest's debug-exit code; %d VMM error, %d guest crashed,\n"
-"%d timeout or instruction limit.\n", VMM_MAX_VCPUS, LCVMM_EXIT_ERROR,
+"Exit status: 0 success; a guest's debug-exit code C != 0 as (C << 1) | 1\n"
+"(always odd); %d VMM error, %d guest crashed, %d timeout or instruction\n"
+"limit.\n", VMM_MAX_VCPUS, LCVMM_EXIT_TIMEOUT, LCVMM_EXIT_ERROR,
             LCVMM_EXIT_CRASH, LCVMM_EXIT_TIMEOUT);
 }
 
@@ -68,6 +71,11 @@ static int parse_list(const char *arg, const char *const names[],
         return -1;
     }
     strcpy(buf, arg);
+    if (!arg[strspn(arg, ",")]) {
+        /* an empty list would turn the feature on with nothing in it */
+        fprintf(stderr, "lcvmm: empty %s list '%s'\n", what, arg);
+        return -1;
+    }
     for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         unsigned i;
         for (i = 0; i < n && strcmp(tok, names[i]); i++)
@@ -90,8 +98,13 @@ static int parse_uint(const char *s, unsigned long long lo,
                       const char *what)
 {
     char *end;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (!*s || *end || v < lo || v > hi || s[0] == '-') {
+    unsigned long long v;
+
+    /* decimal digits only: strtoull() would skip leading blanks, accept
+     * a sign (" -5" wraps to 2^64-5) and read "010" as octal */
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (!isdigit((unsigned char)s[0]) || *end || errno || v < lo || v > hi) {
         fprintf(stderr, "lcvmm: %s must be a number in [%llu, %llu], not "
                 "'%s'\n", what, lo, hi, s);
         return -1;
@@ -328,6 +341,15 @@ int main(int argc, char **argv)
                         .stats = VMM_STATS_TABLE };
     if (parse_args(argc, argv, o))
         return LCVMM_EXIT_ERROR;
+    if (o->stats_file) {
+        /* before the guest runs, not after: its statistics would be lost */
+        FILE *f = fopen(o->stats_file, "w");
+        if (!f || fclose(f)) {
+            fprintf(stderr, "lcvmm: --stats-file %s: %s\n", o->stats_file,
+                    strerror(errno));
+            return LCVMM_EXIT_ERROR;
+        }
+    }
     pthread_mutex_init(&vm->dev_lock, NULL);
     /* firmware images are checked first: a bad file is status 2 on any
      * host, KVM or not */
@@ -355,6 +377,12 @@ int main(int argc, char **argv)
     }
     if (o->cpu == VMM_CPU_UNICORN && !vmm_unicorn_available()) {
         fprintf(stderr, "lcvmm: this build has no Unicorn back end\n");
+        return LCVMM_EXIT_ERROR;
+    }
+    if (o->insn_limit && o->cpu == VMM_CPU_KVM) {
+        /* KVM cannot count guest instructions: refuse rather than ignore */
+        fprintf(stderr, "lcvmm: --insn-limit needs the Unicorn back end "
+                "(--cpu unicorn)\n");
         return LCVMM_EXIT_ERROR;
     }
     backend = o->cpu == VMM_CPU_KVM ? "kvm" : "unicorn";

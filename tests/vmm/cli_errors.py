@@ -27,6 +27,22 @@ def image(hdr, pad=64, prefix=b''):
     return prefix + hdr + b'\xf4' * pad      # HLT after the header
 
 
+# Images that are not regular files: a callable makes one at `path` (or
+# names another) and returns the path lcvmm is given.
+def fifo(path):
+    os.mkfifo(path)            # nobody writes: opening it could block
+    return path
+
+
+def directory(path):
+    os.mkdir(path)
+    return path
+
+
+def dev_zero(path):
+    return '/dev/zero'         # endless, and "size" 0
+
+
 CASES = [
     # (name, image bytes or None for a missing file, extra args, expected
     #  text in the message)
@@ -66,6 +82,34 @@ CASES = [
      "unknown control-flow method 'm4'"),
     ('bad timeout', image(header()), ['--timeout', '-1'], '--timeout must'),
     ('stray argument', image(header()), ['extra'], "unexpected argument"),
+    # the issue's findings on the command line, each kept as a case
+    ('FIFO as the image', fifo, [], 'not a regular file (a FIFO)'),
+    ('directory as the image', directory, [],
+     'not a regular file (a directory)'),
+    ('/dev/zero as the image', dev_zero, [],
+     'not a regular file (a character device)'),
+    ('header straddling byte 8192',
+     image(header(), prefix=b'\x90' * 8176), [], 'crosses byte 8192'),
+    ('unwritable stats file', image(header()),
+     ['--stats', 'json', '--stats-file', '/nonexistent-dir/stats.json'],
+     '--stats-file /nonexistent-dir/stats.json'),
+    ('empty technique list', image(header()), ['--cluster', ''],
+     'empty technique list'),
+    ('commas only', image(header()), ['--cluster', ',,'],
+     'empty technique list'),
+    ('empty NIC optimization list', image(header()), ['--nic-opt', ''],
+     'empty NIC optimization list'),
+    ('negative instruction limit', image(header()), ['--insn-limit', ' -5'],
+     '--insn-limit must be'),
+    ('signed instruction limit', image(header()), ['--insn-limit', '+5'],
+     '--insn-limit must be'),
+    ('instruction limit overflow', image(header()),
+     ['--insn-limit', '18446744073709551616'], '--insn-limit must be'),
+    ('memory size with a leading zero', image(header(load_end=0x100040, bss_end=0xa80000)),
+     ['-m', '010'], 'not inside guest RAM above 1 MiB (10 MiB'),
+    ('hex memory size', image(header()), ['-m', '0x10'], "not '0x10'"),
+    ('instruction limit under KVM', image(header()),
+     ['--cpu', 'kvm', '--insn-limit', '1000'], '--insn-limit needs'),
     ('--rom without --bios', image(header()), ['--rom', '/dev/null'],
      '--rom and --debugcon need --bios'),
     ('-k and --bios', image(header()), ['--bios', '/dev/null'],
@@ -75,6 +119,19 @@ CASES = [
      '--stats-interval must be')
     for v in ('0', '-1', '0.001', 'nan', 'inf', '3601', '1e9', '0.5s', '')
 ]
+
+# A guest's debug-exit code C != 0 must never look like lcvmm's own
+# statuses (2 error, 4 crash, 6 timeout): it exits (C << 1) | 1. Each image
+# runs `mov eax, C; out 0xf4, eax` at its entry (just after the header).
+def guest_exit(code):
+    return header() + \
+        b'\xb8' + struct.pack('<I', code) + b'\xe7\xf4' + b'\xf4' * 64
+
+
+GUEST_EXITS = [(0, 0), (1, 3), (2, 5), (3, 7), (4, 9), (0x7e, 253)]
+
+# cases that need a back end this machine may not have
+NEEDS_KVM = {'instruction limit under KVM'}
 
 
 def fake_bios(size=128 << 10, jump=True):
@@ -154,7 +211,12 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         for i, (name, data, extra, want) in enumerate(CASES):
             path = os.path.join(d, f'img{i}.bin')
-            if data is not None:
+            if name in NEEDS_KVM and not os.access('/dev/kvm', os.R_OK | os.W_OK):
+                print(f'ok {i + 1} - {name} # SKIP no /dev/kvm')
+                continue
+            if callable(data):
+                path = data(path)
+            elif data is not None:
                 with open(path, 'wb') as f:
                     f.write(data)
             cmd = [lcvmm, '-q', '-k', path, '--cpu', 'unicorn',
@@ -172,8 +234,22 @@ def main():
             if not ok:
                 print(f'# exit status {p.returncode}, stderr: {err.strip()}')
                 failed += 1
-        failed += run_fw_cases(lcvmm, d, len(CASES) + 1)
-    print(f'1..{len(CASES) + len(FW_CASES)}')
+        for j, (code, want_rc) in enumerate(GUEST_EXITS):
+            path = os.path.join(d, f'exit{code}.bin')
+            with open(path, 'wb') as f:
+                f.write(guest_exit(code))
+            p = subprocess.run([lcvmm, '-q', '-k', path, '--cpu', 'unicorn',
+                                '--stats', 'none', '--timeout', '10'],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=30)
+            ok = p.returncode == want_rc
+            print(f'{"ok" if ok else "not ok"} {len(CASES) + j + 1} - guest '
+                  f'debug-exit code {code} exits {want_rc}')
+            if not ok:
+                print(f'# exit status {p.returncode}')
+                failed += 1
+        failed += run_fw_cases(lcvmm, d, len(CASES) + len(GUEST_EXITS) + 1)
+    print(f'1..{len(CASES) + len(GUEST_EXITS) + len(FW_CASES)}')
     return 1 if failed else 0
 
 

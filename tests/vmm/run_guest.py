@@ -22,7 +22,8 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'bench'))
-from lcbench.lcvmm import RunError, all_done, invoke  # noqa: E402
+from lcbench.lcvmm import (RunError, all_done, describe_status,  # noqa: E402
+                           invoke)
 from lcbench.util import kvm_usable, parse_result_line  # noqa: E402
 from lcbench.workloads import guest_params, workload  # noqa: E402
 
@@ -70,7 +71,7 @@ def main():
         print(out, end='')
         sys.stdout.write(p.stderr.decode(errors='replace'))
         if p.returncode != 0:
-            print(f'FAIL: guest exit status {p.returncode} with clustering '
+            print(f'FAIL: {describe_status(p.returncode)} with clustering '
                   f'{tag}')
             return 1
         if not stats:

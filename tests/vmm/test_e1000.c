@@ -463,6 +463,133 @@ END_TEST
 
 /* CVE-2016-1981: head or tail beyond the ring stops the ring, one
  * guest error, until the guest writes the ring registers again. */
+/* 8254x SDM 3.3.3: a zero-length descriptor transfers no data; one with
+ * EOP that ends an empty packet sends nothing, even with TCTL.PSP (which
+ * would pad it into a 60-byte all-zero frame), yet its DD is written.
+ * Inside a packet it adds nothing. */
+START_TEST(tx_zero_length_descriptors)
+{
+    fake f;
+    uint8_t frame[200];
+    size_t len = fake_frame_make(frame, bcast, 200, 5);
+
+    setup(&f);
+    ck_assert(rd(&f, E1000_TCTL) & E1000_TCTL_PSP);
+    txd_put(&f, 0, NULL, 0, E1000_TXD_CMD_EOP | E1000_TXD_CMD_RS);
+    txd_put(&f, 1, NULL, 0, E1000_TXD_CMD_EOP | E1000_TXD_CMD_IFCS);
+    wr(&f, E1000_TDT, 2);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(txd_sta(&f, 0), E1000_TXD_STA_DD);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 2);
+    ck_assert_uint_eq(rd(&f, E1000_GPTC), 0);
+    ck_assert_uint_eq(st(&f)->tx_frames, 0);
+    /* between two parts of a packet: no bytes of its own */
+    txd_put(&f, 2, frame, 120, 0);
+    txd_put(&f, 3, NULL, 0, 0);
+    txd_put(&f, 4, frame + 120, 80, E1000_TXD_CMD_EOP);
+    memcpy(f.ram + TXB(4), frame + 120, 80);
+    wr(&f, E1000_TDT, 5);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, len);
+    ck_assert_mem_eq(f.be.tx[0].data, frame, len);
+    ck_assert_uint_eq(st(&f)->guest_errors, 0);
+    fake_fini(&f);
+}
+END_TEST
+
+/* CVE-2021-20257: QEMU looped forever in its TCP segmentation loop on a
+ * data descriptor with TSE whose context gave MSS and header length 0
+ * (each pass moved zero bytes). This model does no segmentation, and
+ * each walk is bounded by the ring: a context with TSE, MSS 0, HDRLEN 0
+ * followed by zero-length and 1-byte TSE data descriptors must finish,
+ * with every descriptor done. */
+START_TEST(tx_tse_zero_mss)
+{
+    fake f;
+    uint64_t a;
+
+    setup(&f);
+    a = TXR;                                 /* context: DTYP 0, TSE */
+    memset(f.ram + a, 0, 16);
+    mem_w32(&f, a + 8, 0u | (uint32_t)(E1000_TXD_CMD_DEXT | 0x04u |
+                                        E1000_TXD_CMD_RS) << 24);
+    mem_w32(&f, a + 12, 0);                  /* MSS 0, HDRLEN 0 */
+    for (unsigned i = 1; i < 7; i++) {
+        txd_put(&f, i, NULL, 0, 0);
+        mem_w32(&f, TXR + 16 * i + 8, (i & 1) | 1u << 20 |
+                (uint32_t)(E1000_TXD_CMD_DEXT | 0x04u | E1000_TXD_CMD_RS |
+                           (i == 6 ? E1000_TXD_CMD_EOP : 0)) << 24);
+    }
+    wr(&f, E1000_TDT, 7);
+    ck_assert_uint_eq(rd(&f, E1000_TDH), 7);
+    for (unsigned i = 0; i < 7; i++)
+        ck_assert_uint_eq(txd_sta(&f, i) & E1000_TXD_STA_DD,
+                          E1000_TXD_STA_DD);
+    /* three bytes gathered, padded by TCTL.PSP: one 60-byte frame */
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, 60);
+    fake_fini(&f);
+}
+END_TEST
+
+/* The re-entrancy guard (cf. CVE-2021-3416, CVE-2020-14364's class):
+ * a receive buffer placed on the device's own registers makes the VMM
+ * turn the frame's DMA into register writes while the device is still
+ * receiving. Here the frame's first word, 0xffffffff, lands on CTRL
+ * (RST set): without the guard the device would reset itself in the
+ * middle of its own receive. The nested accesses must be refused. */
+#define MMIO_WIN 0xfebc0000u
+static fake *reenter_fake;
+static unsigned reenter_calls;
+
+static int reenter_write(void *o, uint64_t gpa, const void *buf, size_t len)
+{
+    fake *f = o;
+
+    if (gpa >= MMIO_WIN && gpa - MMIO_WIN < 0x20000) {
+        /* the bus: a DMA into a BAR is a run of register writes */
+        const uint8_t *b = buf;
+        for (size_t i = 0; i + 4 <= len; i += 4) {
+            uint32_t v = (uint32_t)b[i] | (uint32_t)b[i + 1] << 8 |
+                         (uint32_t)b[i + 2] << 16 | (uint32_t)b[i + 3] << 24;
+            reenter_calls++;
+            nic_access(reenter_fake->n, (uint32_t)(gpa - MMIO_WIN + i), 4,
+                       true, &v);
+        }
+        return 0;
+    }
+    return fake_dma_write(f, gpa, buf, len);
+}
+
+START_TEST(rx_dma_into_own_registers)
+{
+    fake f;
+    uint8_t frame[64];
+    uint32_t rdlen, tctl;
+
+    setup(&f);
+    reenter_fake = &f;
+    reenter_calls = 0;
+    f.dma.write = reenter_write;
+    rdlen = rd(&f, E1000_RDLEN);
+    tctl = rd(&f, E1000_TCTL);
+    rxd_give(&f, 0, MMIO_WIN + E1000_CTRL);
+    fake_rx_push(&f, frame, fake_frame_make(frame, bcast, 64, 11));
+    nic_poll_rx(f.n);
+    ck_assert_uint_gt(reenter_calls, 0);
+    /* still configured: no reset happened behind the receive */
+    ck_assert_uint_eq(rd(&f, E1000_RDLEN), rdlen);
+    ck_assert_uint_eq(rd(&f, E1000_TCTL), tctl);
+    ck_assert(rd(&f, E1000_RCTL) & E1000_RCTL_EN);
+    ck_assert_uint_eq(rd(&f, E1000_RDH), 1);
+    /* and the device still works */
+    fake_rx_push(&f, frame, 64);
+    nic_poll_rx(f.n);
+    ck_assert_mem_eq(f.ram + RXB(1), frame, 60);
+    fake_fini(&f);
+}
+END_TEST
+
 START_TEST(tx_tail_beyond_ring)
 {
     fake f;
@@ -950,6 +1077,9 @@ static Suite *e1000_suite(void)
     tcase_add_test(t, tx_status_and_padding);
     tcase_add_test(t, tx_chained_descriptors);
     tcase_add_test(t, tx_chain_completed_later);
+    tcase_add_test(t, tx_zero_length_descriptors);
+    tcase_add_test(t, tx_tse_zero_mss);
+    tcase_add_test(t, rx_dma_into_own_registers);
     tcase_add_test(t, rx_one_frame);
     tcase_add_test(t, rx_waits_for_descriptors);
     tcase_add_test(t, rx_chained_buffers);

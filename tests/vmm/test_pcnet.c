@@ -500,6 +500,90 @@ START_TEST(tx_oversize)
 }
 END_TEST
 
+/* CVE-2015-7504: in loopback mode with the FCS appended (CSR15.LOOP set,
+ * DXMTFCS clear) QEMU wrote the 4-byte CRC past a full-size receive
+ * buffer. Here loopback is not modelled (the frame goes to the backend;
+ * the fake echoes it back as a received frame): a maximum-size frame is
+ * sent without an FCS of its own, and on receive its FCS (MCNT counts
+ * it) goes into the next buffer of the chain, never past BCNT of the
+ * first: the 4 canary bytes after a buffer of exactly the frame's size
+ * stay untouched. */
+START_TEST(rx_loopback_fcs_stays_in_buffers)
+{
+    fake f;
+    uint8_t frame[NET_FRAME_MAX];
+
+    fake_init(&f, NIC_PCNET, NULL);
+    reg_rd(&f, PCNET_RESET, 2);
+    bcr_w(&f, 20, 2);
+    write_ib(&f, 3, 3, 0x0004);           /* MODE: LOOP, FCS appended */
+    rx_give(&f, 0, NET_FRAME_MAX);
+    rx_give(&f, 1, 64);
+    memset(f.ram + RXB(0) + NET_FRAME_MAX, 0xa5, 4);
+    csr_w(&f, 1, IB & 0xffff);
+    csr_w(&f, 2, IB >> 16);
+    csr_w(&f, 4, 0x0915);
+    csr_w(&f, 0, CSR0_INIT);
+    ck_assert(csr_r(&f, 0) & CSR0_IDON);
+    csr_w(&f, 0, CSR0_IDON | CSR0_INEA | CSR0_STRT);
+    ck_assert_uint_eq(csr_r(&f, 15), 0x0004);
+    f.be.echo = true;
+    fake_frame_make(frame, bcast, NET_FRAME_MAX, 30);
+    tx_put(&f, 0, frame, NET_FRAME_MAX, PCNET_DESC_OWN | PCNET_DESC_STP |
+           PCNET_DESC_ENP);
+    kick(&f);
+    nic_poll_rx(f.n);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    ck_assert_uint_eq(f.be.tx[0].len, NET_FRAME_MAX);
+    ck_assert_uint_eq(st(&f)->rx_frames, 1);
+    ck_assert_uint_eq(rmd_status(&f, 0) & PCNET_DESC_STP, PCNET_DESC_STP);
+    ck_assert_uint_eq(rmd_status(&f, 1) & PCNET_DESC_ENP, PCNET_DESC_ENP);
+    ck_assert_uint_eq(rmd_mcnt(&f, 1), NET_FRAME_MAX + 4);
+    ck_assert_mem_eq(f.ram + RXB(0), frame, NET_FRAME_MAX);
+    for (unsigned i = 0; i < 4; i++)
+        ck_assert_uint_eq(f.ram[RXB(0) + NET_FRAME_MAX + i], 0xa5);
+    fake_fini(&f);
+}
+END_TEST
+
+/* CVE-2015-7512: QEMU gathered a transmit chain into a 4 KiB buffer
+ * without checking its total. A chain over the whole ring of 4096-byte
+ * buffers (BCNT 0) with ENP on the last must be refused before any
+ * buffer is read: the buffers point outside guest RAM, so a model that
+ * copied first would fail its DMA (MERR) or overrun its frame buffer. */
+START_TEST(tx_chain_of_max_buffers)
+{
+    fake f;
+    uint8_t frame[100];
+
+    setup(&f);
+    for (unsigned i = 0; i < 8; i++) {
+        uint64_t a = TXR + 16 * i;
+        mem_w32(&f, a, 0xfff00000u);
+        mem_w16(&f, a + 4, 0xf000);            /* BCNT 0: 4096 bytes */
+        mem_w32(&f, a + 8, 0);
+        mem_w16(&f, a + 6, (uint16_t)(PCNET_DESC_OWN |
+                                      (i == 0 ? PCNET_DESC_STP : 0) |
+                                      (i == 7 ? PCNET_DESC_ENP : 0)));
+    }
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 0);
+    ck_assert_uint_eq(f.dma_errors, 0);
+    ck_assert_uint_eq(csr_r(&f, 0) & (CSR0_BABL | CSR0_MERR | CSR0_TXON),
+                      CSR0_BABL | CSR0_TXON);
+    for (unsigned i = 0; i < 8; i++)
+        ck_assert_uint_eq(tmd_status(&f, i) & PCNET_DESC_OWN, 0);
+    /* the transmitter still works */
+    csr_w(&f, 0, CSR0_INEA | CSR0_BABL);
+    fake_frame_make(frame, bcast, 100, 31);
+    tx_put(&f, 0, frame, 100, PCNET_DESC_OWN | PCNET_DESC_STP |
+           PCNET_DESC_ENP);
+    kick(&f);
+    ck_assert_uint_eq(f.be.ntx, 1);
+    fake_fini(&f);
+}
+END_TEST
+
 /* CSR4.APAD_XMT pads to 60; without it a runt under 14 bytes is dropped. */
 START_TEST(tx_padding_and_runts)
 {
@@ -1139,6 +1223,8 @@ static Suite *pcnet_suite(void)
     tcase_add_test(h, tx_whole_ring_without_enp);
     tcase_add_test(h, tx_all_owned);
     tcase_add_test(h, tx_oversize);
+    tcase_add_test(h, tx_chain_of_max_buffers);
+    tcase_add_test(h, rx_loopback_fcs_stays_in_buffers);
     tcase_add_test(h, rx_missed_when_ring_too_small);
     tcase_add_test(h, dma_failure_init_block);
     tcase_add_test(h, dma_failure_buffer_and_ring);

@@ -181,8 +181,9 @@ void fail(uint32_t code, const char *fmt, ...)
 void debug_exit(uint32_t code)
 {
     /* docs/vmm.md: a 32-bit OUT to 0xF4 ends the VM with this code
-     * (QEMU's isa-debug-exit with iosize=4 exits with code*2+1). IOPL=3
-     * makes this legal at CPL 3 too. If nothing ends the VM, spin: HLT
+     * (lcvmm exits 0 for code 0, else code*2+1; QEMU's isa-debug-exit
+     * with iosize=4 always code*2+1). IOPL=3 makes this legal at CPL 3
+     * too. If nothing ends the VM, spin: HLT
      * would fault at CPL 3. */
     outl(LCVMM_DEBUG_EXIT_PORT, code);
     for (;;)

@@ -51,15 +51,19 @@
 #define LCVMM_LOAD_MIN        0x100000u
 
 /* ---- exit status of lcvmm ----------------------------------------------- */
-/* When the guest ends the run by writing its own code (0-255) to the debug
- * exit port, that code is lcvmm's exit status; otherwise the status is one
- * of these (the VMM's last stderr line says which way the run ended). */
+/* A guest that ends the run by writing code C to the debug exit port
+ * exits with LCVMM_EXIT_GUEST(C): 0 for C = 0 (success), otherwise
+ * (C << 1) | 1 as QEMU's isa-debug-exit (codes 0-127 stay apart), so a
+ * guest's failure is always odd and never looks like lcvmm's own statuses
+ * below, which are even (the VMM's last stderr line says which way the
+ * run ended). */
+#define LCVMM_EXIT_GUEST(c)   ((c) == 0 ? 0 : (int)((((c) << 1) | 1) & 0xff))
 #ifndef __ASSEMBLER__
 enum lcvmm_exit_status {
     LCVMM_EXIT_OK      = 0,     /* guest halted or asked to power off */
     LCVMM_EXIT_ERROR   = 2,     /* VMM error: arguments, image, back end */
-    LCVMM_EXIT_CRASH   = 3,     /* guest crashed (triple fault, bad state) */
-    LCVMM_EXIT_TIMEOUT = 4,     /* --timeout or --insn-limit reached */
+    LCVMM_EXIT_CRASH   = 4,     /* guest crashed (triple fault, bad state) */
+    LCVMM_EXIT_TIMEOUT = 6,     /* --timeout or --insn-limit reached */
 };
 #endif
 

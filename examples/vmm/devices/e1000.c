@@ -390,6 +390,12 @@ static void tx_deliver(nic *n)
 
     if (s->tx_lost) {
         /* the guest error was given when the copy failed */
+    } else if (len == 0) {
+        /* 8254x SDM section 3.3.3 (Table 3-9, Length; note 3 of 3.3.3.1):
+         * descriptors of zero length transfer no data, and a packet must
+         * hold at least 48 bytes before padding. A packet made only of
+         * zero-length descriptors is not a frame: TCTL.PSP must not pad
+         * it into 60 zero bytes on the wire. Nothing is sent or counted. */
     } else if (s->tx_oversize || len > NET_FRAME_MAX) {
         nic_guest_error(n, "transmit frame over %d bytes dropped",
                         NET_FRAME_MAX);
