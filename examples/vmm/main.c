@@ -36,7 +36,7 @@ static void usage(FILE *f)
 "                         TFTP for a firmware network boot)\n"
 "      --cpu BACKEND      kvm | unicorn | auto (default auto: kvm if usable)\n"
 "      --no-cluster       do not use libcluster (every exit goes the usual way)\n"
-"      --cluster LIST     techniques: single,pairs,static,dynamic,smc | all\n"
+"      --cluster LIST     techniques: single,pairs,static,dynamic,smc,calls | all\n"
 "      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
 "      --nic-opt LIST     NIC optimizations (Sugerman et al. 3.3): latch,combine,\n"
 "                         coalesce | all | none (default all); combine-always\n"
@@ -147,9 +147,10 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { 0, 0, 0, 0 },
     };
     static const char *const techs[] = { "single", "pairs", "static",
-                                         "dynamic", "smc", "all" };
+                                         "dynamic", "smc", "calls", "all" };
     static const uint32_t tech_bits[] = { LC_TECH_SINGLE, LC_TECH_PAIRS,
-        LC_TECH_STATIC, LC_TECH_DYNAMIC, LC_TECH_SMC, LC_TECH_ALL };
+        LC_TECH_STATIC, LC_TECH_DYNAMIC, LC_TECH_SMC, LC_TECH_CALLS,
+        LC_TECH_ALL };
     static const char *const nopts[] = { "latch", "combine", "coalesce",
                                          "all", "none", "combine-always" };
     static const uint32_t nopt_bits[] = { 1, 2, 4, 7, 0, 8 };
