@@ -26,6 +26,29 @@ typedef struct worker {
 
 static volatile int stop_reader;
 
+/* One vCPU over its own fake VMM with the shared guest code: "bios-pci"
+ * (its OUT to 0xCF8 exits) at 0x7000 and "out80" at 0x9000, real mode,
+ * DX = 0xCF8; *x is that OUT's exit. 0, or -1 if the vCPU could not be
+ * created (the fake VMM is then released). */
+static int vcpu_up(lc_engine *e, uint32_t index, fvm *f, lc_vcpu **v,
+                   lc_cpu_state *s0, lc_exit *x)
+{
+    fvm_init(f);
+    if (lc_vcpu_create(e, index, f, v) != LC_OK) {
+        fvm_fini(f);
+        return -1;
+    }
+    fvm_load_example(f, "bios-pci", 0x7000);
+    fvm_load_example(f, "out80", 0x9000);
+    fvm_state_real(s0);
+    s0->gpr[LC_RDX] = 0xcf8;
+    memset(x, 0, sizeof *x);
+    x->kind = LC_EXIT_IO;
+    x->u.io.size = 4;
+    x->u.io.is_out = 1;
+    return 0;
+}
+
 static void *run(void *arg)
 {
     worker *w = arg;
@@ -34,22 +57,12 @@ static void *run(void *arg)
     lc_cpu_state s0;
     lc_exit x;
 
-    fvm_init(&f);
-    if (lc_vcpu_create(w->e, (uint32_t)w->index, &f, &v) != LC_OK) {
-        w->failures++;
-        fvm_fini(&f);
-        return NULL;
-    }
     /* Same guest code at the same address on every vCPU: they contend
      * on the same tracking entries. Half also run a private block. */
-    fvm_load_example(&f, "bios-pci", 0x7000);
-    fvm_load_example(&f, "out80", 0x9000);
-    fvm_state_real(&s0);
-    s0.gpr[LC_RDX] = 0xcf8;
-    memset(&x, 0, sizeof x);
-    x.kind = LC_EXIT_IO;
-    x.u.io.size = 4;
-    x.u.io.is_out = 1;
+    if (vcpu_up(w->e, (uint32_t)w->index, &f, &v, &s0, &x)) {
+        w->failures++;
+        return NULL;
+    }
     for (int i = 0; i < ITERS; i++) {
         lc_cpu_state s = s0;
         lc_result r;
@@ -148,20 +161,10 @@ static void *flushed_vcpu(void *arg)
     lc_exit out, in;
     lc_result r;
 
-    fvm_init(&f);
-    if (lc_vcpu_create(fr->e, 0, &f, &v) != LC_OK) {
+    if (vcpu_up(fr->e, 0, &f, &v, &s0, &out)) {
         fr->failures++;
-        fvm_fini(&f);
         return NULL;
     }
-    fvm_load_example(&f, "bios-pci", 0x7000);
-    fvm_load_example(&f, "out80", 0x9000);
-    fvm_state_real(&s0);
-    s0.gpr[LC_RDX] = 0xcf8;
-    memset(&out, 0, sizeof out);
-    out.kind = LC_EXIT_IO;
-    out.u.io.size = 4;
-    out.u.io.is_out = 1;
     in = out;
     in.u.io.size = 1;
     in.u.io.is_out = 0;

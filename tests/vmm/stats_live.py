@@ -25,6 +25,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'bench'))
+from lcbench.util import kvm_usable  # noqa: E402
+
 HEAD = re.compile(r'^lcvmm stats  t=([0-9.]+)s  interval=([0-9.]+)s(  final)?$')
 LINE = re.compile(r'^  (\S+) +(\S+) +(-?[0-9.]+)/s +(-?[0-9]+)$')
 
@@ -34,14 +38,6 @@ SUMMED = [('vmm', 'exits'), ('vmm', 'exits_io'),
           ('libcluster', 'exits_saved'), ('libcluster', 'exits_seen')]
 SUMMED_KVM = [('kvm', 'exits'), ('kvm', 'io_exits'), ('kvm', 'user_exits'),
               ('kvm', 'traps')]
-
-
-def kvm_usable():
-    try:
-        os.close(os.open('/dev/kvm', os.O_RDWR))
-        return True
-    except OSError:
-        return False
 
 
 def parse(err):
