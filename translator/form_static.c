@@ -10,10 +10,44 @@
  * at the last exiting instruction found before more than
  * max_mem_gap_fillers memory-accessing gap fillers separate two exiting
  * instructions. Branches inside the window are cflow.c's (section 6).
+ *
+ * An unconditional transfer the cluster does not follow (a RET without
+ * LC_TECH_CALLS) ends the straight line, but not necessarily the window:
+ * when an earlier conditional branch jumps forward over it (method 2 or
+ * 3), decoding goes on at that target, so both paths of an
+ * `if (!status) return; ...` are in the window. Linux's e1000_intr is
+ * this shape: ICR read, `if (!icr) return IRQ_NONE;`, then the IMC write
+ * and its flushing STATUS read. The gap count of such a target starts
+ * from the branches that reach it, not from the skipped path.
  */
 #include <string.h>
 
 #include "form.h"
+
+/* The nearest forward target beyond `rip` of a conditional branch among
+ * the first n instructions, not decoded yet; 0 if none. Only method 2
+ * and 3 keep a forward branch inside a cluster (cflow.c). */
+static uint64_t skipped_target(const lcx_form_in *in, const lcx_cluster *out,
+                               unsigned n, uint64_t rip)
+{
+    uint64_t best = 0, t;
+
+    if (in->cfg->cflow < LC_CFLOW_M2)
+        return 0;
+    for (unsigned i = 0; i < n; i++) {
+        const lcx_insn *x = &out->insn[i];
+        int decoded = 0;
+
+        if (x->d.info.cflow != LC_CF_JCC_REL ||
+            lcd_branch_target(&x->d.info, x->rip, &t) != LC_OK || t <= rip)
+            continue;
+        for (unsigned j = 0; j < n && !decoded; j++)
+            decoded = out->insn[j].rip == t;
+        if (!decoded && (best == 0 || t < best))
+            best = t;
+    }
+    return best;
+}
 
 unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
                            unsigned window, size_t *seen, lc_status *err)
@@ -57,8 +91,11 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
             rip = next;
             continue;
         }
-        if (lcx_cflow_ends_linear(&x->d))
-            break;
+        if (lcx_cflow_ends_linear(&x->d)) {
+            next = skipped_target(in, out, n, rip);
+            if (next == 0)
+                break;
+        }
         rip = next;
     }
     return n;
@@ -68,9 +105,20 @@ unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
                         int first_exiting, unsigned last)
 {
     unsigned mem_gap = 0;
+    /* The gap count at each branch target (+1; 0: no branch to it). */
+    unsigned gap_in[LCX_MAX_INSNS] = { 0 };
 
     for (unsigned i = first_exiting ? 1 : 0; i < n; i++) {
         const lcx_insn *x = &out->insn[i];
+
+        /* Reached only by a branch over an unfollowed transfer (see
+         * lcx_static_decode): its path's count, not the skipped one's. */
+        if (i > 0 && !out->insn[i - 1].follow &&
+            lcx_cflow_ends_linear(&out->insn[i - 1].d)) {
+            if (gap_in[i] == 0)
+                break;
+            mem_gap = gap_in[i] - 1;
+        }
 
         /* Without a control-flow method no branch is included, even one
          * that is itself predicted to exit (a CALL pushing to MMIO). */
@@ -86,6 +134,9 @@ unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
         if (lcx_cflow_is_branch(x) &&
             lcx_cflow_branch(out, n, i, cfg, &last))
             break;
+        if (x->target != LCX_NO_TARGET && x->target > i &&
+            gap_in[x->target] < mem_gap + 1)
+            gap_in[x->target] = mem_gap + 1;
     }
     return last;
 }

@@ -144,6 +144,93 @@ START_TEST(control_flow_methods)
 }
 END_TEST
 
+/* An `if (!status) return;` between two exits (Linux's e1000_intr: ICR
+ * read, return IRQ_NONE if zero, IMC write): the window goes on at the
+ * target of the branch over the RET (methods 2 and 3), and the memory gap
+ * count on the taken path leaves the RET's stack read out. */
+static const uint8_t skip_ret[] = {
+    0xec,               /* 0x1000 in al,dx */
+    0x8b, 0x0b,         /* 0x1001 mov ecx,[ebx]   gap 1 */
+    0x8b, 0x0b,         /* 0x1003 mov ecx,[ebx]   gap 2 */
+    0x84, 0xc0,         /* 0x1005 test al,al */
+    0x75, 0x01,         /* 0x1007 jnz 0x100a */
+    0xc3,               /* 0x1009 ret             (gap 3 on this path) */
+    0x8b, 0x0b,         /* 0x100a mov ecx,[ebx]   gap 3 */
+    0x8b, 0x0b,         /* 0x100c mov ecx,[ebx]   gap 4 */
+    0xee,               /* 0x100e out dx,al */
+};
+
+START_TEST(branch_over_return)
+{
+    lc_config c;
+    lcx_form_in in = { .cfg = &c, .mode = LC_MODE_PROT32, .rip = 0x1000,
+                       .code = skip_ret, .code_len = sizeof skip_ret };
+
+    lc_config_init(&c);
+    for (int m = LC_CFLOW_M2; m <= LC_CFLOW_M3; m++) {
+        c.cflow = (lc_cflow_method)m;
+        ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+        ck_assert_uint_eq(cl.ninsn, 9);
+        ck_assert_uint_eq(cl.nexits, 2);
+        ck_assert_uint_eq(cl.insn[4].target, 6);   /* JNZ -> 0x100a */
+        ck_assert_uint_eq(cl.end_rip, 0x100f);
+    }
+    /* Method 1 leaves the cluster on the taken branch: nothing beyond
+     * the RET is worth decoding. */
+    c.cflow = LC_CFLOW_M1;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    /* One more memory gap filler on the taken path is over the cap. */
+    c.cflow = LC_CFLOW_M3;
+    c.max_mem_gap_fillers = 3;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+}
+END_TEST
+
+/* Both paths at run time: status 0 returns (the RET runs, the run ends
+ * at the return address), status non-zero reaches the OUT. */
+START_TEST(run_branch_over_return)
+{
+    lc_config c;
+    lcx_form_in in = { .cfg = &c, .mode = LC_MODE_PROT32, .rip = 0x7000,
+                       .code = skip_ret, .code_len = sizeof skip_ret };
+
+    lc_config_init(&c);
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    for (uint32_t status = 0; status < 2; status++) {
+        fvm f; lc_cpu_state s; lcr_vcpu v;
+        uint32_t ret_to = 0x7400;
+
+        fvm_init(&f);
+        fvm_state_prot32(&s, 0);
+        memcpy(f.ram + 0x7000, skip_ret, sizeof skip_ret);
+        memcpy(f.ram + 0x8000, &ret_to, 4);
+        s.gpr[LC_RSP] = 0x8000;
+        s.gpr[LC_RBX] = 0x9000;
+        s.rip = 0x7000;
+        f.nin_seq = 1;
+        f.in_seq[0] = status;
+        memset(&v, 0, sizeof v);
+        v.insn_budget = 10000;
+        v.rep_budget = 100;
+        lcr_begin(&v, &s, &fvm_ops, &f);
+        ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
+        if (status == 0) {
+            ck_assert_uint_eq(v.exits_done, 1);
+            ck_assert_uint_eq(s.rip, 0x7400);
+            ck_assert_uint_eq(s.gpr[LC_RSP], 0x8004);
+        } else {
+            ck_assert_uint_eq(v.exits_done, 2);
+            ck_assert_uint_eq(v.insns, 8);
+            ck_assert_uint_eq(s.rip, 0x700f);
+            ck_assert_uint_eq(s.gpr[LC_RSP], 0x8000);
+        }
+        fvm_fini(&f);
+    }
+}
+END_TEST
+
 /* Section 3: pairs, with static clusters off (pairs alone) and on. */
 START_TEST(exit_pairs)
 {
@@ -463,6 +550,8 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, dynamic_cluster);
     tcase_add_test(t, memory_gap_cap);
     tcase_add_test(t, control_flow_methods);
+    tcase_add_test(t, branch_over_return);
+    tcase_add_test(t, run_branch_over_return);
     tcase_add_test(t, exit_pairs);
     suite_add_tcase(s, t);
     t = tcase_create("run");
