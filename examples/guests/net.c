@@ -101,12 +101,17 @@ static void ip_header(uint8_t proto, uint32_t len)
     put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
 }
 
+/* batch=: while set, frames are staged (nic->stage) for one post. */
+static bool staging, staging_fill;
+
 static bool send_frame(struct nic *nic, uint32_t len)
 {
     if (len < ETH_FRAME_MIN) {
         memset(tx_frame + len, 0, ETH_FRAME_MIN - len);
         len = ETH_FRAME_MIN;
     }
+    if (staging)
+        return nic->stage(tx_frame, len, staging_fill);
     return nic->send(tx_frame, len);
 }
 
@@ -393,8 +398,15 @@ int net_echo_workload(struct nic *nic, const struct guest_args *args)
 
     uint32_t burst = args->burst < 1 ? 1 : args->burst > NET_BURST_MAX ? NET_BURST_MAX
                                                                      : args->burst;
+    /* batch=1: the burst is staged, then posted in one transmit loop
+     * that writes each descriptor (pcnet32_start_xmit per frame); batch=2:
+     * the descriptors are written when staged and the loop only hands
+     * them over and kicks. Drivers without stage/post send one by one. */
+    bool batch = args->batch && nic->stage && nic->post;
     for (uint32_t seq = 1; seq <= args->n && rc != EXIT_TIMEOUT; seq += burst) {
         uint32_t k = args->n - seq + 1 < burst ? args->n - seq + 1 : burst;
+        staging = batch;
+        staging_fill = args->batch == 2;
         for (uint32_t i = 0; i < k; i++) {
             uint8_t *data = burst_payload[i];
             burst_len[i] = prng_range(&rng, 18, max);
@@ -407,6 +419,9 @@ int net_echo_workload(struct nic *nic, const struct guest_args *args)
                 break;
             }
         }
+        staging = false;
+        if (batch)
+            nic->post(staging_fill);
         for (uint32_t i = 0; i < k; i++) {
             if (!udp_await(nic, seq + i, burst_payload[i], burst_len[i], &hash, &good)) {
                 rc = EXIT_TIMEOUT;

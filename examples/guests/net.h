@@ -23,6 +23,16 @@ struct nic {
      * an interrupt handler would. Gives the device a register access per
      * wait iteration. */
     void (*poll)(void);
+    /* Optional, batch=: a qdisc handing the driver a list of frames
+     * (Linux's dev_hard_start_xmit loop over xmit_one). stage() copies a
+     * frame into the next free transmit buffer (waiting, bounded, for
+     * one) and, with fill set, writes its descriptor except OWN; post()
+     * then, in one loop, gives each staged frame to the device and kicks
+     * the transmitter, once per frame as pcnet32_start_xmit does. With
+     * fill clear, post() writes the whole descriptor as start_xmit does
+     * (length, misc, base, then status with OWN). */
+    bool (*stage)(const void *frame, uint32_t len, bool fill);
+    void (*post)(bool fill);
     /* Print the driver's error counters, if any (before the result). */
     void (*stats)(void);
 };

@@ -5,7 +5,8 @@
 Runs the NIC guests on the reference VMM in every mode of the section-3.3
 optimizations (none, each alone, adaptive and unconditional send
 combining, all), one datagram at a time and as a streaming sender
-(burst=6), with clustering off and on, and checks per run:
+(burst=6, and the PCnet guest's staged bursts, batch=1 and 2), with
+clustering off and on, and checks per run:
   - the guest got the reply of every datagram, each in the order sent
     (the guest drops a reply whose sequence number is not the next one
     and then times out; a dropped frame prints "dropped N unrelated");
@@ -56,6 +57,14 @@ def cases(images):
         out.append(('e1000', 'kvm', 'n=200 cpl=3 irq=0 linux=1 burst=6',
                     'all', cluster))
     out.append(('e1000', 'kvm', 'n=8 cpl=0 irq=1 linux=1', 'all', True))
+    # batch=: the PCnet guest stages a burst, then posts it in one loop
+    for batch in (1, 2):
+        for opt, cluster in (('all', True), ('all', False), ('none', False)):
+            out.append(('pcnet', 'kvm', f'n=200 cpl=3 irq=0 burst=6 batch={batch}',
+                        opt, cluster))
+    out.append(('pcnet', 'kvm', 'n=8 cpl=0 irq=1 burst=6 batch=1', 'all', True))
+    out.append(('pcnet', 'unicorn', 'n=150 cpl=3 irq=0 burst=6 batch=2', 'all',
+                True))
     out.append(('e1000', 'unicorn', 'n=20 cpl=3 irq=0 linux=1', 'all', True))
     return [(images[c[0]],) + c for c in out]
 

@@ -9,6 +9,7 @@
 #include "../unit/harness.h"
 #include "hw/pcnet_regs.h"
 #include "nic_fake.h"
+#include "nic_model.h"       /* nic.sc: the combining policy's state */
 
 /* guest memory layout */
 #define IB      0x1000
@@ -813,6 +814,42 @@ START_TEST(synchronous_reply)
 }
 END_TEST
 
+/* While adaptive combining holds transmits and CSR0.INEA is clear (a
+ * polling driver), RDP writes are deferred with the RAP: the kick (TDMD
+ * through RDP) traps instead of exiting. Not with INEA set (a deferred
+ * acknowledgement would leave INTA up), and the zones' generation moves
+ * whenever INEA does, so the VMM registers them again. */
+START_TEST(rdp_deferred_while_combining_and_polled)
+{
+    nic_options o = { .latch_fast = true, .send_combine = true,
+                      .combine_adaptive = true, .pairs_in_vmm = true };
+    fake f;
+    uint32_t r[4][2];
+    unsigned gen;
+
+    setup_opt(&f, &o, 3, 3, 8);               /* INEA set */
+    ck_assert_uint_eq(nic_coalesced_ranges(f.n, r, 4), 0);
+    f.n->sc.active = true;                    /* the policy holds */
+    ck_assert_uint_eq(nic_coalesced_ranges(f.n, r, 4), 0);
+    gen = nic_coalesced_gen(f.n);
+    csr_w(&f, 0, 0);                          /* INEA off: polling */
+    ck_assert_uint_ne(nic_coalesced_gen(f.n), gen);
+    ck_assert_uint_eq(nic_coalesced_ranges(f.n, r, 4), 1);
+    ck_assert_uint_eq(r[0][0], PCNET_RDP);
+    ck_assert_uint_eq(r[0][1], 4);            /* RDP and RAP */
+    gen = nic_coalesced_gen(f.n);
+    csr_w(&f, 0, 0);                          /* no change: same zones */
+    ck_assert_uint_eq(nic_coalesced_gen(f.n), gen);
+    f.n->sc.active = false;                   /* the policy stops */
+    ck_assert_uint_eq(nic_coalesced_ranges(f.n, r, 4), 0);
+    f.n->sc.active = true;
+    csr_w(&f, 0, CSR0_INEA);
+    ck_assert_uint_ne(nic_coalesced_gen(f.n), gen);
+    ck_assert_uint_eq(nic_coalesced_ranges(f.n, r, 4), 0);
+    fake_fini(&f);
+}
+END_TEST
+
 /* ---- send combining and interrupt coalescing ------------------------- */
 
 START_TEST(send_combining)
@@ -1214,6 +1251,7 @@ static Suite *pcnet_suite(void)
     tcase_add_test(t, rx_address_filter);
     tcase_add_test(t, synchronous_reply);
     tcase_add_test(t, send_combining);
+    tcase_add_test(t, rdp_deferred_while_combining_and_polled);
     tcase_add_test(t, irq_coalescing);
     tcase_add_test(t, no_dma_without_bus_master);
     tcase_add_test(t, style0_descriptors);

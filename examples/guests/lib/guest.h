@@ -180,6 +180,9 @@ struct guest_args {
                      * taking the replies (a streaming sender), default 1 */
     uint32_t linux_seq; /* linux=1: the e1000 guest's interrupt path and
                          * register accesses as Linux's e1000 driver's */
+    uint32_t batch; /* batch=1|2: a burst's frames are built first, then
+                     * handed to the NIC in one transmit loop, one kick
+                     * per frame (net.h, nic.stage/post); default 0 */
 };
 /* Parse cmdline (may be NULL) into args; unknown keys are reported and
  * ignored, malformed numbers make it return false. */

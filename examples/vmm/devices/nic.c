@@ -292,6 +292,11 @@ int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
 /* Adaptive combining went on or off: the deferred writes may change. */
 static void combine_switched(nic *n)
 {
+    nic_coalesced_changed(n);
+}
+
+void nic_coalesced_changed(nic *n)
+{
     __atomic_store_n(&n->coalesced_gen, n->coalesced_gen + 1,
                      __ATOMIC_RELAXED);
 }

@@ -163,6 +163,9 @@ unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
  * world"). Safe without the device lock; the VMM re-registers its zones
  * at the next exit when it changed. */
 unsigned nic_coalesced_gen(const nic *n);
+/* A model's state that nic_coalesced_ranges() depends on changed (the
+ * PCnet's CSR0.INEA): bump nic_coalesced_gen. Under the lock. */
+void nic_coalesced_changed(nic *n);
 
 /* Are transmit kicks being deferred (nic_coalesced_gen)? Under the lock:
  * the VMM's I/O thread ticks while they are. */

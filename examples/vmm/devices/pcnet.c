@@ -76,6 +76,7 @@ typedef struct pcnet {
     unsigned rx_idx, tx_idx;    /* current descriptors */
     bool     init_pending;      /* INIT (and STRT) wait for bus mastering */
     bool     start_pending;
+    bool     inea_seen;         /* CSR0.INEA as pcn_coalesced_ranges saw it */
 } pcnet;
 
 /* One descriptor, either style. */
@@ -104,6 +105,11 @@ static void pcn_update_irq(nic *n)
     pcnet *s = S(n);
 
     nic_set_irq(n, pcn_intr(s) && (s->csr[0] & CSR0_INEA));
+    /* INEA decides whether RDP writes may be deferred */
+    if (s->inea_seen != ((s->csr[0] & CSR0_INEA) != 0)) {
+        s->inea_seen = !s->inea_seen;
+        nic_coalesced_changed(n);
+    }
 }
 
 static void pcn_memory_error(nic *n, const char *what, uint64_t gpa)
@@ -812,10 +818,31 @@ static unsigned pcn_latch_ranges(const nic *n, uint32_t (*ranges)[2],
  * itself (libcluster). The RAP is an index register: a driver writes it
  * only to access RDP or BDP a few instructions later, so with pairs the
  * write and the data access are one exit; deferred, the write would add
- * a trap into the host kernel to that exit (10-25 us at CPL 3 here). */
+ * a trap into the host kernel to that exit (10-25 us at CPL 3 here).
+ *
+ * While adaptive send combining holds transmits and interrupts are off
+ * (CSR0.INEA clear: a polling driver), RDP writes are deferred too, with
+ * the RAP: the transmit kick (TDMD is a CSR0 write through RDP) then
+ * costs two traps instead of an exit, and the frames go in batches at
+ * the next exit or tick (Sugerman et al. section 3.3), as the e1000's
+ * TDT. Replayed in order, RAP then RDP, each write means what it meant
+ * when the guest made it; any read of RDP, RAP, BDP or RESET exits and
+ * replays them first, so the guest sees no difference but a slower
+ * transmitter. Not with INEA set: a deferred acknowledgement (a CSR0
+ * write) would leave INTA asserted after the handler's EOI, and the
+ * guest would take the interrupt again. */
 static unsigned pcn_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
                                      unsigned max)
 {
+    const pcnet *s = n->state;
+
+    if (nic_combining(n) && !(s->csr[0] & CSR0_INEA)) {
+        if (max < 1)
+            return 0;
+        ranges[0][0] = PCNET_RDP;       /* RDP 10h and RAP 12h */
+        ranges[0][1] = PCNET_RAP + 2 - PCNET_RDP;
+        return 1;
+    }
     if (n->opt.pairs_in_vmm)
         return 0;
     return pcn_latch_ranges(n, ranges, max);
@@ -847,6 +874,7 @@ const nic_model_ops nic_pcnet_ops = {
     .is_latch = pcn_is_latch,
     .latch_ranges = pcn_latch_ranges,
     .coalesced_ranges = pcn_coalesced_ranges,
+    .defers_kicks = true,
     .transmit = pcn_transmit,
     .poll_rx = pcn_poll_rx,
     .resume = pcn_resume,
