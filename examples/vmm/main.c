@@ -194,7 +194,8 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             break;
         case O_NOCLUSTER: o->cluster = false; break;
         case O_CLUSTER:
-            if (parse_list(optarg, techs, tech_bits, 6, &m, "technique"))
+            if (parse_list(optarg, techs, tech_bits,
+                           sizeof techs / sizeof techs[0], &m, "technique"))
                 return -1;
             o->techniques = m;
             o->cluster = true;
