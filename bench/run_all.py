@@ -3,7 +3,7 @@
 """The libcluster benchmark suite: one command, one report.
 
   run_all.py [--build build/bench] [--out DIR] [--quick] [--no-qemu]
-             [--only ID,ID...]
+             [--only ID,ID...] [--nicfast-only]
 
 Writes DIR (default bench/results/<YYYY-MM-DD>/): report.md, results.json,
 the PNG plots, and traces/ (the Unicorn exit traces the nested model
@@ -20,6 +20,9 @@ replays). Steps, in order:
      traps of both counted with the kvm tracepoints (lcbench/nicfast.py)
   5. the nested-virtualization model (nested_model.py)
   6. plots and the report (lcbench/plots.py, lcbench/report.py)
+
+--nicfast-only runs step 4b alone (about 5 minutes) and writes its
+section as report.md with results.json.
 
 Runs one benchmark process at a time (this is a shared 2-core machine).
 Full run: about 6 minutes; --quick: about 1 (a smoke test: fewer rounds,
@@ -62,6 +65,9 @@ def parse_args():
     ap.add_argument('--no-nicfast', action='store_true',
                     help='skip the NIC fast path vs QEMU step '
                     '(lcbench/nicfast.py)')
+    ap.add_argument('--nicfast-only', action='store_true',
+                    help='run only the NIC fast path vs QEMU step; its '
+                    'section is the report')
     ap.add_argument('--rerender', action='store_true',
                     help='measure nothing: rebuild the model, plots and '
                     'report from the results.json in --out')
@@ -125,6 +131,9 @@ def main():
     if a.rerender:
         with open(path) as f:
             results = json.load(f)
+        if 'kvm' not in results:              # a --nicfast-only run
+            nicfast_report(results, out)
+            return 0
         finish(results, out, lambda: write_json(path, results), rerender=True)
         log(f'report rebuilt: {os.path.join(out, "report.md")}')
         return 0
@@ -135,6 +144,18 @@ def main():
         log(f'{build}: no lcvmm; build it first (scripts/bench.sh does)')
         return 1
 
+    if a.nicfast_only:
+        results = dict(meta=dict(date=today, mode=mode,
+                                 started=datetime.datetime.now()
+                                 .isoformat(timespec='seconds'),
+                                 git=git_describe(),
+                                 command=' '.join(sys.argv)))
+        log(f'results go to {out}')
+        results['nicfast'] = nicfast.measure_all(build, mode)
+        write_json(path, results)
+        nicfast_report(results, out)
+        log(f'done in {elapsed():.0f} s: {os.path.join(out, "report.md")}')
+        return 0
     wls, gone = select_workloads(build, mode, a.only)
     results = dict(
         meta=dict(date=today, mode=mode, started=datetime.datetime.now()
@@ -176,6 +197,18 @@ def main():
     finish(results, out, save)
     log(f'done in {elapsed():.0f} s: {os.path.join(out, "report.md")}')
     return 0
+
+
+def nicfast_report(results, out):
+    """report.md of a --nicfast-only run: the step's own section."""
+    m = results.get('meta', {})
+    g = m.get('git', {})
+    head = (f'# NIC fast path vs QEMU, {m.get("date")}\n\n{m.get("mode")} '
+            f'mode, commit {g.get("commit", "?")}'
+            f'{" with local changes" if g.get("dirty") else ""}; '
+            f'command: `{m.get("command")}`\n\n')
+    with open(os.path.join(out, 'report.md'), 'w') as f:
+        f.write(head + nicfast.section(results))
 
 
 def finish(results, out, save, rerender=False):
