@@ -704,6 +704,19 @@ END_TEST
 
 /* ---- receive -------------------------------------------------------- */
 
+/* The Ethernet FCS, bit by bit (independent of the model's table). */
+static uint32_t fcs_of(const uint8_t *p, size_t len)
+{
+    uint32_t c = 0xffffffffu;
+
+    for (size_t i = 0; i < len; i++) {
+        c ^= p[i];
+        for (int b = 0; b < 8; b++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
 START_TEST(rx_one_frame)
 {
     fake f;
@@ -718,6 +731,14 @@ START_TEST(rx_one_frame)
                       E1000_RXD_STA_DD | E1000_RXD_STA_EOP);
     ck_assert_mem_eq(f.ram + RXB(0), frame, 42);
     ck_assert_uint_eq(f.ram[RXB(0) + 59], 0);
+    {   /* the FCS of the padded frame follows it, least significant first */
+        uint32_t want = fcs_of(f.ram + RXB(0), 60);
+        uint32_t got = (uint32_t)f.ram[RXB(0) + 60] |
+                       (uint32_t)f.ram[RXB(0) + 61] << 8 |
+                       (uint32_t)f.ram[RXB(0) + 62] << 16 |
+                       (uint32_t)f.ram[RXB(0) + 63] << 24;
+        ck_assert_uint_eq(got, want);
+    }
     ck_assert_uint_eq(rd(&f, E1000_RDH), 1);
     ck_assert_int_eq(f.level, 1);
     ck_assert_uint_eq(rd(&f, E1000_ICR), E1000_ICR_RXT0);

@@ -543,6 +543,17 @@ START_TEST(rx_loopback_fcs_stays_in_buffers)
     ck_assert_mem_eq(f.ram + RXB(0), frame, NET_FRAME_MAX);
     for (unsigned i = 0; i < 4; i++)
         ck_assert_uint_eq(f.ram[RXB(0) + NET_FRAME_MAX + i], 0xa5);
+    {   /* the FCS itself, least significant byte first, in buffer 1 */
+        uint32_t c = 0xffffffffu, got = 0;
+        for (size_t i = 0; i < NET_FRAME_MAX; i++) {
+            c ^= frame[i];
+            for (int b = 0; b < 8; b++)
+                c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+        }
+        for (unsigned i = 0; i < 4; i++)
+            got |= (uint32_t)f.ram[RXB(1) + i] << (8 * i);
+        ck_assert_uint_eq(got, ~c);
+    }
     fake_fini(&f);
 }
 END_TEST

@@ -617,6 +617,8 @@ static void e1k_poll_rx(nic *n)
             continue;
         }
         total = flen + ((rctl & E1000_RCTL_SECRC) ? 0 : NIC_FCS_LEN);
+        if (!(rctl & E1000_RCTL_SECRC))
+            nic_rx_fcs(n);              /* stripped: no CRC to compute */
         need = (unsigned)((total + bsize - 1) / bsize);
         if (need > ndesc - 1) {         /* can never fit: missed */
             nic_rx_drop(n);

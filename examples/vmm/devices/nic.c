@@ -420,8 +420,9 @@ size_t nic_tx_frame(nic *n, uint8_t *frame, size_t len, bool pad)
 /* ---- received frames ------------------------------------------------ */
 
 /* The Ethernet CRC-32 (reflected polynomial 0xEDB88320), a byte at a time
- * from a table built once: every received frame gets its FCS here, and
- * the bitwise loop showed in profiles of the e1000 guest. */
+ * from a table built once: a received frame gets its FCS here when the
+ * chip stores it (nic_rx_fcs), and the bitwise loop showed in profiles of
+ * the e1000 guest. */
 static uint32_t crc_table[256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
@@ -448,7 +449,6 @@ uint32_t nic_crc32(const uint8_t *p, size_t len)
 size_t nic_rx_peek(nic *n)
 {
     size_t len;
-    uint32_t fcs;
 
     if (n->rx_len)
         return n->rx_len;
@@ -465,10 +465,17 @@ size_t nic_rx_peek(nic *n)
         memset(n->rx_buf + len, 0, NIC_FRAME_PAD - len);
         len = NIC_FRAME_PAD;
     }
-    fcs = ~nic_crc32(n->rx_buf, len);
-    nic_put32(n->rx_buf + len, fcs);
+    n->rx_fcs = false;
     n->rx_len = len;
     return len;
+}
+
+void nic_rx_fcs(nic *n)
+{
+    if (!n->rx_len || n->rx_fcs)
+        return;
+    nic_put32(n->rx_buf + n->rx_len, ~nic_crc32(n->rx_buf, n->rx_len));
+    n->rx_fcs = true;
 }
 
 bool nic_rx_wait(nic *n)

@@ -75,8 +75,10 @@ struct nic {
     uint64_t kicks;             /* nic_kick_count() */
     /* One received frame taken from the backend and not yet placed in
      * guest memory ("in the chip's FIFO"): rx_len bytes, padded to
-     * NIC_FRAME_PAD, followed by its 4-byte FCS. */
+     * NIC_FRAME_PAD, followed by its 4-byte FCS once nic_rx_fcs() has
+     * computed it (rx_fcs). */
     size_t rx_len;
+    bool rx_fcs;
     bool rx_waiting;            /* counted in rx_no_buffer already */
     uint8_t rx_buf[NET_FRAME_MAX + NIC_FCS_LEN];
     void *state;                /* the model's, state_size bytes */
@@ -125,9 +127,13 @@ size_t nic_tx_frame(nic *n, uint8_t *frame, size_t len, bool pad);
 
 /* The received frame waiting to be placed, pulling the next one from the
  * backend if none is held: its length without FCS (at least
- * NIC_FRAME_PAD), or 0 if the backend has nothing. The FCS follows it in
- * n->rx_buf. */
+ * NIC_FRAME_PAD), or 0 if the backend has nothing. */
 size_t nic_rx_peek(nic *n);
+/* Write the held frame's FCS after it in n->rx_buf (once per frame): a
+ * model calls it only when the chip stores the FCS in guest memory, so a
+ * frame whose FCS is stripped (e1000 RCTL.SECRC, as Linux sets it) costs
+ * no CRC over its bytes. */
+void nic_rx_fcs(nic *n);
 /* The held frame must wait for receive descriptors: counts it in
  * rx_no_buffer the first time and returns true then (e1000 raises RXO). */
 bool nic_rx_wait(nic *n);

@@ -445,6 +445,7 @@ static void pcn_poll_rx(nic *n)
             nic_rx_drop(n);
             continue;
         }
+        nic_rx_fcs(n);                  /* MCNT counts the stored FCS */
         r = rx_place(n, flen + NIC_FCS_LEN, match, len);
         if (r != 0)
             progress = true;
