@@ -295,6 +295,13 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "net", "rx_frames", t->rx_frames);
     put(ctx, "net", "tx_dropped", t->tx_dropped);
     put(ctx, "net", "rx_dropped", t->rx_dropped);
+    /* every frame the NIC handed over: tx_frames + tx_dropped + tx_queued
+     * (backends/net.h, transmit accounting) */
+    put(ctx, "net", "tx_offered", t->tx_offered);
+    put(ctx, "net", "tx_queued", t->tx_queued);
+    put(ctx, "net", "tx_retries", t->tx_retries);
+    put(ctx, "net", "tx_short", t->tx_short);
+    put(ctx, "net", "faults", t->faults);
     put(ctx, "net", "arp_replies", t->arp_replies);
     put(ctx, "net", "icmp_replies", t->icmp_replies);
     put(ctx, "net", "udp_replies", t->udp_replies);
