@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Long soaks of the reference VMM with its resident memory sampled.
 
-  soak.py BUILD_DIR [--workload pcnet|e1000|bios16]... [-n UNITS]
+  soak.py BUILD_DIR [--workload pcnet|e1000|bios16|sites]... [-n UNITS]
           [--interval SECONDS] [--cpu kvm|unicorn] [--json FILE]
           [--markdown]
 
@@ -10,11 +10,12 @@ Each workload is one lcvmm run of n units (NIC guests: UDP echo
 exchanges, CPL 3 poll mode; bios16: passes of the BIOS-style PCI
 enumeration, whose BAR sizing moves the NIC's BAR twice a pass, so the
 VMM flushes libcluster's translations every pass, the engine flush a
-guest reboot causes). While it runs, /proc/PID/status VmRSS is read
+guest reboot causes; sites: a guest, built by tests/vmm/memory_bounded.py,
+that writes n new exiting sites and runs each until it is translated, so
+every exit is at code the cache has not seen). While it runs, /proc/PID/status VmRSS is read
 every --interval seconds. Printed per workload: units done, wall time,
 RSS at the first sample after 2 s (start-up done), its peak and at the
-last sample, and the
-engine's translation cache at the end (bytes held, translations made,
+last sample, and the engine's translation cache at the end (bytes held, translations made,
 evictions). The run fails (exit status 1) when the guest did not finish
 all its units or RSS grew by more than --max-growth KiB between the
 first sample after start-up and the end.
@@ -36,6 +37,8 @@ GUESTS = {
     'pcnet': ('guest-pcnet.bin', 'pcnet', 'cpl=3 irq=0', 'exchanges'),
     'e1000': ('guest-e1000.bin', 'e1000', 'cpl=3 irq=0', 'exchanges'),
     'bios16': ('guest-bios16.bin', 'pcnet', '', 'passes'),
+    # built here (tests/vmm/memory_bounded.py): n new exiting sites
+    'sites': (None, 'none', '', 'sites'),
 }
 
 
@@ -51,14 +54,28 @@ def rss_kib(pid):
     return None
 
 
+def sites_image(tmp, n):
+    sys.path.insert(0, os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), '..', 'tests', 'vmm'))
+    from memory_bounded import new_sites_image
+    path = os.path.join(tmp, 'sites.bin')
+    with open(path, 'wb') as f:
+        f.write(new_sites_image(n))
+    return path
+
+
 def soak(lcvmm, guest_dir, name, n, interval, cpu):
     image, nic, params, unit = GUESTS[name]
     with tempfile.TemporaryDirectory() as tmp:
         stats_file = os.path.join(tmp, 'stats.json')
         out_file = os.path.join(tmp, 'console.txt')
-        cmd = [lcvmm, '-q', '-k', os.path.join(guest_dir, image),
+        image = os.path.join(guest_dir, image) if image else \
+            sites_image(tmp, n)
+        cmd = [lcvmm, '-q', '-k', image,
                '--nic', nic, '-p', ('n=%d %s' % (n, params)).strip(),
                '--stats', 'json', '--stats-file', stats_file]
+        if name == 'sites':
+            cmd += ['-m', str(64 + (n * 16 >> 20))]
         if cpu:
             cmd += ['--cpu', cpu]
         samples = []
@@ -88,6 +105,8 @@ def soak(lcvmm, guest_dir, name, n, interval, cpu):
     m = re.search(r'\b%s=(\d+)' % ('passes' if unit == 'passes'
                                    else 'exchanges'), console)
     done = int(m.group(1)) if m else 0
+    if unit == 'sites':     # the image prints nothing: it ran to its end
+        done = n if p.returncode == 0 else 0
     lc = stats.get('libcluster', {})
     return dict(workload=name, units=n, unit=unit, done=done,
                 status=p.returncode, wall_s=round(wall, 1),
@@ -134,8 +153,9 @@ def main():
         r = soak(lcvmm, guest_dir, w, a.n, a.interval, a.cpu)
         results.append(r)
         growth = (r['rss_end_kib'] or 0) - (r['rss_settled_kib'] or 0)
-        good = r['status'] == 0 and r['done'] == a.n and \
-            growth <= a.max_growth
+        # the sites guest touches 16 bytes of its own RAM per site
+        allowed = a.max_growth + (a.n * 16 >> 10 if w == 'sites' else 0)
+        good = r['status'] == 0 and r['done'] == a.n and growth <= allowed
         ok = ok and good
         print('%s %s: %d/%d %s in %.1f s, RSS start %s peak %s end %s KiB '
               '(growth after start-up %d KiB), tcache %s bytes, %s '
