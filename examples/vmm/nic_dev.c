@@ -94,6 +94,19 @@ static void nic_command(void *opaque, uint16_t cmd)
     pthread_mutex_unlock(&g->vm->dev_lock);
 }
 
+/* PCI: the Status register's bits the NIC raised (a DMA that reached no
+ * RAM: Received Master Abort), cleared by writing 1s. */
+static uint16_t nic_status(void *opaque, uint16_t w1c)
+{
+    nic_dev *g = opaque;
+    uint16_t v;
+
+    pthread_mutex_lock(&g->vm->dev_lock);
+    v = nic_pci_status(g->nic, w1c);
+    pthread_mutex_unlock(&g->vm->dev_lock);
+    return v;
+}
+
 /* The first 64 bytes of configuration space from the model's identity. */
 static void identity(uint8_t id[64], const nic_pci_id *n)
 {
@@ -167,7 +180,8 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
                          (pci_bar_info){ g->id.bar_size, g->id.bar_is_io },
                          g->id.bar_is_io ? LCVMM_PCNET_IO_BASE
                                          : LCVMM_E1000_MMIO_BASE,
-                         LCVMM_NIC_IRQ, &ops) || !g->mapped) {
+                         LCVMM_NIC_IRQ, &ops) || !g->mapped ||
+        pci_set_status_hook(vm->pci, LCVMM_NIC_PCI_DEV, nic_status, g)) {
         snprintf(err, errlen, "cannot place the %s on PCI",
                  nic_model_name(vm->opt.nic));
         return -1;
@@ -291,10 +305,18 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "nic", "irq_suppressed", s->irq_suppressed);
     put(ctx, "nic", "guest_errors", s->guest_errors);
     put(ctx, "nic", "resets", s->resets);
+    put(ctx, "nic", "dma_errors", s->dma_errors);
     put(ctx, "net", "tx_frames", t->tx_frames);
     put(ctx, "net", "rx_frames", t->rx_frames);
     put(ctx, "net", "tx_dropped", t->tx_dropped);
     put(ctx, "net", "rx_dropped", t->rx_dropped);
+    /* every frame the NIC handed over: tx_frames + tx_dropped + tx_queued
+     * (backends/net.h, transmit accounting) */
+    put(ctx, "net", "tx_offered", t->tx_offered);
+    put(ctx, "net", "tx_queued", t->tx_queued);
+    put(ctx, "net", "tx_retries", t->tx_retries);
+    put(ctx, "net", "tx_short", t->tx_short);
+    put(ctx, "net", "faults", t->faults);
     put(ctx, "net", "arp_replies", t->arp_replies);
     put(ctx, "net", "icmp_replies", t->icmp_replies);
     put(ctx, "net", "udp_replies", t->udp_replies);

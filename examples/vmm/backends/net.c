@@ -10,6 +10,10 @@
  *   peer,tftp=DIR,boot=F the peer as network-boot server too (DHCP, TFTP)
  *   tap,ifname=NAME      a TAP device (ifname required)
  *
+ * and, on either, the test hook of fault.c, as QEMU repeats hostfwd=:
+ *
+ *   ...,fault=eagain:10%,fault=drop:0.5%,fault-seed=7
+ *
  * Unknown backends and options are rejected with a message that lists
  * the valid ones, so a typo never silently selects a default.
  */
@@ -136,9 +140,10 @@ static void list_keys(const net_kind *k, char *buf, size_t len)
  * kind's key list. 0 on success, -1 with the message in err.
  */
 static int parse_options(const net_kind *k, char *opts, const char **vals,
-                         char *err, size_t errlen)
+                         net_fault *fault, char *err, size_t errlen)
 {
     char valid[128];
+    bool seeded = false;
 
     list_keys(k, valid, sizeof valid);
     while (opts) {
@@ -156,8 +161,30 @@ static int parse_options(const net_kind *k, char *opts, const char **vals,
                         k->name, k->usage);
             return -1;
         }
+        /* the fault injection options every backend takes */
+        if (!strcmp(opts, "fault") || !strcmp(opts, "fault-seed")) {
+            bool seed = opts[5] != 0;
+            if (!eq || !eq[1]) {
+                net_set_err(err, errlen, "%s: option '%s' needs a value "
+                            "(fault=KIND:PERCENT, fault-seed=N)", k->name,
+                            opts);
+                return -1;
+            }
+            if (seed && seeded) {
+                net_set_err(err, errlen, "%s: option 'fault-seed' given "
+                            "twice", k->name);
+                return -1;
+            }
+            seeded |= seed;
+            if ((seed ? net_fault_seed(fault, eq + 1, err, errlen)
+                      : net_fault_add(fault, eq + 1, err, errlen)) < 0)
+                return -1;
+            opts = next;
+            continue;
+        }
         idx = find_key(k, opts);
         if (idx < 0) {
+            /* fault= and fault-seed= are a test hook: not offered here */
             net_set_err(err, errlen, "%s: unknown option '%s' (valid: %s)",
                         k->name, opts, valid);
             return -1;
@@ -181,6 +208,7 @@ static int parse_options(const net_kind *k, char *opts, const char **vals,
 net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen)
 {
     const char *vals[MAX_KEYS] = { 0 };
+    net_fault fault = { 0 };
     const net_kind *k;
     net_backend *be = NULL;
     char *copy, *opts;
@@ -202,8 +230,18 @@ net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen)
     if (!k)
         net_set_err(err, errlen, "unknown network backend '%s' (valid: "
                     VALID_BACKENDS ")", copy);
-    else if (parse_options(k, opts, vals, err, errlen) == 0)
+    else if (parse_options(k, opts, vals, &fault, err, errlen) == 0)
         be = k->create(vals, err, errlen);
+    if (be && (fault.on || fault.seeded)) {
+        if (!be->txq) {
+            net_set_err(err, errlen, "%s: no fault injection in this "
+                        "backend", copy);
+            net_destroy(be);
+            be = NULL;
+        } else {
+            net_txq_set_faults(be->txq, &fault);
+        }
+    }
     free(copy);
     return be;
 }

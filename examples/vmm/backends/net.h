@@ -12,6 +12,13 @@
  * so a backend never drops a frame because the guest is slow; it queues
  * (bounded) and drops only when its own queue is full.
  *
+ * Transmit accounting: every frame the NIC hands to net_tx() ends in
+ * exactly one of stats.tx_frames (the host took it), stats.tx_dropped
+ * (lost, counted) or stats.tx_queued (waiting in the backend now), so
+ * tx_offered == tx_frames + tx_dropped + tx_queued at any moment; a host
+ * that is busy (EAGAIN, ENOBUFS) delays frames, it does not lose them
+ * (fault.c). Faults can be injected for tests (fault=, net_fault).
+ *
  * A backend that receives asynchronously (TAP) has a `poll_fd`: the
  * VMM's I/O thread polls it and, when readable, lets the NIC pull (under
  * the device lock). The peer produces its replies inside tx(), so the NIC
@@ -20,6 +27,7 @@
 #ifndef VMM_NET_H
 #define VMM_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,13 +52,82 @@ typedef struct net_backend_ops {
 typedef struct net_stats {
     uint64_t tx_frames, tx_bytes, tx_dropped;
     uint64_t rx_frames, rx_bytes, rx_dropped;
+    /* transmit accounting (above) */
+    uint64_t tx_offered;          /* frames handed to net_tx() */
+    uint64_t tx_queued;           /* waiting now: host busy, or reordered */
+    uint64_t tx_retries;          /* attempts the host answered busy */
+    uint64_t tx_short;            /* short writes (in tx_dropped too) */
+    uint64_t faults;              /* faults injected (fault=) */
     /* peer only: what it answered */
     uint64_t arp_replies, icmp_replies, udp_replies, ignored;
 } net_stats;
 
+/*
+ * Fault injection, a test hook (--net ...,fault=KIND:P%,fault-seed=N):
+ * per send attempt, with probability P% each, the host answers EAGAIN or
+ * ENOBUFS (the frame waits and is sent again), takes half the frame
+ * (short: dropped), loses it on the wire (drop) or the frame is held back
+ * and sent after the next one (reorder). Deterministic for a seed.
+ */
+enum {
+    NET_FAULT_NONE = 0, NET_FAULT_EAGAIN, NET_FAULT_ENOBUFS,
+    NET_FAULT_SHORT, NET_FAULT_DROP, NET_FAULT_REORDER, NET_FAULT_KINDS
+};
+
+typedef struct net_fault {
+    bool on;
+    bool seeded;
+    uint32_t ppm[NET_FAULT_KINDS];  /* per million attempts */
+    uint64_t seed;
+    uint64_t state;                 /* the generator (net_txq_set_faults) */
+} net_fault;
+
+/* Add one "KIND:PERCENT" item, or set the seed; 0, or -1 with a message. */
+int net_fault_add(net_fault *f, const char *item, char *err, size_t errlen);
+int net_fault_seed(net_fault *f, const char *s, char *err, size_t errlen);
+const char *net_fault_kind_name(int kind);
+
+/* The transmit path the backends share (fault.c): a bounded backlog for
+ * frames the host refused for now, and the injected faults. */
+#define NET_TXQ_MAX 64
+#define NET_TXQ_MAX_STR "64"
+
+typedef struct net_txq_frame {
+    uint16_t len;
+    uint8_t data[NET_FRAME_MAX];
+} net_txq_frame;
+
+typedef struct net_txq {
+    net_fault fault;
+    net_txq_frame q[NET_TXQ_MAX];
+    unsigned head, count;
+    net_txq_frame held_frame;       /* reorder: sent after the next one */
+    bool held;
+    unsigned held_polls;
+    uint32_t reported;              /* kinds of loss already reported */
+} net_txq;
+
+/* A backend's raw send: the bytes the host took (len when whole), or
+ * -errno. */
+typedef long net_send_fn(net_backend *be, const uint8_t *frame, size_t len);
+
+/* The backend's tx(): accounts the frame and sends it through `send`
+ * (0: taken or queued, -1: dropped, counted). */
+int  net_txq_tx(net_backend *be, net_txq *q, net_send_fn *send,
+                const uint8_t *frame, size_t len);
+/* Send what waits (the backend calls it from rx(), which the NIC calls
+ * after every register access and the I/O thread when frames arrive). */
+void net_txq_poll(net_backend *be, net_txq *q, net_send_fn *send);
+/* At destroy: what still waits is counted as dropped. */
+void net_txq_fini(net_backend *be, net_txq *q);
+void net_txq_set_faults(net_txq *q, const net_fault *f);
+
 struct net_backend {
     const net_backend_ops *ops;
     net_stats stats;
+    /* The shared transmit path, or NULL for a backend without one (then
+     * faults cannot be injected into it). */
+    net_txq *txq;
 };
 
 static inline int net_tx(net_backend *be, const uint8_t *f, size_t len)
@@ -87,7 +164,8 @@ net_backend *net_peer_create_boot(const char *ip, const char *tftp_dir,
 net_backend *net_tap_create(const char *ifname, char *err, size_t errlen);
 
 /* Parse a --net argument: "peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE]",
- * "tap,ifname=NAME". */
+ * "tap,ifname=NAME"; both take the test hook ",fault=KIND:P%" (repeated
+ * for several kinds) and ",fault-seed=N". */
 net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen);
 
 static inline void net_destroy(net_backend *be)

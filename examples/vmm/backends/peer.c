@@ -21,7 +21,9 @@
  *
  * Replies wait in a bounded FIFO (PEER_QUEUE frames) until the NIC pulls
  * them with rx(); when it is full a new reply is dropped and counted in
- * stats.rx_dropped.
+ * stats.rx_dropped. Frames from the guest go through the shared transmit
+ * path (fault.c), where a test can make the peer busy, lose or reorder
+ * them (fault=).
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -79,6 +81,7 @@ typedef struct peer {
     uint16_t ip_id;             /* identification of the datagrams we send */
     unsigned head, count;       /* FIFO of replies */
     peer_frame q[PEER_QUEUE];
+    net_txq txq;                /* frames from the guest (net.h) */
 } peer;
 
 /* A parsed, validated IPv4 datagram addressed to the peer. */
@@ -560,25 +563,27 @@ static bool handle_frame(peer *p, const uint8_t *f, size_t len)
     }
 }
 
+/* The peer "receives" the frame: it answers what it answers. Never busy
+ * itself; the shared path (fault.c) may say it was, for tests. */
+static long peer_send(net_backend *be, const uint8_t *frame, size_t len)
+{
+    if (!handle_frame(to_peer(be), frame, len))
+        be->stats.ignored++;
+    return (long)len;
+}
+
 static int peer_tx(net_backend *be, const uint8_t *frame, size_t len)
 {
-    peer *p = to_peer(be);
-
-    if (!frame || len < NET_FRAME_MIN || len > NET_FRAME_MAX) {
-        be->stats.tx_dropped++;
-        return -1;
-    }
-    be->stats.tx_frames++;
-    be->stats.tx_bytes += len;
-    if (!handle_frame(p, frame, len))
-        be->stats.ignored++;
-    return 0;
+    return net_txq_tx(be, &to_peer(be)->txq, peer_send, frame, len);
 }
 
 static size_t peer_rx(net_backend *be, uint8_t *buf, size_t cap)
 {
     peer *p = to_peer(be);
 
+    /* frames held back (busy host, reordering) go first: their replies
+     * come back in this same pull when the NIC has buffers */
+    net_txq_poll(be, &p->txq, peer_send);
     while (p->count) {
         const peer_frame *f = &p->q[p->head];
         size_t len = f->len;
@@ -607,6 +612,7 @@ static int peer_poll_fd(net_backend *be)
 
 static void peer_destroy(net_backend *be)
 {
+    net_txq_fini(be, &to_peer(be)->txq);
     tftp_destroy(to_peer(be)->tftp);
     free(be);
 }
@@ -649,6 +655,7 @@ net_backend *net_peer_create_boot(const char *ip, const char *tftp_dir,
         return NULL;
     }
     p->be.ops = &peer_ops;
+    p->be.txq = &p->txq;
     memcpy(p->ip, addr, 4);
     /* the lease: the guests' address (.15) on the peer's /24 */
     memcpy(p->dhcp.server, addr, 4);

@@ -38,6 +38,7 @@ typedef struct tap {
     net_backend be;
     int fd;
     uint8_t rbuf[TAP_READ_MAX];
+    net_txq txq;                /* frames to write (net.h) */
 } tap;
 
 static tap *to_tap(net_backend *be)
@@ -45,33 +46,30 @@ static tap *to_tap(net_backend *be)
     return (tap *)be;
 }
 
-static int tap_tx(net_backend *be, const uint8_t *frame, size_t len)
+/* One write() is one frame (IFF_NO_PI). EAGAIN (the interface's queue is
+ * full) and ENOBUFS make the shared path (fault.c) keep the frame and
+ * write it again later; EIO (the interface is down) and the rest lose it,
+ * counted, as an unplugged wire would. */
+static long tap_send(net_backend *be, const uint8_t *frame, size_t len)
 {
-    tap *t = to_tap(be);
     ssize_t n;
 
-    if (!frame || len < NET_FRAME_MIN || len > NET_FRAME_MAX) {
-        be->stats.tx_dropped++;
-        return -1;
-    }
     do
-        n = write(t->fd, frame, len);
+        n = write(to_tap(be)->fd, frame, len);
     while (n < 0 && errno == EINTR);
-    /* EAGAIN (the kernel's queue is full) and EIO (the interface is down)
-     * lose the frame as a congested or unplugged wire would. */
-    if (n != (ssize_t)len) {
-        be->stats.tx_dropped++;
-        return -1;
-    }
-    be->stats.tx_frames++;
-    be->stats.tx_bytes += len;
-    return 0;
+    return n < 0 ? -(long)errno : (long)n;
+}
+
+static int tap_tx(net_backend *be, const uint8_t *frame, size_t len)
+{
+    return net_txq_tx(be, &to_tap(be)->txq, tap_send, frame, len);
 }
 
 static size_t tap_rx(net_backend *be, uint8_t *buf, size_t cap)
 {
     tap *t = to_tap(be);
 
+    net_txq_poll(be, &t->txq, tap_send);    /* what waited for the host */
     for (;;) {
         ssize_t n = read(t->fd, t->rbuf, sizeof t->rbuf);
 
@@ -105,6 +103,7 @@ static void tap_destroy(net_backend *be)
 {
     tap *t = to_tap(be);
 
+    net_txq_fini(be, &t->txq);
     close(t->fd);
     free(t);
 }
@@ -174,6 +173,7 @@ net_backend *net_tap_create(const char *ifname, char *err, size_t errlen)
         return NULL;
     }
     t->be.ops = &tap_ops;
+    t->be.txq = &t->txq;
     t->fd = fd;
     return &t->be;
 }

@@ -275,18 +275,41 @@ void nic_set_irq(nic *n, bool level)
     n->irq->set(n->irq->opaque, n->irq->gsi, level ? 1 : 0);
 }
 
+/* A DMA that reached no RAM: the guest pointed a ring or buffer at MMIO
+ * (its own BAR, the APIC), past the end of RAM or across the top of the
+ * address space (vm_dma refuses all of them, nothing is copied). On PCI
+ * the transfer ends in a master abort, which the function records in its
+ * Status register (Received Master Abort, bit 13; PCI Local Bus
+ * Specification 3.0, 6.2.3) until software writes 1 there; the model then
+ * stops its DMA as its datasheet says (PCnet CSR0.MERR, the e1000's ring
+ * halted), see pcnet.c and e1000.c. */
+static int dma_failed(nic *n)
+{
+    n->stats.dma_errors++;
+    n->pci_status |= NIC_PCI_STATUS_RMA;
+    return -1;
+}
+
 int nic_dma_read(nic *n, uint64_t gpa, void *buf, size_t len)
 {
     if (!n->bus_master)
-        return -1;
-    return dma_read(n->dma, gpa, buf, len);
+        return -1;              /* no transfer at all: not an abort */
+    return dma_read(n->dma, gpa, buf, len) < 0 ? dma_failed(n) : 0;
 }
 
 int nic_dma_write(nic *n, uint64_t gpa, const void *buf, size_t len)
 {
     if (!n->bus_master)
         return -1;
-    return dma_write(n->dma, gpa, buf, len);
+    return dma_write(n->dma, gpa, buf, len) < 0 ? dma_failed(n) : 0;
+}
+
+uint16_t nic_pci_status(nic *n, uint16_t w1c)
+{
+    uint16_t v = n->pci_status;
+
+    n->pci_status &= (uint16_t)~w1c;
+    return v;
 }
 
 /* Adaptive combining went on or off: the deferred writes may change. */

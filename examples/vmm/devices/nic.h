@@ -80,6 +80,7 @@ typedef struct nic_stats {
     uint64_t irq_suppressed;    /* level unchanged, call elided */
     uint64_t guest_errors;
     uint64_t resets;
+    uint64_t dma_errors;        /* DMA that reached no RAM (master aborts) */
 } nic_stats;
 
 typedef struct nic nic;
@@ -174,6 +175,12 @@ bool nic_kicks_deferred(const nic *n);
 /* PCI bus-master enable (command register bit 2): without it the NIC
  * does no DMA, as real hardware cannot. */
 void nic_set_bus_master(nic *n, bool enabled);
+
+/* The PCI Status register bits the function raised: Received Master
+ * Abort after a DMA reached no RAM (nic_dma_read). Returns them and
+ * clears those set in `w1c` (the register's write-1-to-clear bits). */
+#define NIC_PCI_STATUS_RMA 0x2000u
+uint16_t nic_pci_status(nic *n, uint16_t w1c);
 
 const nic_stats *nic_get_stats(const nic *n);
 

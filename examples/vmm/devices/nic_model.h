@@ -66,6 +66,7 @@ struct nic {
     nic_options opt;
     nic_stats stats;
     bool bus_master;            /* PCI command bit 2 */
+    uint16_t pci_status;        /* PCI Status bits raised (nic_pci_status) */
     bool irq_level;             /* the level last given to nic_set_irq */
     bool busy;                  /* re-entrancy guard (cf. CVE-2021-3416) */
     unsigned tx_queued;         /* transmit kicks waiting for a batch */

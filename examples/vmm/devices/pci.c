@@ -30,6 +30,8 @@ typedef struct pci_fn {
     uint32_t rom_size;              /* expansion ROM BAR size; 0: none */
     pci_rom_fn rom_changed;
     void *rom_opaque;
+    pci_status_fn status;           /* RW1C status bits, or NULL */
+    void *status_opaque;
 } pci_fn;
 
 struct pci_bus {
@@ -91,6 +93,16 @@ int pci_set_cfg_hook(pci_bus *p, unsigned dev, pci_cfg_write_fn fn,
     return 0;
 }
 
+int pci_set_status_hook(pci_bus *p, unsigned dev, pci_status_fn fn,
+                        void *opaque)
+{
+    if (dev >= PCI_MAX_DEVFN || !p->fn[dev].present)
+        return -1;
+    p->fn[dev].status = fn;
+    p->fn[dev].status_opaque = opaque;
+    return 0;
+}
+
 int pci_set_rom(pci_bus *p, unsigned dev, uint32_t size, pci_rom_fn fn,
                 void *opaque)
 {
@@ -130,8 +142,10 @@ static void cfg_write(pci_fn *f, unsigned reg, uint32_t val, uint32_t mask)
     memcpy(&old, &f->cfg[reg], 4);
     v = (old & ~mask) | (val & mask);
     switch (reg) {
-    case 0x04: {                    /* command (status bits are RW1C: none) */
+    case 0x04: {                    /* command; status bits are RW1C */
         uint16_t cmd = (uint16_t)(v & CMD_MASK);
+        if (f->status && (val & mask) >> 16)
+            f->status(f->status_opaque, (uint16_t)((val & mask) >> 16));
         f->cfg[4] = (uint8_t)cmd;
         f->cfg[5] = (uint8_t)(cmd >> 8);
         if (f->ops.command)
@@ -208,8 +222,11 @@ void pci_access(pci_bus *p, unsigned off, unsigned size, bool w,
     f = selected(p, &reg);
     if (!w) {
         uint32_t v = 0xffffffffu;
-        if (f)
+        if (f) {
             memcpy(&v, &f->cfg[reg], 4);
+            if (reg == 0x04 && f->status)
+                v |= (uint32_t)f->status(f->status_opaque, 0) << 16;
+        }
         *val = (v >> shift) & mask;
         return;
     }

@@ -67,6 +67,13 @@ int pci_set_cfg_hook(pci_bus *p, unsigned dev, pci_cfg_write_fn fn,
 typedef void (*pci_rom_fn)(void *opaque, uint32_t addr, bool enabled);
 int pci_set_rom(pci_bus *p, unsigned dev, uint32_t size, pci_rom_fn fn,
                 void *opaque);
+/* The Status register bits `dev` raised (such as Received Master Abort,
+ * bit 13, after a DMA that reached nothing), clearing those set in `w1c`
+ * (a guest's write of 1s there, PCI 3.0 6.2.3). Without a hook status
+ * reads 0. -1: no such device. */
+typedef uint16_t (*pci_status_fn)(void *opaque, uint16_t w1c);
+int pci_set_status_hook(pci_bus *p, unsigned dev, pci_status_fn fn,
+                        void *opaque);
 /* Is decoding of BAR0 of `dev` enabled (command bits)? */
 bool pci_decodes(const pci_bus *p, unsigned dev);
 
