@@ -77,7 +77,7 @@ flock /tmp/lc-build.lock ninja -j2 -C $build $ninja_targets >build/fuzz.build.lo
     { tail -40 build/fuzz.build.log >&2; exit 2; }
 
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain --untracked-files=no -- . ':!tests/fuzz/corpus' ':!docs/fuzzing.md' 2>/dev/null)" ]; then
+if [ -n "$(git status --porcelain --untracked-files=no -- . ':!tests/fuzz/corpus' ':!docs/*.md' 2>/dev/null)" ]; then
     commit="$commit+dirty"
 fi
 camp=build/fuzz-campaign
