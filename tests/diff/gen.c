@@ -2079,7 +2079,7 @@ static int t_call(gctx *g)
     uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
     size_t len;
     int kc, kj, kr, kp = -1, km = -1, ind = chance(g, 30), reg = -1, swap = chance(g, 12);
-    uint32_t f_off, over_off;
+    uint32_t f_off, over_off, undef0;
     uint64_t cs_base = c->st.seg[LC_CS].base;
     lcd_insn li;
 
@@ -2113,6 +2113,9 @@ static int t_call(gctx *g)
     if (kj < 0)
         return -1;
     f_off = c->code_len;
+    /* a mispredicted indirect call goes straight to `over`: the flags the
+     * body defines are not defined there (merged after the RET below) */
+    undef0 = g->undef;
     for (unsigned n = 1 + rn(g, 2), i = 0; i < n; i++) {
         uint32_t len0 = c->code_len, n0 = c->ninsns;
         if (body[rn(g, 8)](g) < 0) {
@@ -2146,6 +2149,8 @@ static int t_call(gctx *g)
     kr = emit(g, &rq, LC_OP_RET);
     if (kr < 0)
         return -1;
+    if (ind)
+        g->undef |= undef0;
     over_off = c->code_len;
     /* patch the jump over the function */
     if (over_off - (c->insn[kj].off + c->insn[kj].len) > 127)

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint64_t rng;
@@ -36,6 +39,56 @@ static const uint8_t snippets[][4] = {
     { 0xeb, 0x03 },
 };
 
+/* Run one input file; -1 if it cannot be read. */
+static int replay_file(const char *path)
+{
+    static uint8_t buf[1 << 20];
+    FILE *fp = fopen(path, "rb");
+    size_t len;
+
+    if (!fp) {
+        fprintf(stderr, "replay: cannot open %s\n", path);
+        return -1;
+    }
+    len = fread(buf, 1, sizeof buf, fp);
+    fclose(fp);
+    LLVMFuzzerTestOneInput(buf, len);
+    return 0;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Every regular file of a folder, in name order; the number run or -1. */
+static int replay_dir(const char *dir)
+{
+    struct dirent **ents;
+    int n = scandir(dir, &ents, NULL, by_name), done = 0;
+
+    if (n < 0) {
+        fprintf(stderr, "replay: cannot list %s\n", dir);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        struct stat st;
+        if (ents[i]->d_name[0] != '.' &&
+            snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name) <
+                (int)sizeof path &&
+            !stat(path, &st) && S_ISREG(st.st_mode)) {
+            if (replay_file(path) < 0)
+                done = -1;
+            else if (done >= 0)
+                done++;
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return done;
+}
+
 int main(int argc, char **argv)
 {
     long n = 2000;
@@ -48,17 +101,21 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             rng = strtoull(argv[++i], NULL, 0);
         } else {
-            FILE *fp = fopen(argv[i], "rb");
-            static uint8_t buf[1 << 20];
-            size_t len;
-            if (!fp) {
-                fprintf(stderr, "replay: cannot open %s\n", argv[i]);
+            struct stat st;
+            if (!stat(argv[i], &st) && S_ISDIR(st.st_mode)) {
+                int n = replay_dir(argv[i]);
+                if (n <= 0) {
+                    /* a committed corpus that is empty or unreadable
+                     * would make the replay test pass having run nothing */
+                    fprintf(stderr, "replay: no input in %s\n", argv[i]);
+                    return 2;
+                }
+                files += n;
+            } else if (replay_file(argv[i]) < 0) {
                 return 2;
+            } else {
+                files++;
             }
-            len = fread(buf, 1, sizeof buf, fp);
-            fclose(fp);
-            LLVMFuzzerTestOneInput(buf, len);
-            files++;
         }
     }
     for (long k = 0; k < n; k++) {

@@ -1,5 +1,5 @@
 #!/bin/bash -eu
-# tests/fuzz/oss-fuzz/build.sh: build the four fuzz targets the way OSS-Fuzz
+# tests/fuzz/oss-fuzz/build.sh: build the five fuzz targets the way OSS-Fuzz
 # and ClusterFuzzLite do (their build.sh convention), unchanged from the
 # sources CI replays (tests/fuzz/fuzz_*.c):
 #
@@ -120,19 +120,20 @@ target fuzz_decode "$lib" "${dep_libs[@]}"
 target fuzz_runtime "$lib" "${dep_libs[@]}"
 target fuzz_engine "$lib" "${dep_libs[@]}"
 target fuzz_nic "$devlib"
+target fuzz_platform "$devlib"
 
 # ---- dictionaries, options and seed corpora -----------------------------------------
-for t in fuzz_decode fuzz_runtime fuzz_engine; do
-    cp "$here/x86.dict" "$OUT/$t.dict"
-done
-cp "$here/nic.dict" "$OUT/fuzz_nic.dict"
-for t in fuzz_decode fuzz_runtime fuzz_engine fuzz_nic; do
+# (tests/fuzz/dict/TARGET.dict, tests/fuzz/corpus/TARGET/: the ones
+# scripts/fuzz.sh uses and keeps minimized)
+targets="fuzz_decode fuzz_runtime fuzz_engine fuzz_nic fuzz_platform"
+for t in $targets; do
+    cp -L "$src/tests/fuzz/dict/$t.dict" "$OUT/$t.dict"
     printf '[libfuzzer]\ndict = %s.dict\n' "$t" >"$OUT/$t.options"
 done
 # Seeds: the committed regression inputs of each target (tests/fuzz/regress/:
 # a file or folder named after the target, "engine-..." for fuzz_engine)
-# and the starting inputs in tests/fuzz/oss-fuzz/seeds/TARGET/.
-for t in fuzz_decode fuzz_runtime fuzz_engine fuzz_nic; do
+# and its committed corpus, tests/fuzz/corpus/TARGET/.
+for t in $targets; do
     short=${t#fuzz_}
     seeds=$WORK/seeds/$t
     rm -rf "$seeds"; mkdir -p "$seeds"
@@ -141,7 +142,7 @@ for t in fuzz_decode fuzz_runtime fuzz_engine fuzz_nic; do
             \( -path "*/regress/$short/*" -o -path "*/regress/$t/*" \
                -o -name "$short-*" -o -name "$t-*" \) -exec cp {} "$seeds/" \;
     fi
-    [ -d "$here/seeds/$t" ] && cp "$here/seeds/$t"/* "$seeds/" 2>/dev/null || true
+    [ -d "$src/tests/fuzz/corpus/$t" ] && cp "$src/tests/fuzz/corpus/$t"/* "$seeds/" 2>/dev/null || true
     rm -f "$OUT/${t}_seed_corpus.zip"
     if [ -n "$(ls -A "$seeds")" ]; then
         (cd "$seeds" && zip -q -j "$OUT/${t}_seed_corpus.zip" ./*)
