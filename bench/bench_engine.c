@@ -14,7 +14,7 @@
  *                cache flushed before each), minus a hit
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
- * interpreted <= 1 us.   bench_engine [--runs N] [--json]
+ * interpreted <= 1 us.   bench_engine [--runs N] [--json] [--only hit|gap|mem]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +89,7 @@ static double per_exit(rig *r, int iters, int flush)
 int main(int argc, char **argv)
 {
     int runs = 11, json = 0, iters = 100000;
+    const char *only = NULL;
     if (getenv("LC_BENCH_ITERS"))
         iters = atoi(getenv("LC_BENCH_ITERS"));
     static const uint8_t out1[] = { 0xe6, 0x80 };
@@ -102,6 +103,8 @@ int main(int argc, char **argv)
             runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json"))
             json = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
     }
     if (runs < 1 || runs > 100)
         runs = 11;
@@ -119,6 +122,32 @@ int main(int argc, char **argv)
     }
     outsm[nm++] = 0xe6; outsm[nm++] = 0x80;
 
+    if (only) {
+        /* One variant alone, for a profiler (perf record, callgrind):
+         * LC_BENCH_ITERS exits per run, nothing printed but its time. */
+        const uint8_t *code = out1;
+        size_t n = sizeof out1;
+        double t = 0;
+
+        if (!strcmp(only, "mem")) {
+            code = outsm;
+            n = nm;
+        } else if (!strcmp(only, "gap")) {
+            code = outs12;
+            n = n12;
+        } else if (strcmp(only, "hit")) {
+            fprintf(stderr, "bench_engine: --only hit|gap|mem\n");
+            return 2;
+        }
+        for (int k = 0; k < runs; k++) {
+            up(&r, LC_TECH_ALL, 3, code, n);
+            per_exit(&r, 3, 0);
+            t += per_exit(&r, iters, 0);
+            down(&r);
+        }
+        printf("%s: %.1f ns per exit\n", only, t / runs);
+        return 0;
+    }
     for (int k = 0; k < runs; k++) {
         /* Interleave the variants inside each run (noisy machines). */
         up(&r, LC_TECH_ALL, 3, out1, sizeof out1);

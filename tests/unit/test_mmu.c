@@ -92,6 +92,7 @@ static void set_mode(lc_cpu_mode mode, unsigned cpl)
 {
     V.mode = mode;
     V.cpl = (uint8_t)cpl;
+    lcr_pwc_forget(&V);     /* a new run (lcr_begin() would do it) */
     V.stop = LC_STOP_NONE;
     V.fault_vector = 0;
     V.fault_addr = 0;
@@ -104,9 +105,14 @@ static uint64_t rd(uint64_t gpa, unsigned size)
     return v;
 }
 
+/* The test edits guest memory from outside the run, as another vCPU or a
+ * device would: like such a write, it ends what the run's page-walk cache
+ * (section 11 of the paper) may assume, which the next run would not
+ * have (the CPU's TLB need not see it either, SDM vol. 3 4.10.4). */
 static void wr(uint64_t gpa, unsigned size, uint64_t v)
 {
     memcpy(T.ram + gpa, &v, size);
+    lcr_pwc_forget(&V);
 }
 
 /* ---- page-table builder ------------------------------------------------- */
@@ -131,6 +137,7 @@ static uint64_t pt_alloc(void)
     next_pt += 0x1000;
     ck_assert_uint_le(next_pt, RAM_SIZE);
     memset(T.ram + p, 0, 0x1000);
+    lcr_pwc_forget(&V);     /* memory edited from outside: see wr() */
     return p;
 }
 
