@@ -17,7 +17,7 @@
  *                cache flushed before each), minus a hit
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
- * interpreted <= 1 us.   bench_engine [--runs N] [--json] [--only hit|gap|mem]
+ * interpreted <= 1 us.   bench_engine [--runs N] [--json] [--only hit|two|gap|mem|walk]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +144,9 @@ int main(int argc, char **argv)
         if (!strcmp(only, "mem")) {
             code = outsm;
             n = nm;
+        } else if (!strcmp(only, "two")) {
+            code = outs2;
+            n = n2;
         } else if (!strcmp(only, "walk")) {
             code = outsw;
             n = nw;
@@ -151,7 +154,7 @@ int main(int argc, char **argv)
             code = outs12;
             n = n12;
         } else if (strcmp(only, "hit")) {
-            fprintf(stderr, "bench_engine: --only hit|gap|mem|walk\n");
+            fprintf(stderr, "bench_engine: --only hit|two|gap|mem|walk\n");
             return 2;
         }
         for (int k = 0; k < runs; k++) {

@@ -37,6 +37,7 @@
  * the reserved-bit #PF itself when the guest executes the instruction.
  */
 #include <assert.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "rt.h"
@@ -93,7 +94,7 @@ static int stop_fault(lcr_vcpu *v, uint8_t vector)
  * read with one atomic load, as the CPU reads it (SDM 4.8 notes that
  * entries may be modified by other processors concurrently); the fallback
  * covers hosts that hand out unaligned mappings. */
-static uint64_t load_entry(const uint8_t *p, unsigned size)
+static inline uint64_t load_entry(const uint8_t *p, unsigned size)
 {
 #if defined(__GNUC__)
     if (size == 8 && ((uintptr_t)p & 7) == 0)
@@ -792,6 +793,32 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     return 1;
 }
 
+/* Which data accesses (LCR_ACC_READ, LCR_ACC_WRITE) the rights a walk
+ * found allow in context `c`: pg_rights() for a read and for a write,
+ * in one pass (a read-modify-write needs both). */
+static uint8_t pg_data_rights(const pgctx *c, const walk *w)
+{
+    uint8_t ok = LCR_ACC_READ | LCR_ACC_WRITE;
+
+    if (c->mode == PG_NONE)
+        return ok;
+    if (c->user) {
+        if (!w->user_addr)
+            return 0;
+        if (!w->writable)
+            ok = LCR_ACC_READ;
+    } else {
+        if (w->user_addr && c->smap && !c->ac)
+            return 0;
+        if (!w->writable && c->wp)
+            ok = LCR_ACC_READ;
+    }
+    if ((c->mode == PG_4L || c->mode == PG_5L) &&
+        ((w->user_addr && c->pke) || (!w->user_addr && c->pks)))
+        return 0;               /* protection keys: the CPU decides */
+    return ok;
+}
+
 /* Remember a walk that just succeeded (its A/D bits committed) for the
  * rest of the run. `f`, `m`: the data fragment and the VMM's answer. */
 static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
@@ -801,7 +828,6 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     const lc_cpu_state *st = v->st;
     unsigned wr = (c->access & LCR_ACC_WRITE) != 0, i;
     lcr_pwc_ent *e = NULL;
-    pgctx rc = *c;
 
     if (p->n && !pwc_state_ok(v))
         lcr_pwc_forget(v);
@@ -842,15 +868,7 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     }
     e->lpn = la >> 12;
     e->gpa = w->gpa & ~PAGE_MASK;
-    e->ok = LCR_ACC_READ | LCR_ACC_WRITE;
-    if (c->mode != PG_NONE) {
-        rc.access = LCR_ACC_READ;
-        if (pg_rights(&rc, w->user_addr, w->writable, w->xd) != M_OK)
-            e->ok &= (uint8_t)~LCR_ACC_READ;
-        rc.access = LCR_ACC_WRITE;
-        if (pg_rights(&rc, w->user_addr, w->writable, w->xd) != M_OK)
-            e->ok &= (uint8_t)~LCR_ACC_WRITE;
-    }
+    e->ok = pg_data_rights(c, w);
     /* Every entry of the walk has A set now; D is set if it was, or if
      * this access was a write (commit_ad() just set it). */
     e->dirty = (uint8_t)(w->dirty || wr);
@@ -1203,10 +1221,16 @@ size_t lcr_fetch(lcr_vcpu *v, uint8_t *buf, size_t max, uint64_t gfn[2],
     return lcr_fetch_at(v, v->st->rip, buf, max, gfn, ngfn);
 }
 
-static uint8_t seg_attr(const lc_segment *s)
+/* CS's attribute bytes type .. avl as one word (the coherency check
+ * compares them on every hit: one load, not nine). */
+static uint64_t cs_attr_of(const lc_segment *s)
 {
-    return (uint8_t)(s->type | s->s << 4 | s->dpl << 5 | s->present << 7) ^
-           (uint8_t)(s->db << 1 | s->l << 2 | s->g << 3 | s->unusable << 4);
+    uint64_t a;
+
+    _Static_assert(offsetof(lc_segment, avl) ==
+                   offsetof(lc_segment, type) + 7, "lc_segment layout");
+    memcpy(&a, (const uint8_t *)s + offsetof(lc_segment, type), sizeof a);
+    return a;
 }
 
 size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
@@ -1229,10 +1253,32 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
     rec->efer = st->efer;
     rec->cs_base = st->seg[LC_CS].base;
     rec->cs_limit = st->seg[LC_CS].limit;
-    rec->cs_attr = seg_attr(&st->seg[LC_CS]);
+    rec->cs_attr = cs_attr_of(&st->seg[LC_CS]);
+    rec->cs_unusable = st->seg[LC_CS].unusable;
     rec->cpl = v->cpl;
     rec->mode = (uint8_t)v->mode;
     return got;
+}
+
+/* memcmp() == 0 without a library call for the short code of a typical
+ * cluster (the hit path compares it on every exit). */
+static int bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t x, y;
+
+    while (n >= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
 }
 
 int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
@@ -1245,7 +1291,8 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
         rec->cr3 != st->cr3 || rec->cr4 != st->cr4 ||
         rec->efer != st->efer || rec->cs_base != st->seg[LC_CS].base ||
         rec->cs_limit != st->seg[LC_CS].limit ||
-        rec->cs_attr != seg_attr(&st->seg[LC_CS]) || rec->cpl != v->cpl ||
+        rec->cs_attr != cs_attr_of(&st->seg[LC_CS]) ||
+        rec->cs_unusable != st->seg[LC_CS].unusable || rec->cpl != v->cpl ||
         rec->mode != (uint8_t)v->mode)
         return 0;
     for (unsigned i = 0; i < rec->nent; i++)
@@ -1255,7 +1302,7 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
         size_t n = rec->code_len[p];
         if (n > len - off)
             n = len - off;
-        if (memcmp(rec->code[p], expect + off, n))
+        if (!bytes_equal(rec->code[p], expect + off, n))
             return 0;
         off += n;
     }

@@ -323,8 +323,9 @@ typedef struct lcr_fetch_rec {
     uint64_t       gfn[2];
     /* what the fetch depended on besides memory */
     uint64_t       rip, cr0, cr3, cr4, efer, cs_base;
+    uint64_t       cs_attr;  /* CS type .. avl, as stored (cs_attr_of()) */
     uint32_t       cs_limit;
-    uint8_t        cs_attr, cpl, mode, pad_;
+    uint8_t        cs_unusable, cpl, mode, pad_;
 } lcr_fetch_rec;
 
 /* lcr_fetch_at() that also fills `rec` (rec->valid only if every byte
