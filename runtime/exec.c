@@ -1051,26 +1051,19 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
 void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
                void *opaque)
 {
-    uint32_t ib = v->insn_budget, rb = v->rep_budget;
-    uint8_t irq = v->irq_check, nw = v->nwatch;
-    uint64_t w[LCR_WATCH_MAX];
-
-    if (nw > LCR_WATCH_MAX)
-        nw = LCR_WATCH_MAX;
-    /* Only the armed entries: the hit path arms none before this. */
-    for (unsigned i = 0; i < nw; i++)
-        w[i] = v->watch_gfn[i];
-
-    memset(v, 0, sizeof(*v));
+    /* The inputs before `route` stay as the caller set them; everything
+     * from `route` up to the page-walk cache is cleared, the cache only
+     * emptied (rt.h): on the hit path every byte cleared costs. */
+    memset(&v->route, 0, offsetof(lcr_vcpu, pwc) - offsetof(lcr_vcpu, route));
     v->st = st;
     v->ops = ops;
     v->opaque = opaque;
-    v->insn_budget = ib;
-    v->rep_budget = rb ? rb : 1;
-    v->irq_check = irq;
-    v->nwatch = nw;
-    for (unsigned i = 0; i < nw; i++)
-        v->watch_gfn[i] = w[i];
+    if (!v->rep_budget)
+        v->rep_budget = 1;
+    if (v->nwatch > LCR_WATCH_MAX)
+        v->nwatch = LCR_WATCH_MAX;
+    lcr_pwc_forget(v);
+    v->pwc_hits = 0;
     v->mode = lcr_cpu_mode(st);
     /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
      * code); real mode is CPL 0 and vm86 CPL 3. */

@@ -37,6 +37,7 @@
  * the reserved-bit #PF itself when the guest executes the instruction.
  */
 #include <assert.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "rt.h"
@@ -93,7 +94,7 @@ static int stop_fault(lcr_vcpu *v, uint8_t vector)
  * read with one atomic load, as the CPU reads it (SDM 4.8 notes that
  * entries may be modified by other processors concurrently); the fallback
  * covers hosts that hand out unaligned mappings. */
-static uint64_t load_entry(const uint8_t *p, unsigned size)
+static inline uint64_t load_entry(const uint8_t *p, unsigned size)
 {
 #if defined(__GNUC__)
     if (size == 8 && ((uintptr_t)p & 7) == 0)
@@ -315,6 +316,11 @@ typedef struct walk {
     uint64_t gpa;       /* physical address of the first byte */
     unsigned nref;
     pte_ref  ref[MAX_LEVELS];
+    /* for the page-walk cache: the combined rights (pg_rights()), the
+     * leaf's D bit, and the frames of the entries read */
+    uint8_t  user_addr, writable, xd, dirty;
+    unsigned npt;
+    uint64_t pt_gfn[MAX_LEVELS];
 } walk;
 
 /* Index of `la` into the table at `level` (1 = page table). */
@@ -500,9 +506,12 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
     mres r;
 
     w->nref = 0;
+    w->npt = 0;
     if (c->mode == PG_NONE) {
         /* SDM 4.1: without paging the linear address is the physical
          * address; outside IA-32e mode linear addresses are 32 bits. */
+        w->user_addr = w->writable = w->dirty = 1;
+        w->xd = 0;
         w->gpa = long_mode_active(c->v) ? la : la & LA32_MASK;
         return w->gpa > PHYS_MASK ? M_TERM : M_OK;
     }
@@ -516,6 +525,7 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
         r = read_entry(c->v, egpa, esize, &e);
         if (r != M_OK)
             return r;
+        w->pt_gfn[w->npt++] = egpa >> 12;
         if (!(e & PTE_P))
             return M_PF;
         leaf = pg_leaf(c, level, e);
@@ -552,6 +562,10 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
         }
         if (leaf) {
             w->gpa = pg_target(c, level, e, la);
+            w->user_addr = (uint8_t)user_addr;
+            w->writable = (uint8_t)writable;
+            w->xd = (uint8_t)xd;
+            w->dirty = (e & PTE_D) != 0;
             return pg_rights(c, user_addr, writable, xd);
         }
         table = c->mode == PG_32 ? e & 0xfffff000ull : e & ADDR_4K;
@@ -564,14 +578,16 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
 /* ---- paging: data mapping and side effects ------------------------------ */
 
 /* Map one fragment's guest-physical range (SDM-independent: the VMM's
- * view). RAM must cover the whole fragment; ROM refuses writes; MMIO is
- * dispatched later by lcr_read()/lcr_write(). */
-static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
-                     unsigned access, lcr_frag *f)
+ * view), and hand back the VMM's answer in *m (zeroed, kind
+ * LC_GPA_UNMAPPED, when none was asked: a learned route). RAM must cover
+ * the whole fragment; ROM refuses writes; MMIO is dispatched later by
+ * lcr_read()/lcr_write(). */
+static mres map_frag_m(lcr_vcpu *v, uint64_t gpa, unsigned len,
+                       unsigned access, lcr_frag *f, lc_gpa_map *m)
 {
     int is_write = (access & LCR_ACC_WRITE) != 0;
-    lc_gpa_map m;
 
+    memset(m, 0, sizeof(*m));
     if (gpa > PHYS_MASK || gpa + len - 1 > PHYS_MASK)
         return M_TERM;
     memset(f, 0, sizeof(*f));
@@ -586,20 +602,19 @@ static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
         v->routed++;
         return M_OK;
     }
-    memset(&m, 0, sizeof(m));
-    v->ops->gpa_map(v->opaque, gpa, is_write, &m);
-    if (v->route && !v->route->learned && m.kind == LC_GPA_MMIO &&
+    v->ops->gpa_map(v->opaque, gpa, is_write, m);
+    if (v->route && !v->route->learned && m->kind == LC_GPA_MMIO &&
         !(access & LCR_ACC_FETCH)) {
         v->route->gfn = gpa >> 12;
         v->route->learned = 1;
     }
-    switch (m.kind) {
+    switch (m->kind) {
     case LC_GPA_RAM:
-        if (m.hva == NULL || m.span < len || (is_write && m.readonly))
+        if (m->hva == NULL || m->span < len || (is_write && m->readonly))
             return M_TERM;
         f->kind = LC_GPA_RAM;
-        f->hva = m.hva;
-        f->traced = m.traced != 0;
+        f->hva = m->hva;
+        f->traced = m->traced != 0;
         return M_OK;
     case LC_GPA_MMIO:
         f->kind = LC_GPA_MMIO;
@@ -607,6 +622,14 @@ static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
     default:
         return M_TERM;
     }
+}
+
+static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
+                     unsigned access, lcr_frag *f)
+{
+    lc_gpa_map m;
+
+    return map_frag_m(v, gpa, len, access, f, &m);
 }
 
 /* Set the A/D bits recorded by the walks: first check that every entry
@@ -673,21 +696,228 @@ static int la_range_ok(const lcr_vcpu *v, uint64_t la, unsigned len)
            lcr_canonical(last, lcr_la_bits(v));
 }
 
+/* ---- the page-walk cache (section 11 of the paper; rt.h) -------------- */
+
+static int pwc_state_ok(const lcr_vcpu *v)
+{
+    const lcr_pwc *p = &v->pwc;
+    const lc_cpu_state *st = v->st;
+
+    return p->cr3 == st->cr3 && p->cr0 == st->cr0 && p->cr4 == st->cr4 &&
+           p->efer == st->efer && p->cpl == v->cpl &&
+           p->ac == ((st->rflags & LC_RFLAGS_AC) != 0);
+}
+
+/* Does frame `gfn` hold a paging-structure entry a cached walk read? */
+static int pwc_is_pt(const lcr_pwc *p, uint64_t gfn)
+{
+    if (!(p->ptmask & (1ull << (gfn & 63))))
+        return 0;
+    for (unsigned i = 0; i < p->npt; i++)
+        if (p->pt_gfn[i] == gfn)
+            return 1;
+    return 0;
+}
+
+/* A store is about to go to `gpa`: if a cached walk read an entry in its
+ * frame, the walk may no longer be what the tables say (the guest edits
+ * its own page tables): forget them all. */
+static void pwc_store(lcr_vcpu *v, uint64_t gpa)
+{
+    if (v->pwc.npt && pwc_is_pt(&v->pwc, gpa >> 12))
+        lcr_pwc_forget(v);
+}
+
+/* The translation of an access within one page from the cache: 1 done
+ * (x filled), 0 not cached (walk), -1 stopped (the VMM's answer for the
+ * data page refuses it, exactly as after a walk). */
+static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
+                      unsigned access, lcr_xlat *x)
+{
+    lcr_pwc *p = &v->pwc;
+    uint64_t lpn = la >> 12, gpa;
+    unsigned need = access & (LCR_ACC_READ | LCR_ACC_WRITE);
+    unsigned wr = (access & LCR_ACC_WRITE) != 0;
+    lcr_pwc_ent *e = NULL;
+    lcr_frag *f = &x->frag[0];
+
+    for (unsigned i = 0; i < p->n; i++)
+        if (p->e[i].lpn == lpn) {
+            e = &p->e[i];
+            break;
+        }
+    if (!e)
+        return 0;
+    if (!pwc_state_ok(v)) {
+        lcr_pwc_forget(v);
+        return 0;
+    }
+    /* Anything a walk would have to decide afresh walks: rights the
+     * entry does not grant (the walk finds the fault), a write with D
+     * still clear (the walk sets it), a store into a page table. */
+    if ((e->ok & need) != need || (wr && !e->dirty))
+        return 0;
+    gpa = e->gpa | (la & PAGE_MASK);
+    if (wr && p->npt && pwc_is_pt(p, gpa >> 12))
+        return 0;
+    if (!v->route && e->mapped > wr && gpa >= e->map_lo &&
+        gpa + len <= e->map_hi && !(wr && e->readonly)) {
+        f->gpa = gpa;
+        f->hva = e->map_hva + (gpa - e->map_lo);
+        f->len = len;
+        f->kind = LC_GPA_RAM;
+        f->traced = e->traced;
+    } else {
+        lc_gpa_map m;
+        mres r = map_frag_m(v, gpa, len, access, f, &m);
+
+        if (r != M_OK)
+            return mres_stop(v, r, la);
+        if (f->kind == LC_GPA_RAM && !v->route) {
+            uint64_t end = (gpa | PAGE_MASK) + 1;
+
+            e->map_lo = gpa;
+            e->map_hi = m.span < end - gpa ? gpa + m.span : end;
+            e->map_hva = m.hva;
+            e->mapped = (uint8_t)(1 + wr);
+            e->traced = f->traced;
+            e->readonly = m.readonly != 0;
+        }
+    }
+    x->la = la;
+    x->len = len;
+    x->access = (uint8_t)access;
+    x->nfrag = 1;
+    memset(&x->frag[1], 0, sizeof(x->frag[1]));
+    v->pwc_hits++;
+    return 1;
+}
+
+/* Which data accesses (LCR_ACC_READ, LCR_ACC_WRITE) the rights a walk
+ * found allow in context `c`: pg_rights() for a read and for a write,
+ * in one pass (a read-modify-write needs both). */
+static uint8_t pg_data_rights(const pgctx *c, const walk *w)
+{
+    uint8_t ok = LCR_ACC_READ | LCR_ACC_WRITE;
+
+    if (c->mode == PG_NONE)
+        return ok;
+    if (c->user) {
+        if (!w->user_addr)
+            return 0;
+        if (!w->writable)
+            ok = LCR_ACC_READ;
+    } else {
+        if (w->user_addr && c->smap && !c->ac)
+            return 0;
+        if (!w->writable && c->wp)
+            ok = LCR_ACC_READ;
+    }
+    if ((c->mode == PG_4L || c->mode == PG_5L) &&
+        ((w->user_addr && c->pke) || (!w->user_addr && c->pks)))
+        return 0;               /* protection keys: the CPU decides */
+    return ok;
+}
+
+/* Remember a walk that just succeeded (its A/D bits committed) for the
+ * rest of the run. `f`, `m`: the data fragment and the VMM's answer. */
+static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
+                     const lcr_frag *f, const lc_gpa_map *m)
+{
+    lcr_pwc *p = &v->pwc;
+    const lc_cpu_state *st = v->st;
+    unsigned wr = (c->access & LCR_ACC_WRITE) != 0, i;
+    lcr_pwc_ent *e = NULL;
+
+    if (p->n && !pwc_state_ok(v))
+        lcr_pwc_forget(v);
+    if (!p->n) {
+        p->cr0 = st->cr0;
+        p->cr3 = st->cr3;
+        p->cr4 = st->cr4;
+        p->efer = st->efer;
+        p->cpl = v->cpl;
+        p->ac = (st->rflags & LC_RFLAGS_AC) != 0;
+    }
+    /* A store into one of its own page tables (self-mapped tables): the
+     * store follows this translation, so the walk would go stale at once
+     * (an atomic XCHG stores without lcr_write()). */
+    for (i = 0; i < w->npt; i++)
+        if (wr && w->pt_gfn[i] == w->gpa >> 12)
+            return;
+    for (i = 0; i < w->npt; i++) {
+        uint64_t g = w->pt_gfn[i];
+
+        if (pwc_is_pt(p, g))
+            continue;
+        if (p->npt == LCR_PWC_PT)
+            return;             /* too many tables to watch: not cached */
+        p->pt_gfn[p->npt++] = g;
+        p->ptmask |= 1ull << (g & 63);
+    }
+    for (i = 0; i < p->n; i++)
+        if (p->e[i].lpn == la >> 12)
+            e = &p->e[i];
+    if (!e) {
+        if (p->n < LCR_PWC_ENTRIES) {
+            e = &p->e[p->n++];
+        } else {
+            e = &p->e[p->next];
+            p->next = (uint8_t)((p->next + 1) % LCR_PWC_ENTRIES);
+        }
+    }
+    e->lpn = la >> 12;
+    e->gpa = w->gpa & ~PAGE_MASK;
+    e->ok = pg_data_rights(c, w);
+    /* Every entry of the walk has A set now; D is set if it was, or if
+     * this access was a write (commit_ad() just set it). */
+    e->dirty = (uint8_t)(w->dirty || wr);
+    e->mapped = 0;
+    if (f->kind == LC_GPA_RAM && !v->route && m->kind == LC_GPA_RAM) {
+        uint64_t end = (f->gpa | PAGE_MASK) + 1;
+
+        e->map_lo = f->gpa;
+        e->map_hi = m->span < end - f->gpa ? f->gpa + m->span : end;
+        e->map_hva = m->hva;
+        e->mapped = (uint8_t)(1 + wr);
+        e->traced = f->traced;
+        e->readonly = m->readonly != 0;
+    }
+}
+
 int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
                   lcr_xlat *x)
 {
     uint64_t fla[2];
     unsigned flen[2], nfrag, i;
+    lc_gpa_map m;
     walk w[2];
     pgctx c;
     mres r;
 
+    if (!long_mode_active(v))
+        la &= LA32_MASK;
+    /* Section 11: a page this run has walked already. Only plain data
+     * accesses within one page (a fetch records its walk, an implicit
+     * access has other rights, a page-crossing access is two walks); a
+     * cached page passed every check below when it was walked, and they
+     * hold for any access inside it. */
+    if (v->pwc.n && len - 1u < LC_INSN_MAX_LEN && access &&
+        !(access & ~(unsigned)(LCR_ACC_READ | LCR_ACC_WRITE)) &&
+        (la & PAGE_MASK) + len <= PAGE_SIZE) {
+        int h = pwc_lookup(v, la, len, access, x);
+
+        if (h > 0)
+            return 0;
+        if (h < 0) {
+            x->nfrag = 0;
+            return -1;
+        }
+    }
     memset(x, 0, sizeof(*x));
     if (len == 0 || len > LC_INSN_MAX_LEN ||
         !(access & (LCR_ACC_READ | LCR_ACC_WRITE | LCR_ACC_FETCH)))
         return stop_term(v);        /* caller bug: refuse, never guess */
-    if (!long_mode_active(v))
-        la &= LA32_MASK;
     /* Defence in depth: lcr_linear() has already checked canonicality;
      * a caller that skipped it gets a #GP stop rather than an aliased
      * walk. */
@@ -730,7 +960,7 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
             return mres_stop(v, r, fla[i]);
     }
     for (i = 0; i < nfrag; i++) {
-        r = map_frag(v, w[i].gpa, flen[i], access, &x->frag[i]);
+        r = map_frag_m(v, w[i].gpa, flen[i], access, &x->frag[i], &m);
         if (r != M_OK)
             return mres_stop(v, r, fla[i]);
     }
@@ -739,6 +969,14 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
     if (r != M_OK)
         return mres_stop(v, r, la);
     x->nfrag = (uint8_t)nfrag;
+    /* A store to a page table the cache walked through makes its walks
+     * stale; then remember this walk (section 11). */
+    if (access & LCR_ACC_WRITE)
+        for (i = 0; i < nfrag; i++)
+            pwc_store(v, x->frag[i].gpa);
+    if (nfrag == 1 && !(access & (LCR_ACC_FETCH | LCR_ACC_IMPLICIT)) &&
+        !v->rec)
+        pwc_fill(v, &c, la, &w[0], &x->frag[0], &m);
     return 0;
 }
 
@@ -754,6 +992,7 @@ static unsigned piece_len(unsigned n)
 
 static int cb_result(lcr_vcpu *v, lc_cb_result r)
 {
+    lcr_pwc_forget(v);      /* the VMM ran: guest memory may differ */
     if (r == LC_CB_OK)
         return 0;
     v->stop = LC_STOP_CALLBACK;
@@ -818,10 +1057,27 @@ static int traced_frag(lcr_vcpu *v, const lcr_frag *f, const uint8_t *buf)
     return 0;
 }
 
+/* The common access: one fragment of RAM, 1, 2, 4 or 8 bytes, copied
+ * with a fixed-size copy the compiler turns into one move. */
+static int copy_small(void *dst, const void *src, unsigned len)
+{
+    switch (len) {
+    case 1: memcpy(dst, src, 1); return 1;
+    case 2: memcpy(dst, src, 2); return 1;
+    case 4: memcpy(dst, src, 4); return 1;
+    case 8: memcpy(dst, src, 8); return 1;
+    default: return 0;
+    }
+}
+
 int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf)
 {
     uint8_t *out = buf;
     unsigned off = 0, i;
+
+    if (x->nfrag == 1 && x->frag[0].kind == LC_GPA_RAM && x->frag[0].hva &&
+        x->frag[0].len == x->len && copy_small(buf, x->frag[0].hva, x->len))
+        return 0;
 
     if (!xlat_sane(x))
         return stop_term(v);
@@ -860,6 +1116,16 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
 
     /* A translation made without LCR_ACC_WRITE did not check R/W, did not
      * set D and did not refuse ROM: writing through it would be wrong. */
+    if (x->nfrag == 1 && x->frag[0].kind == LC_GPA_RAM && x->frag[0].hva &&
+        !x->frag[0].traced && x->frag[0].len == x->len &&
+        (x->access & LCR_ACC_WRITE) && (x->len & (x->len - 1)) == 0 &&
+        x->len <= 8) {
+        pwc_store(v, x->frag[0].gpa);   /* the guest edits a page table */
+        copy_small(x->frag[0].hva, in, x->len);
+        if (watched(v, x->frag[0].gpa))
+            v->smc_hit = 1;
+        return 0;
+    }
     if (!xlat_sane(x) || !(x->access & LCR_ACC_WRITE))
         return stop_term(v);
     /* All preconditions first: a NULL callback needed by the second
@@ -877,12 +1143,15 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
         const lcr_frag *f = &x->frag[i];
         int r = 0;
 
-        if (f->kind == LC_GPA_MMIO)
+        if (f->kind == LC_GPA_MMIO) {
             r = mmio_frag(v, f, NULL, in + off);
-        else if (f->traced)
-            r = traced_frag(v, f, in + off);
-        else
-            memcpy(f->hva, in + off, f->len);
+        } else {
+            pwc_store(v, f->gpa);       /* the guest edits a page table */
+            if (f->traced)
+                r = traced_frag(v, f, in + off);
+            else
+                memcpy(f->hva, in + off, f->len);
+        }
         if (r < 0)
             return -1;
         /* Section 7 of the paper: a store into the code being run
@@ -952,10 +1221,16 @@ size_t lcr_fetch(lcr_vcpu *v, uint8_t *buf, size_t max, uint64_t gfn[2],
     return lcr_fetch_at(v, v->st->rip, buf, max, gfn, ngfn);
 }
 
-static uint8_t seg_attr(const lc_segment *s)
+/* CS's attribute bytes type .. avl as one word (the coherency check
+ * compares them on every hit: one load, not nine). */
+static uint64_t cs_attr_of(const lc_segment *s)
 {
-    return (uint8_t)(s->type | s->s << 4 | s->dpl << 5 | s->present << 7) ^
-           (uint8_t)(s->db << 1 | s->l << 2 | s->g << 3 | s->unusable << 4);
+    uint64_t a;
+
+    _Static_assert(offsetof(lc_segment, avl) ==
+                   offsetof(lc_segment, type) + 7, "lc_segment layout");
+    memcpy(&a, (const uint8_t *)s + offsetof(lc_segment, type), sizeof a);
+    return a;
 }
 
 size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
@@ -978,10 +1253,32 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
     rec->efer = st->efer;
     rec->cs_base = st->seg[LC_CS].base;
     rec->cs_limit = st->seg[LC_CS].limit;
-    rec->cs_attr = seg_attr(&st->seg[LC_CS]);
+    rec->cs_attr = cs_attr_of(&st->seg[LC_CS]);
+    rec->cs_unusable = st->seg[LC_CS].unusable;
     rec->cpl = v->cpl;
     rec->mode = (uint8_t)v->mode;
     return got;
+}
+
+/* memcmp() == 0 without a library call for the short code of a typical
+ * cluster (the hit path compares it on every exit). */
+static int bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t x, y;
+
+    while (n >= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
 }
 
 int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
@@ -994,7 +1291,8 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
         rec->cr3 != st->cr3 || rec->cr4 != st->cr4 ||
         rec->efer != st->efer || rec->cs_base != st->seg[LC_CS].base ||
         rec->cs_limit != st->seg[LC_CS].limit ||
-        rec->cs_attr != seg_attr(&st->seg[LC_CS]) || rec->cpl != v->cpl ||
+        rec->cs_attr != cs_attr_of(&st->seg[LC_CS]) ||
+        rec->cs_unusable != st->seg[LC_CS].unusable || rec->cpl != v->cpl ||
         rec->mode != (uint8_t)v->mode)
         return 0;
     for (unsigned i = 0; i < rec->nent; i++)
@@ -1004,7 +1302,7 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
         size_t n = rec->code_len[p];
         if (n > len - off)
             n = len - off;
-        if (memcmp(rec->code[p], expect + off, n))
+        if (!bytes_equal(rec->code[p], expect + off, n))
             return 0;
         off += n;
     }

@@ -77,10 +77,60 @@ typedef struct lcr_route {
 
 #define LCR_WATCH_MAX 8
 
+/* ---- the page-walk cache (mmu.c) ----------------------------------------
+ *
+ * Agesen et al., Software Techniques for Avoiding Hardware Virtualization
+ * Exits, USENIX ATC 2012, section 11: "a simple cache of page translations
+ * maintained for the duration of a cluster invocation". One run's data
+ * translations, per 4 KiB linear page: the guest-physical page the walk
+ * found, which accesses its rights allow, whether the leaf's D bit is
+ * set, and the VMM's gpa_map answer for the page (RAM only). Valid while
+ * nothing that could change them happened:
+ *  - the paging state it was made in (CR0, CR3, CR4, EFER, CPL, RFLAGS.AC)
+ *    is unchanged; lcr_begin() empties it (a new run);
+ *  - no store went to a frame holding a paging-structure entry one of its
+ *    walks read (pt_gfn, checked on every write translation and write;
+ *    the walker's own A/D updates excepted, they only set bits);
+ *  - no VMM callback ran since (a device may write guest memory or change
+ *    the guest-physical map): lcr_pwc_forget() after each.
+ * A write through an entry whose leaf D bit was clear walks again, as the
+ * CPU does (SDM vol. 3 4.8), and sets D. Fetches, implicit supervisor
+ * accesses and accesses crossing a page always walk. */
+#define LCR_PWC_ENTRIES 8
+#define LCR_PWC_PT      8     /* paging-structure frames watched */
+
+typedef struct lcr_pwc_ent {
+    uint64_t lpn;         /* linear address >> 12 */
+    uint64_t gpa;         /* guest-physical address of the page */
+    uint8_t *map_hva;     /* gpa_map answer (RAM): host address of map_lo */
+    uint64_t map_lo;      /* first and one past the last gpa vouched for */
+    uint64_t map_hi;
+    uint8_t  ok;          /* LCR_ACC_READ / LCR_ACC_WRITE the rights allow */
+    uint8_t  dirty;       /* the leaf entry's D bit is set */
+    uint8_t  mapped;      /* map_*: 0 none, 1 answered for a read, 2 for a
+                           * write (a store needs 2: dirty tracking) */
+    uint8_t  traced;
+    uint8_t  readonly;
+    uint8_t  pad_[3];
+} lcr_pwc_ent;
+
+typedef struct lcr_pwc {
+    uint8_t  n;           /* valid entries */
+    uint8_t  npt;         /* valid pt_gfn */
+    uint8_t  next;        /* replaced next when full (round robin) */
+    uint8_t  cpl, ac;     /* the paging state the entries were made in */
+    uint8_t  pad_[3];
+    uint64_t cr0, cr3, cr4, efer;
+    uint64_t ptmask;      /* bit (gfn & 63) of every pt_gfn: quick filter */
+    uint64_t pt_gfn[LCR_PWC_PT];
+    lcr_pwc_ent e[LCR_PWC_ENTRIES];
+} lcr_pwc;
+
 /* Per-run execution context. The engine fills the inputs, calls
  * lcr_step()/lcr_exec() repeatedly, then reads the outputs. */
 typedef struct lcr_vcpu {
-    /* inputs */
+    /* inputs: the caller sets them before lcr_begin(), which keeps them
+     * (everything from `route` on is cleared there) */
     lc_cpu_state    *st;
     const lc_vm_ops *ops;
     void            *opaque;     /* passed to every callback */
@@ -119,7 +169,22 @@ typedef struct lcr_vcpu {
     uint8_t          fault_vector; /* for LC_STOP_FAULT: LC_VEC_GP, _SS,
                                     * _PF, _UD (include/cluster/cpu.h) */
     uint64_t         fault_addr; /* linear address for #PF */
+
+    /* Not cleared by lcr_begin() beyond its counts (it is large and the
+     * hit path pays for every byte cleared). */
+    lcr_pwc          pwc;        /* section 11: this run's page walks */
+    uint32_t         pwc_hits;   /* translations served by pwc (counted
+                                  * for the tests and benchmarks) */
 } lcr_vcpu;
+
+/* Forget this run's cached page walks: after a VMM callback (a device
+ * may have written guest memory or remapped it). */
+static inline void lcr_pwc_forget(lcr_vcpu *v)
+{
+    v->pwc.n = 0;
+    v->pwc.npt = 0;
+    v->pwc.ptmask = 0;
+}
 
 /* The execution mode `st` is in, from CR0.PE, EFER.LMA, CS.L/D and
  * RFLAGS.VM (mode.c); contract as lc_cpu_mode_of(). */
@@ -258,8 +323,9 @@ typedef struct lcr_fetch_rec {
     uint64_t       gfn[2];
     /* what the fetch depended on besides memory */
     uint64_t       rip, cr0, cr3, cr4, efer, cs_base;
+    uint64_t       cs_attr;  /* CS type .. avl, as stored (cs_attr_of()) */
     uint32_t       cs_limit;
-    uint8_t        cs_attr, cpl, mode, pad_;
+    uint8_t        cs_unusable, cpl, mode, pad_;
 } lcr_fetch_rec;
 
 /* lcr_fetch_at() that also fills `rec` (rec->valid only if every byte

@@ -19,6 +19,17 @@
  * this shape: ICR read, `if (!icr) return IRQ_NONE;`, then the IMC write
  * and its flushing STATUS read. The gap count of such a target starts
  * from the branches that reach it, not from the skipped path.
+ *
+ * The cap is there because a memory access in the VMM costs a software
+ * page walk (section 4). Section 11 suggests relaxing it once a page-walk
+ * cache makes repeated accesses cheap: runtime/mmu.c keeps one for each
+ * run, so the cap is counted in walks' worth. A memory gap filler that
+ * will probably find its page already walked in the run (see
+ * gap_cost()) counts 1, one that will probably walk counts
+ * LCX_GAP_WALK, and max_mem_gap_fillers * LCX_GAP_WALK units may
+ * separate two exits: with the defaults, the paper's four walks, or one
+ * walk and six accesses to pages already walked. A wrong guess only
+ * costs time.
  */
 #include <string.h>
 
@@ -47,6 +58,45 @@ static uint64_t skipped_target(const lcx_form_in *in, const lcx_cluster *out,
             best = t;
     }
     return best;
+/* Cost of a memory gap filler that walks, in units of one that hits the
+ * page-walk cache. Measured with bench_engine on this project's machine
+ * (docs/engine.md, "Memory gap fillers"): about 50 ns with a walk, 25 ns
+ * without, so 2. */
+#define LCX_GAP_WALK 2u
+
+/* Will the access of instruction i probably hit a page an earlier
+ * instruction of the cluster accessed (the run's page-walk cache)? Same
+ * segment and addressing form: RIP-relative or absolute addresses in the
+ * same 4 KiB page; a base (and index) register with displacements less
+ * than 2 KiB apart. The registers may have changed in between: that
+ * costs a walk, nothing else. */
+static unsigned gap_cost(const lcx_cluster *out, unsigned i)
+{
+    const lcd_mem *m = &out->insn[i].d.mem;
+
+    for (unsigned j = 0; j < i; j++) {
+        const lcd_mem *o = &out->insn[j].d.mem;
+        uint64_t a, b;
+
+        if (!out->insn[j].d.info.has_mem || o->seg != m->seg ||
+            o->base.cls != m->base.cls || o->base.num != m->base.num ||
+            o->index.cls != m->index.cls || o->index.num != m->index.num ||
+            (m->index.cls != LCD_REG_NONE && o->scale != m->scale))
+            continue;
+        a = (uint64_t)m->disp;
+        b = (uint64_t)o->disp;
+        if (m->base.cls == LCD_REG_IP) {
+            a += out->insn[i].rip + out->insn[i].d.info.length;
+            b += out->insn[j].rip + out->insn[j].d.info.length;
+        }
+        if (m->base.cls == LCD_REG_GPR || m->index.cls == LCD_REG_GPR) {
+            if (a - b + 2048 < 4096)
+                return 1;           /* near the same register's address */
+        } else if (a >> 12 == b >> 12) {
+            return 1;               /* RIP-relative or absolute: same page */
+        }
+    }
+    return LCX_GAP_WALK;
 }
 
 unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
@@ -128,7 +178,8 @@ unsigned lcx_static_end(lcx_cluster *out, unsigned n, const lc_config *cfg,
             last = i;
             mem_gap = 0;
         } else if (x->d.info.has_mem &&
-                   ++mem_gap > cfg->max_mem_gap_fillers) {
+                   (mem_gap += gap_cost(out, i)) >
+                   (uint64_t)cfg->max_mem_gap_fillers * LCX_GAP_WALK) {
             break;
         }
         if (lcx_cflow_is_branch(x) &&

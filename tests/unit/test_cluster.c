@@ -95,13 +95,14 @@ START_TEST(dynamic_cluster)
 }
 END_TEST
 
-/* Section 4: at most four memory-accessing gap fillers between exits. */
+/* Section 4: at most four memory-accessing gap fillers between exits
+ * that each walk the page tables (here: five different base registers). */
 START_TEST(memory_gap_cap)
 {
     lc_config c;
-    /* out 0x80,al; 5 x mov eax,[ebx]; out 0x80,al */
-    const uint8_t code[] = { 0xe6, 0x80, 0x8b, 0x03, 0x8b, 0x03, 0x8b, 0x03,
-                             0x8b, 0x03, 0x8b, 0x03, 0xe6, 0x80 };
+    /* out 0x80,al; mov eax,[ebx]/[esi]/[edi]/[ecx]/[edx]; out 0x80,al */
+    const uint8_t code[] = { 0xe6, 0x80, 0x8b, 0x03, 0x8b, 0x06, 0x8b, 0x07,
+                             0x8b, 0x01, 0x8b, 0x02, 0xe6, 0x80 };
     lcx_form_in in = { .cfg = &c, .mode = LC_MODE_PROT32, .rip = 0x1000,
                        .code = code, .code_len = sizeof code };
 
@@ -114,6 +115,46 @@ START_TEST(memory_gap_cap)
     ck_assert_uint_eq(cl.nexits, 2);
     /* The window bounds it too. */
     c.max_cluster_insns = 6;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+}
+END_TEST
+
+/* Section 11: accesses that will find their page in the run's page-walk
+ * cache (the same register, near the same address) cost half a walk, so
+ * one walk and six of them fit the default cap; seven do not. */
+START_TEST(memory_gap_cap_cached)
+{
+    lc_config c;
+    /* out 0x80,al; mov eax,[ebx] x5 (then x8); out 0x80,al */
+    uint8_t code[2 + 8 * 3 + 2];
+    size_t n = 0;
+    lcx_form_in in = { .cfg = &c, .mode = LC_MODE_PROT32, .rip = 0x1000,
+                       .code = code };
+
+    code[n++] = 0xe6; code[n++] = 0x80;
+    for (unsigned i = 0; i < 5; i++) {
+        code[n++] = 0x8b; code[n++] = 0x43; code[n++] = (uint8_t)(4 * i);
+    }
+    code[n++] = 0xe6; code[n++] = 0x80;
+    in.code_len = n;
+    lc_config_init(&c);
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 7);
+    ck_assert_uint_eq(cl.nexits, 2);
+
+    n = 2;
+    for (unsigned i = 0; i < 8; i++) {
+        code[n++] = 0x8b; code[n++] = 0x43; code[n++] = (uint8_t)(4 * i);
+    }
+    code[n++] = 0xe6; code[n++] = 0x80;
+    in.code_len = n;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    /* the paper's cap alone (0) still allows none */
+    c.max_mem_gap_fillers = 0;
+    in.code_len = 2 + 3 + 2;
+    code[5] = 0xe6; code[6] = 0x80;
     ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
     ck_assert_uint_eq(cl.ninsn, 1);
 }
@@ -549,6 +590,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, static_clusters);
     tcase_add_test(t, dynamic_cluster);
     tcase_add_test(t, memory_gap_cap);
+    tcase_add_test(t, memory_gap_cap_cached);
     tcase_add_test(t, control_flow_methods);
     tcase_add_test(t, branch_over_return);
     tcase_add_test(t, run_branch_over_return);

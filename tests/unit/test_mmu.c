@@ -92,6 +92,7 @@ static void set_mode(lc_cpu_mode mode, unsigned cpl)
 {
     V.mode = mode;
     V.cpl = (uint8_t)cpl;
+    lcr_pwc_forget(&V);     /* a new run (lcr_begin() would do it) */
     V.stop = LC_STOP_NONE;
     V.fault_vector = 0;
     V.fault_addr = 0;
@@ -104,9 +105,14 @@ static uint64_t rd(uint64_t gpa, unsigned size)
     return v;
 }
 
+/* The test edits guest memory from outside the run, as another vCPU or a
+ * device would: like such a write, it ends what the run's page-walk cache
+ * (section 11 of the paper) may assume, which the next run would not
+ * have (the CPU's TLB need not see it either, SDM vol. 3 4.10.4). */
 static void wr(uint64_t gpa, unsigned size, uint64_t v)
 {
     memcpy(T.ram + gpa, &v, size);
+    lcr_pwc_forget(&V);
 }
 
 /* ---- page-table builder ------------------------------------------------- */
@@ -131,6 +137,7 @@ static uint64_t pt_alloc(void)
     next_pt += 0x1000;
     ck_assert_uint_le(next_pt, RAM_SIZE);
     memset(T.ram + p, 0, 0x1000);
+    lcr_pwc_forget(&V);     /* memory edited from outside: see wr() */
     return p;
 }
 
@@ -1217,6 +1224,224 @@ END_TEST
 
 /* ---- instruction fetch -------------------------------------------------- */
 
+/* ---- the page-walk cache (paper section 11) ----------------------------- */
+
+/* Within one run a page is walked once: later accesses to it ask neither
+ * the page tables nor gpa_map again, until a write finds D clear. In
+ * 32-bit, PAE and 4-level paging (_i). */
+static const struct { int pm; lc_cpu_mode mode; uint64_t la; } pwc_modes[] = {
+    { PM_32, LC_MODE_PROT32, 0x40001000ull },
+    { PM_PAE, LC_MODE_PROT32, 0x40001000ull },
+    { PM_4L, LC_MODE_LONG64, 0x00007f0000001000ull },
+};
+
+START_TEST(pwc_one_walk_per_page)
+{
+    const uint64_t la = pwc_modes[_i].la;
+    uint64_t ent[6];
+    unsigned nmap, nmapw, es = pwc_modes[_i].pm == PM_32 ? 4 : 8;
+
+    paging(pwc_modes[_i].pm, 0);
+    set_mode(pwc_modes[_i].mode, 0);
+    map_at(la, 0x30000, 1, F_P | F_RW, F_DIR, ent);
+    T.nmap = T.nmap_write = 0;
+    expect_ram(la + 8, 8, R, 0x30008, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 0);
+    nmap = T.nmap;
+    ck_assert_uint_ge(nmap, 3);              /* the levels and the data */
+    expect_ram(la + 0x10, 4, R, 0x30010, __LINE__);
+    expect_ram(la + 0xff8, 8, R, 0x30ff8, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 2);
+    ck_assert_uint_eq(T.nmap, nmap);         /* no walk, no gpa_map */
+    ck_assert_uint_eq(rd(ent[1], es) & (F_A | F_D), F_A);
+
+    /* A write: D is clear in the cached walk, so it walks and sets D,
+     * exactly as the CPU (SDM vol. 3 4.8). */
+    expect_ram(la + 0x20, 4, W, 0x30020, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 2);
+    ck_assert_uint_eq(rd(ent[1], es) & (F_A | F_D), F_A | F_D);
+    nmap = T.nmap;
+    nmapw = T.nmap_write;
+    expect_ram(la + 0x28, 8, W, 0x30028, __LINE__);
+    expect_ram(la + 0x30, 2, RW, 0x30030, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 4);
+    ck_assert_uint_eq(T.nmap, nmap);
+    ck_assert_uint_eq(T.nmap_write, nmapw);
+
+    /* A page crossing walks (two pages), and another page walks once. */
+    map4k(la + 0x1000, 0x31000, F_P | F_RW);
+    expect_ram(la + 0x1008, 8, R, 0x31008, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 4);
+    expect_ram(la + 0x1010, 8, R, 0x31010, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 5);
+}
+END_TEST
+
+/* D already set, page first mapped for a read: the first store through
+ * the cached walk still asks gpa_map with is_write = 1 (a VMM's dirty
+ * tracking must see it), once. */
+START_TEST(pwc_store_maps_for_write)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    unsigned nmapw;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, 0x30000, F_P | F_RW | F_A | F_D);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    nmapw = T.nmap_write;
+    expect_ram(la + 8, 8, W, 0x30008, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+    ck_assert_uint_eq(T.nmap_write, nmapw + 1);
+    expect_ram(la + 16, 8, W, 0x30010, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 2);
+    ck_assert_uint_eq(T.nmap_write, nmapw + 1);
+}
+END_TEST
+
+/* Rights are those of the walk, in the state of the access: a read-only
+ * page's cached walk does not serve a write, a user page's does not serve
+ * a supervisor read once RFLAGS.AC is cleared under SMAP. */
+START_TEST(pwc_rights_and_state)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    lcr_xlat x;
+    int r;
+
+    paging(PM_4L, LC_CR4_SMAP);
+    S.cr0 |= LC_CR0_WP;
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, 0x30000, F_P | F_US);
+    S.rflags = 0x2 | LC_RFLAGS_AC;
+    expect_ram(la, 4, R, 0x30000, __LINE__);
+    expect_ram(la + 4, 4, R, 0x30004, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+    V.stop = LC_STOP_NONE;
+    r = lcr_translate(&V, la + 8, 4, W, &x);
+    expect_fault(r, 14, __LINE__);
+    V.stop = LC_STOP_NONE;
+    S.rflags = 0x2;                         /* CLAC: SMAP applies */
+    r = lcr_translate(&V, la + 8, 4, R, &x);
+    expect_fault(r, 14, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+
+    /* CR3 changes (the engine never runs MOV CR3, a caller may): the
+     * new tables answer. */
+    S.rflags = 0x2 | LC_RFLAGS_AC;
+    expect_ram(la, 4, R, 0x30000, __LINE__);
+    {
+        uint64_t old = S.cr3;
+
+        S.cr3 = pt_alloc();
+        map4k(la, 0x32000, F_P | F_US);
+        set_mode(LC_MODE_LONG64, 0);
+        expect_ram(la, 4, R, 0x32000, __LINE__);
+        S.cr3 = old;
+        expect_ram(la, 4, R, 0x30000, __LINE__);
+    }
+}
+END_TEST
+
+/* The run stores into a page table it walked through (a guest editing
+ * its own tables through a mapping of them): the next access walks the
+ * new tables; the A/D updates of the walker itself do not forget. */
+START_TEST(pwc_store_to_page_table)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    const uint64_t alias = 0x00007f0000200000ull;  /* maps the PT frame */
+    const uint64_t mla = 0x00007f0000400000ull;    /* maps the device */
+    uint64_t ent[6];
+    uint8_t b[8];
+    lcr_xlat x;
+
+    paging(PM_4L, 0);
+    map_at(la, 0x30000, 1, F_P | F_RW, F_DIR, ent);
+    map4k(la + 0x1000, 0x31000, F_P | F_RW);   /* PTE in the same frame */
+    map4k(alias, ent[1] & ~0xfffull, F_P | F_RW | F_A | F_D);
+    map4k(mla, MMIO_BASE, F_P | F_RW);
+    set_mode(LC_MODE_LONG64, 0);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    /* the walker's own A update in the same page-table frame keeps it */
+    expect_ram(la + 0x1000, 8, R, 0x31000, __LINE__);
+    ck_assert_uint_eq(rd(ent[1] + 8, 8) & F_A, F_A);
+    expect_ram(la + 8, 8, R, 0x30008, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+
+    /* the run stores a new PTE through the alias: la now maps 0x35000 */
+    V.stop = LC_STOP_NONE;
+    ck_assert_int_eq(lcr_translate(&V, alias + (ent[1] & 0xfff), 8, W, &x),
+                     0);
+    {
+        uint64_t nv = 0x35000 | F_P | F_RW | F_A;
+
+        memcpy(b, &nv, 8);
+    }
+    ck_assert_int_eq(lcr_write(&V, &x, b), 0);
+    expect_ram(la + 8, 8, R, 0x35008, __LINE__);   /* walked, not a hit */
+    ck_assert_uint_eq(V.pwc_hits, 1);
+
+    /* an MMIO callback forgets everything too (a device may DMA) */
+    expect_ram(la + 16, 8, R, 0x35010, __LINE__);
+    ck_assert_uint_ne(V.pwc.n, 0);
+    V.stop = LC_STOP_NONE;
+    ck_assert_int_eq(lcr_translate(&V, mla, 4, W, &x), 0);
+    ck_assert_uint_ne(V.pwc.n, 0);
+    ck_assert_int_eq(lcr_write(&V, &x, b), 0);
+    ck_assert_uint_eq(V.pwc.n, 0);
+}
+END_TEST
+
+/* A whole cluster, through the engine, that rewrites the page-directory
+ * entry of the page it reads, then reads it again: the second read sees
+ * the new mapping (with a stale cached walk it would read the old page). */
+START_TEST(pwc_cluster_writes_own_page_table)
+{
+    static const uint8_t code[] = {
+        0xe6, 0x80,                     /* out 0x80, al */
+        0x48, 0x8b, 0x03,               /* mov rax, [rbx] */
+        0x48, 0x89, 0x11,               /* mov [rcx], rdx: PD entry 1 */
+        0x48, 0x8b, 0x33,               /* mov rsi, [rbx] */
+        0xe6, 0x80,                     /* out 0x80, al */
+    };
+    fvm f;
+    lc_config c;
+    lc_engine *e;
+    lc_vcpu *vc;
+    lc_cpu_state st;
+    lc_exit x;
+    lc_result res;
+    uint64_t v1 = 0x1111111111111111ull, v2 = 0x2222222222222222ull;
+
+    fvm_init(&f);
+    memcpy(f.ram + 0x100000, code, sizeof code);
+    fvm_state_long64(&f, &st);
+    memcpy(f.ram + 0x200000, &v1, 8);   /* PD[1] maps 0x200000 ... */
+    memcpy(f.ram + 0x000000, &v2, 8);   /* ... and will map 0 */
+    st.rip = 0x100000;
+    st.gpr[LC_RBX] = 0x200000;
+    st.gpr[LC_RCX] = 0x3008;            /* PD at 0x3000, identity mapped */
+    st.gpr[LC_RDX] = 0x87;              /* P RW US PS, 2 MiB at 0 */
+    lc_config_init(&c);
+    c.translate_threshold = 1;
+    ck_assert_int_eq(lc_engine_create(&c, &fvm_ops, &e), LC_OK);
+    ck_assert_int_eq(lc_vcpu_create(e, 0, &f, &vc), LC_OK);
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_IO;
+    x.u.io.port = 0x80;
+    x.u.io.size = 1;
+    x.u.io.is_out = 1;
+    ck_assert_int_eq(lc_vcpu_handle_exit(vc, &st, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_uint_eq(res.insns, 5);
+    ck_assert_uint_eq(res.exits_saved, 1);
+    ck_assert_uint_eq(st.gpr[LC_RAX], v1);
+    ck_assert_uint_eq(st.gpr[LC_RSI], v2);
+    lc_vcpu_destroy(vc);
+    lc_engine_destroy(e);
+    fvm_fini(&f);
+}
+END_TEST
+
 START_TEST(fetch_truncated_at_non_present_page)
 {
     uint64_t rip = 0x00007f0000050ffaull, gfn[2] = { 0, 0 }, ent[6];
@@ -1360,6 +1585,16 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, mmio_split_across_pages);
     tcase_add_test(t, ram_mmio_mixed_and_callbacks);
     tcase_add_test(t, traced_rom_smc);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("pwc");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_loop_test(t, pwc_one_walk_per_page, 0,
+                        (int)(sizeof(pwc_modes) / sizeof(pwc_modes[0])));
+    tcase_add_test(t, pwc_store_maps_for_write);
+    tcase_add_test(t, pwc_rights_and_state);
+    tcase_add_test(t, pwc_store_to_page_table);
+    tcase_add_test(t, pwc_cluster_writes_own_page_table);
     suite_add_tcase(s, t);
 
     t = tcase_create("fetch");
