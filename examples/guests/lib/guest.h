@@ -180,6 +180,8 @@ struct guest_args {
                      * taking the replies (a streaming sender), default 1 */
     uint32_t linux_seq; /* linux=1: the e1000 guest's interrupt path and
                          * register accesses as Linux's e1000 driver's */
+    uint32_t cpus;  /* cpus=: processors the SMP guests start (smp/),
+                     * default 1 */
 };
 /* Parse cmdline (may be NULL) into args; unknown keys are reported and
  * ignored, malformed numbers make it return false. */
