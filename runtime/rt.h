@@ -375,6 +375,12 @@ int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
  * LC_STOP_TERMINATOR if a needed callback is NULL). Reads must be done
  * before any write of the same instruction. */
 int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf);
+/* Guest RAM as other vCPUs and DMA share it: n bytes copied or compared
+ * with relaxed atomic accesses of the widest naturally aligned size, so
+ * that aligned accesses are single-copy atomic (mmu.c). */
+void lcr_ram_read(void *dst, const uint8_t *hva, size_t n);
+void lcr_ram_write(uint8_t *hva, const void *src, size_t n);
+int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n);
 int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf);
 
 /* Fetch up to `max` (<= 15) code bytes at CS:RIP, stopping early at a

@@ -30,14 +30,18 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run "ASan+UBSan build" build/asan --no-suite install
 
-# Concurrency under ThreadSanitizer: only the multi-vCPU suite.
+# Concurrency under ThreadSanitizer: the multi-vCPU suites, the engine's
+# (threads) and lcvmm's SMP guests on KVM (smp: skipped without /dev/kvm).
 lc_setup build/tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
     -Dbuildtype=debugoptimized || exit 1
 rm -f build/tsan/meson-logs/testlog.json
-echo "== ThreadSanitizer build: building build/tsan (threads suite)"
-if ninja -C build/tsan tests/test_threads >build/tsan.build.log 2>&1; then
+echo "== ThreadSanitizer build: building build/tsan (threads and smp suites)"
+if ninja -C build/tsan tests/test_threads examples/vmm/lcvmm \
+        examples/guests/guest-smp-nic.bin examples/guests/guest-smp-smc.bin \
+        examples/guests/guest-smp-bar.bin >build/tsan.build.log 2>&1; then
     TSAN_OPTIONS=halt_on_error=1 \
-        meson test -C build/tsan --no-rebuild --print-errorlogs --suite threads ||
+        meson test -C build/tsan --no-rebuild --print-errorlogs \
+            --suite threads --suite smp ||
         status=1
 else
     cat build/tsan.build.log; echo "== ThreadSanitizer build: BUILD FAILED"; status=1

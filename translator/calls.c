@@ -73,7 +73,7 @@ static int peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
         if (x.frag[i].kind != LC_GPA_RAM || !x.frag[i].hva ||
             off + x.frag[i].len > n)
             return -1;
-        memcpy(b + off, x.frag[i].hva, x.frag[i].len);
+        lcr_ram_read(b + off, x.frag[i].hva, x.frag[i].len);
         off += x.frag[i].len;
     }
     if (off != n)

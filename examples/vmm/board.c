@@ -12,11 +12,16 @@
 
 /* ---- PCI configuration mechanism #1 and its host bridge ---------------- */
 
+/* Configuration cycles from several vCPUs: one at a time (vm->pci_lock),
+ * as the 0xCF8 latch is one register of the host bridge. */
 static void pci_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
                         uint64_t *val)
 {
+    vmm *vm = opaque;
     uint32_t v = (uint32_t)*val;
-    pci_access(opaque, (unsigned)off, size, w, &v);
+    pthread_mutex_lock(&vm->pci_lock);
+    pci_access(vm->pci, (unsigned)off, size, w, &v);
+    pthread_mutex_unlock(&vm->pci_lock);
     if (!w)
         *val = v;
 }
@@ -39,7 +44,7 @@ static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    dev->state = vm->pci;
+    dev->state = vm;            /* the handler's opaque: it takes pci_lock */
     if (pci_add_function(vm->pci, LCVMM_PCI_HOST_DEV, host_bridge,
                          (pci_bar_info){ 0, false }, 0, 0, NULL)) {
         snprintf(err, errlen, "cannot add the PCI host bridge");
@@ -54,7 +59,8 @@ static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
 
 static void pci_host_exit(vmm *vm, vmm_device *dev)
 {
-    pci_destroy(dev->state);
+    (void)dev;
+    pci_destroy(vm->pci);
     vm->pci = NULL;
 }
 
@@ -68,12 +74,17 @@ static const vmm_device_ops pci_host_device = {
 
 /* ---- 16550 UART on COM1: the console ----------------------------------- */
 
+/* The UART's registers are one state machine: one vCPU at a time. */
+static pthread_mutex_t uart_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void uart_bus(void *opaque, uint64_t off, unsigned size, bool w,
                      uint64_t *val)
 {
     uint8_t v = (uint8_t)*val;
     (void)size;
+    pthread_mutex_lock(&uart_lock);
     uart_access(opaque, (unsigned)off, w, &v);
+    pthread_mutex_unlock(&uart_lock);
     if (!w)
         *val = v;
 }

@@ -9,6 +9,7 @@ void bus_init(bus *b, const char *name)
 {
     memset(b, 0, sizeof *b);
     b->name = name;
+    pthread_rwlock_init(&b->lock, NULL);
 }
 
 /* Add a range; `quiet` leaves reporting to the caller (a guest moving a
@@ -52,20 +53,28 @@ static int add(bus *b, uint64_t base, uint64_t len, bus_handler fn,
 int bus_register(bus *b, uint64_t base, uint64_t len, bus_handler fn,
                  void *opaque, const char *name)
 {
-    return add(b, base, len, fn, opaque, name, false);
+    pthread_rwlock_wrlock(&b->lock);
+    int rc = add(b, base, len, fn, opaque, name, false);
+    pthread_rwlock_unlock(&b->lock);
+    return rc;
 }
 
 int bus_move(bus *b, uint64_t old_base, uint64_t new_base)
 {
+    int rc = -1;
+
+    pthread_rwlock_wrlock(&b->lock);
     for (unsigned i = 0; i < b->n; i++) {
         if (b->r[i].base == old_base) {
             bus_range r = b->r[i];
             memmove(&b->r[i], &b->r[i + 1], (b->n - i - 1) * sizeof r);
             b->n--;
-            return add(b, new_base, r.len, r.fn, r.opaque, r.name, true);
+            rc = add(b, new_base, r.len, r.fn, r.opaque, r.name, true);
+            break;
         }
     }
-    return -1;
+    pthread_rwlock_unlock(&b->lock);
+    return rc;
 }
 
 const bus_range *bus_find(const bus *b, uint64_t addr, unsigned size)
@@ -88,11 +97,26 @@ const bus_range *bus_find(const bus *b, uint64_t addr, unsigned size)
     return r;
 }
 
+bool bus_claims(bus *b, uint64_t addr, unsigned size)
+{
+    pthread_rwlock_rdlock(&b->lock);
+    bool found = bus_find(b, addr, size) != NULL;
+    pthread_rwlock_unlock(&b->lock);
+    return found;
+}
+
 bool bus_access(bus *b, uint64_t addr, unsigned size, bool is_write,
                 uint64_t *val)
 {
-    const bus_range *r = bus_find(b, addr, size);
+    bus_range copy, *r = NULL;
 
+    pthread_rwlock_rdlock(&b->lock);
+    const bus_range *found = bus_find(b, addr, size);
+    if (found) {
+        copy = *found;
+        r = &copy;
+    }
+    pthread_rwlock_unlock(&b->lock);
     if (!r) {
         /* relaxed: --stats-interval reads it while vCPUs run */
         if (__atomic_fetch_add(&b->unclaimed, 1, __ATOMIC_RELAXED) < 8)

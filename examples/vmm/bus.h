@@ -9,6 +9,7 @@
 #ifndef VMM_BUS_H
 #define VMM_BUS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,8 +27,13 @@ typedef struct bus_range {
 
 #define BUS_MAX_RANGES 32
 
+/* Several vCPU threads dispatch on a bus while one of them may move a
+ * range (a PCI BAR write): the table is read under `lock` (shared) and
+ * changed under it (exclusive). Handlers run outside it, so a handler may
+ * move a range of its own bus. */
 typedef struct bus {
     const char *name;            /* "pio" or "mmio" */
+    pthread_rwlock_t lock;       /* the table below */
     bus_range r[BUS_MAX_RANGES]; /* sorted by base */
     unsigned n;
     uint64_t unclaimed;
@@ -44,9 +50,15 @@ int bus_register(bus *b, uint64_t base, uint64_t len, bus_handler fn,
  * another device decodes nothing useful). */
 int bus_move(bus *b, uint64_t old_base, uint64_t new_base);
 
-/* The range containing [addr, addr + size), or NULL. */
+/* The range containing [addr, addr + size), or NULL. Without the lock:
+ * for a bus nothing moves ranges on meanwhile (set-up, tests). */
 const bus_range *bus_find(const bus *b, uint64_t addr, unsigned size);
-/* Dispatch; returns true if a device claimed the access. */
+/* Is [addr, addr + size) claimed by a device now? (any thread) */
+bool bus_claims(bus *b, uint64_t addr, unsigned size);
+/* Dispatch (any thread): the range is looked up under the lock and its
+ * handler called after it is released, so an access that races a move
+ * goes to the map before or after the move, never to a torn table.
+ * Returns true if a device claimed the access. */
 bool bus_access(bus *b, uint64_t addr, unsigned size, bool is_write,
                 uint64_t *val);
 

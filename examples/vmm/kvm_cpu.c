@@ -10,6 +10,15 @@
  * other vCPU ioctl about 5 us (docs/kvm.md), so nothing on the exit path
  * issues an ioctl besides KVM_RUN itself; KVM_IRQ_LINE (a VM ioctl) is
  * issued only by device interrupts.
+ *
+ * With -c N the VM has N vCPUs, each on a thread of its own (vCPU 0 on
+ * the main thread), each with its own libcluster context (lc_vcpu) on the
+ * one engine. vCPUs other than 0 start, as on a PC, in the wait-for-SIPI
+ * state of the in-kernel local APIC: the guest starts them with INIT and
+ * STARTUP IPIs (examples/guests/smp). When the VM stops, every vCPU is
+ * kicked out of KVM_RUN by a signal whose handler sets its own
+ * kvm_run->immediate_exit (the pattern of the KVM API documentation,
+ * section on immediate_exit): no thread writes another vCPU's kvm_run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +49,8 @@ typedef struct kvm_vcpu_ctx {
     kvm_stats ks;                   /* KVM's own counters of this vCPU */
     uint64_t ks_start[KVM_STAT_COUNT_];
     pthread_t thread;
-    bool started;
+    bool started;                   /* thread is a vCPU thread (under
+                                     * vm->kick_lock once the VM runs) */
 } kvm_vcpu_ctx;
 
 typedef struct kvm_vm {
@@ -56,6 +66,9 @@ typedef struct kvm_vm {
      * kvm_run mapping): the vCPUs drain it at each exit and the I/O
      * thread on its tick (vm->io_drain), one at a time, in order. */
     pthread_mutex_t ring_lock;
+    /* zones[], nzones, zones_gen: re-registered by whichever vCPU finds
+     * the map changed, one at a time */
+    pthread_mutex_t zones_lock;
 } kvm_vm;
 
 bool vmm_kvm_available(char *why, size_t len)
@@ -91,13 +104,17 @@ static void zones_set(kvm_vm *k, vmm *vm)
     vmm_io_range r[16];
     unsigned n, i;
 
+    pthread_mutex_lock(&k->zones_lock);
     for (i = 0; i < k->nzones; i++)
         ioctl(k->fd, KVM_UNREGISTER_COALESCED_MMIO, &k->zones[i]);
     k->nzones = 0;
-    if (!k->coalesced)
+    if (!k->coalesced) {
+        pthread_mutex_unlock(&k->zones_lock);
         return;
+    }
     pthread_mutex_lock(&vm->dev_lock);      /* the devices' policy state */
-    k->zones_gen = vmm_devices_coalesced_gen(vm);
+    __atomic_store_n(&k->zones_gen, vmm_devices_coalesced_gen(vm),
+                     __ATOMIC_RELAXED);
     n = vmm_devices_coalesced(vm, r, 16);
     pthread_mutex_unlock(&vm->dev_lock);
     for (i = 0; i < n; i++) {
@@ -110,6 +127,7 @@ static void zones_set(kvm_vm *k, vmm *vm)
             fprintf(stderr, "lcvmm: coalesced zone %#llx+%u: %s\n",
                     (unsigned long long)z.addr, z.size, strerror(errno));
     }
+    pthread_mutex_unlock(&k->zones_lock);
 }
 
 /* Replay the latch writes KVM queued, in order, before anything else of
@@ -220,9 +238,11 @@ static void cpu_loop(kvm_vcpu_ctx *c)
 
         if (c->core.id == 0)
             vmm_exit_done(vm);      /* the previous exit is complete */
+        if (vmm_map_sync(vm))       /* this exit moved a BAR */
+            zones_set(vm->cpu, vm);
         if (ioctl(c->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
-                run->immediate_exit = 0;
+                __atomic_store_n(&run->immediate_exit, 0, __ATOMIC_RELAXED);
                 VMM_STAT_INC(vm->stats.exits_intr);
                 continue;
             }
@@ -230,13 +250,15 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                              strerror(errno));
             break;
         }
+        VMM_STAT_INC(vm->stats.exits_vcpu[c->core.id]);
         ring_drain(c);
         if (vm->fw)
             vmm_kvm_quirk_exit(vm, c->fd);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
         if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0) ||
-            vmm_devices_coalesced_gen(vm) != ((kvm_vm *)vm->cpu)->zones_gen)
+            vmm_devices_coalesced_gen(vm) !=
+            __atomic_load_n(&((kvm_vm *)vm->cpu)->zones_gen, __ATOMIC_RELAXED))
             zones_set(vm->cpu, vm);         /* the zones moved or changed */
         if (dev) {
             lc_exit ex;
@@ -307,15 +329,44 @@ static void cpu_loop(kvm_vcpu_ctx *c)
     }
 }
 
+/* The kvm_run of the vCPU this thread runs, for the kick's handler. */
+static __thread struct kvm_run *kick_run;
+
+/* SIGUSR1 on a vCPU thread: KVM_RUN returns -EINTR now if the thread is
+ * in it, or at once when it enters it next (immediate_exit is polled at
+ * entry); either way the loop then sees vm->stop. The handler runs on
+ * the vCPU's own thread, so immediate_exit has one writer thread; an
+ * atomic store because it is a signal handler. */
+static void on_kick(int sig)
+{
+    struct kvm_run *r = kick_run;
+    (void)sig;
+    if (r)
+        __atomic_store_n(&r->immediate_exit, 1, __ATOMIC_RELAXED);
+}
+
+static void vcpu_thread_loop(kvm_vcpu_ctx *c)
+{
+    kick_run = c->run;
+    cpu_loop(c);
+    kick_run = NULL;
+}
+
 static void *ap_thread(void *arg)
 {
-    cpu_loop(arg);
+    vcpu_thread_loop(arg);
     return NULL;
 }
 
-static void wake(int sig)
+/* vm->kick (under vm->kick_lock): signal every vCPU thread. */
+static void kick_all(vmm *vm)
 {
-    (void)sig;
+    kvm_vm *k = vm->cpu;
+
+    for (unsigned i = 0; i < k->ncpu; i++)
+        if (k->cpu[i].started && !pthread_equal(k->cpu[i].thread,
+                                                pthread_self()))
+            pthread_kill(k->cpu[i].thread, SIGUSR1);
 }
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -329,7 +380,11 @@ static void seg_out(struct kvm_segment *d, const lc_segment *s)
         .unusable = s->unusable };
 }
 
-static int setup_cpuid(kvm_vm *k, int vcpu_fd)
+/* What KVM supports, with this vCPU's initial APIC ID where a PC's
+ * firmware and OS read it: CPUID.01H:EBX[31:24] and CPUID.0BH:EDX (SDM
+ * vol. 3A, 8.4.5 and 8.9.1); the in-kernel local APIC's ID is the vCPU
+ * id, which KVM_CREATE_VCPU was given. */
+static int setup_cpuid(kvm_vm *k, int vcpu_fd, unsigned id)
 {
     int n = 128;
     struct kvm_cpuid2 *cp = calloc(1, sizeof *cp +
@@ -338,9 +393,17 @@ static int setup_cpuid(kvm_vm *k, int vcpu_fd)
     if (!cp)
         return -1;
     cp->nent = (uint32_t)n;
-    if (ioctl(k->kvm, KVM_GET_SUPPORTED_CPUID, cp) == 0 &&
-        ioctl(vcpu_fd, KVM_SET_CPUID2, cp) == 0)
-        rc = 0;
+    if (ioctl(k->kvm, KVM_GET_SUPPORTED_CPUID, cp) == 0) {
+        for (uint32_t i = 0; i < cp->nent; i++) {
+            struct kvm_cpuid_entry2 *e = &cp->entries[i];
+            if (e->function == 1)
+                e->ebx = (e->ebx & 0x00ffffffu) | id << 24;
+            else if (e->function == 0xb)
+                e->edx = id;
+        }
+        if (ioctl(vcpu_fd, KVM_SET_CPUID2, cp) == 0)
+            rc = 0;
+    }
     free(cp);
     return rc;
 }
@@ -417,6 +480,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     }
     k->fd = -1;
     pthread_mutex_init(&k->ring_lock, NULL);
+    pthread_mutex_init(&k->zones_lock, NULL);
     vm->cpu = k;
     k->kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
     if (k->kvm < 0)
@@ -472,7 +536,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
                                KVM_COALESCED_MMIO_PAGE_OFFSET * 4096);
         if (kvm_stats_open(&c->ks, c->fd))
             kvm_stats_read(&c->ks, c->ks_start);
-        if (setup_cpuid(k, c->fd) < 0)
+        if (setup_cpuid(k, c->fd, i) < 0)
             FAIL("KVM_SET_CPUID2: %s", strerror(errno));
         if (i == 0 && boot_cpu(c, boot) < 0)
             FAIL("setting the boot state of vcpu0: %s", strerror(errno));
@@ -487,26 +551,46 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     if (k->coalesced)
         __atomic_store_n(&vm->io_drain, io_drain, __ATOMIC_RELEASE);
 
-    /* APs wait for INIT/SIPI inside KVM_RUN; a signal gets them out. */
-    struct sigaction sa = { .sa_handler = wake };
+    /* APs wait for INIT/SIPI inside KVM_RUN (in-kernel local APIC); the
+     * kick (SIGUSR1, on_kick) gets any vCPU out when the VM stops. The
+     * handler is installed without SA_RESTART: KVM_RUN returns EINTR. */
+    struct sigaction sa = { .sa_handler = on_kick };
+    sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
+    pthread_mutex_lock(&vm->kick_lock);
+    k->cpu[0].thread = pthread_self();
+    k->cpu[0].started = true;
+    vm->kick = kick_all;
+    pthread_mutex_unlock(&vm->kick_lock);
     for (unsigned i = 1; i < k->ncpu; i++) {
-        if (pthread_create(&k->cpu[i].thread, NULL, ap_thread, &k->cpu[i]))
+        pthread_t t;
+        pthread_mutex_lock(&vm->kick_lock);
+        bool ok = pthread_create(&t, NULL, ap_thread, &k->cpu[i]) == 0;
+        if (ok) {
+            k->cpu[i].thread = t;
+            k->cpu[i].started = true;
+        }
+        pthread_mutex_unlock(&vm->kick_lock);
+        if (!ok)
             FAIL("cannot start the thread of vcpu%u", i);
-        k->cpu[i].started = true;
     }
     if (k->cpu[0].ks.fd >= 0)
         vmm_stats_live_kvm(vm, kvm_stats_now);
-    cpu_loop(&k->cpu[0]);
+    vcpu_thread_loop(&k->cpu[0]);
     rc = 0;
 out:
     /* the I/O thread may drain the ring: it ends before the ring goes */
     vmm_io_stop(vm);
     __atomic_store_n(&vm->io_drain, NULL, __ATOMIC_RELEASE);
+    /* vm->stop is set (a FAIL above sets it too); the kick that set it
+     * went to every started thread, and one more cannot hurt. After this
+     * nobody kicks: the threads are joined and k goes. */
+    pthread_mutex_lock(&vm->kick_lock);
+    vm->kick = NULL;
+    pthread_mutex_unlock(&vm->kick_lock);
     for (unsigned i = 1; i < VMM_MAX_VCPUS; i++) {
         if (!k->cpu[i].started)
             continue;
-        k->cpu[i].run->immediate_exit = 1;
         pthread_kill(k->cpu[i].thread, SIGUSR1);
         pthread_join(k->cpu[i].thread, NULL);
     }
@@ -543,6 +627,7 @@ out:
     vm->irq = (vm_irq){ 0 };
     vm->cpu = NULL;
     pthread_mutex_destroy(&k->ring_lock);
+    pthread_mutex_destroy(&k->zones_lock);
     free(k);
     return rc;
 }

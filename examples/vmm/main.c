@@ -353,6 +353,8 @@ int main(int argc, char **argv)
         }
     }
     pthread_mutex_init(&vm->dev_lock, NULL);
+    pthread_mutex_init(&vm->pci_lock, NULL);
+    pthread_mutex_init(&vm->kick_lock, NULL);
     /* firmware images are checked first: a bad file is status 2 on any
      * host, KVM or not */
     if (o->bios && vmm_fw_load(vm, err, sizeof err)) {

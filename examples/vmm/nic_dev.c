@@ -38,7 +38,10 @@ static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
     nic_dev *g = opaque;
     vmm *vm = g->vm;
 
-    if (!pci_decodes(vm->pci, LCVMM_NIC_PCI_DEV)) {
+    pthread_mutex_lock(&vm->pci_lock);      /* the command register */
+    bool decodes = pci_decodes(vm->pci, LCVMM_NIC_PCI_DEV);
+    pthread_mutex_unlock(&vm->pci_lock);
+    if (!decodes) {
         if (!w)
             *val = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
         return;

@@ -38,6 +38,14 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
     U("vmm", "exits_intr", L(exits_intr));
     U("vmm", "exits_other", L(exits_other));
     U("vmm", "exits_handled_by_engine", L(exits_handled_by_engine));
+    /* -c N: the exits of each vCPU (KVM; Unicorn runs one vCPU) */
+    static const char *const vcpu_exits[VMM_MAX_VCPUS] = {
+        "exits_vcpu0", "exits_vcpu1", "exits_vcpu2", "exits_vcpu3",
+        "exits_vcpu4", "exits_vcpu5", "exits_vcpu6", "exits_vcpu7" };
+    bool per_vcpu = vm->opt.vcpus > 1 && vm->opt.cpu != VMM_CPU_UNICORN;
+    for (unsigned i = 0; per_vcpu && i < vm->opt.vcpus && i < VMM_MAX_VCPUS;
+         i++)
+        U("vmm", vcpu_exits[i], L(exits_vcpu[i]));
     U("vmm", "coalesced_drained", L(coalesced_drained));
     U("vmm", "guest_insns", L(insns));
     U("vmm", "unclaimed_pio",

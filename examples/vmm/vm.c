@@ -31,6 +31,11 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(vm->stop_reason, sizeof vm->stop_reason, fmt, ap);
     va_end(ap);
+    /* the other vCPUs may sit in KVM_RUN (a halted AP forever) */
+    pthread_mutex_lock(&vm->kick_lock);
+    if (vm->kick)
+        vm->kick(vm);
+    pthread_mutex_unlock(&vm->kick_lock);
 }
 
 /* ---- interrupts -------------------------------------------------------- */
@@ -68,7 +73,19 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
     else if (kind == LC_EXIT_MMIO)
         VMM_STAT_INC(vm->stats.exits_mmio);
     vmm_devices_flush_pending(vm);
-    if (!atomic_exchange(&vm->map_changed, false))
+    return vmm_map_sync(vm);
+}
+
+/* A BAR moved (vm->map_changed): flush the engine (lc_vm_ops.gpa_map
+ * contract). At the beginning of every exit, and by the KVM back end at
+ * the end of every exit too, so the vCPU that moved the BAR flushes
+ * before its guest runs on: any exit another vCPU begins after the guest
+ * saw the move then finds the engine's generation moved. Returns true if
+ * the map changed since the last call. */
+bool vmm_map_sync(vmm *vm)
+{
+    if (!atomic_load_explicit(&vm->map_changed, memory_order_relaxed) ||
+        !atomic_exchange(&vm->map_changed, false))
         return false;
     if (vm->engine)
         lc_engine_flush(vm->engine);
@@ -115,7 +132,7 @@ static void lc_gpa_map_cb(void *opaque, uint64_t gpa, int is_write,
         m->span = vm->ram_size - gpa;
         if (vm->fw && gpa < FW_SHADOW_BASE)     /* PAM segments follow */
             m->span = FW_SHADOW_BASE - gpa;
-    } else if (bus_find(&vm->mmio, gpa, 1)) {
+    } else if (bus_claims(&vm->mmio, gpa, 1)) {
         m->kind = LC_GPA_MMIO;
     }
 }

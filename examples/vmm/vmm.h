@@ -80,6 +80,7 @@ typedef struct vmm_options {
 /* Counters of the VMM itself (the engine keeps its own, lc_stats). */
 typedef struct vmm_stats {
     uint64_t exits;               /* returns from KVM_RUN / Unicorn stops */
+    uint64_t exits_vcpu[VMM_MAX_VCPUS];   /* the same, per vCPU */
     uint64_t exits_io, exits_mmio, exits_hlt, exits_other, exits_intr;
     uint64_t exits_handled_by_engine;
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
@@ -115,6 +116,14 @@ struct vmm {
     vmm_device dev[VMM_MAX_DEVICES];
     unsigned ndev;
     pthread_mutex_t dev_lock;     /* serialises device models */
+    /* Serialises configuration cycles (the 0xCF8 latch and the functions'
+     * registers) against each other and against the NIC's decode check;
+     * taken before dev_lock, never after it. */
+    pthread_mutex_t pci_lock;
+    /* Getting every vCPU out of KVM_RUN once the VM stops (any thread may
+     * stop it): the back end's kick, or NULL; under kick_lock. */
+    pthread_mutex_t kick_lock;
+    void (*kick)(vmm *vm);
     /* Interrupts: the back end's line setter, and an epoch bumped when a
      * line goes high so clusters stop for the guest to take it
      * (vmm_irq_line gives devices a line that does both). */
@@ -156,7 +165,8 @@ extern const vm_dma vmm_dma_template;   /* opaque = vm */
 void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops);
 
 /* End the VM (any thread): `code` is the process exit status, the guest's
- * own or one of enum lcvmm_exit_status (lcvmm/platform.h). */
+ * own or one of enum lcvmm_exit_status (lcvmm/platform.h). Every vCPU
+ * leaves KVM_RUN (vm->kick), a halted one too. */
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -164,6 +174,8 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
  * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,
  * flushes the engine after a BAR move (then returns true). */
 bool vmm_exit_begin(vmm *vm, lc_exit_kind kind);
+/* Flush the engine if a BAR moved since the last call (true then). */
+bool vmm_map_sync(vmm *vm);
 /* Called by a back end after every exit, before the guest runs again:
  * adaptive send combining's "next world switch" (the devices' exit_done
  * hooks, vm.c). */

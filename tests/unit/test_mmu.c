@@ -1551,6 +1551,39 @@ START_TEST(fetch_segment_and_canonical_limits)
 }
 END_TEST
 
+/* lcr_ram_read/write/equal (guest RAM as other vCPUs share it): every
+ * offset and length copies exactly the bytes asked, touches nothing
+ * around them, and equal notices a difference at any position. */
+START_TEST(ram_access_every_alignment)
+{
+    uint8_t ram[96], src[48], out[48];
+
+    for (unsigned i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)(0x80 + i);
+    for (unsigned off = 0; off < 16; off++) {
+        for (unsigned len = 0; len <= 40; len++) {
+            memset(ram, 0xee, sizeof ram);
+            lcr_ram_write(ram + off, src, len);
+            for (unsigned i = 0; i < sizeof ram; i++) {
+                uint8_t want = i >= off && i < off + len ? src[i - off] : 0xee;
+                ck_assert_msg(ram[i] == want, "off %u len %u byte %u", off,
+                              len, i);
+            }
+            memset(out, 0, sizeof out);
+            lcr_ram_read(out, ram + off, len);
+            ck_assert_int_eq(memcmp(out, src, len), 0);
+            ck_assert_int_eq(out[len], 0);      /* len <= 40 < 48 */
+            ck_assert(lcr_ram_equal(ram + off, src, len));
+            for (unsigned i = 0; i < len; i++) {
+                ram[off + i] ^= 1;
+                ck_assert(!lcr_ram_equal(ram + off, src, len));
+                ram[off + i] ^= 1;
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *mmu_suite(void)
 {
     Suite *s = suite_create("mmu");
@@ -1585,6 +1618,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, mmio_split_across_pages);
     tcase_add_test(t, ram_mmio_mixed_and_callbacks);
     tcase_add_test(t, traced_rom_smc);
+    tcase_add_test(t, ram_access_every_alignment);
     suite_add_tcase(s, t);
 
     t = tcase_create("pwc");

@@ -183,6 +183,8 @@ struct guest_args {
     uint32_t batch; /* batch=1|2: a burst's frames are built first, then
                      * handed to the NIC in one transmit loop, one kick
                      * per frame (net.h, nic.stage/post); default 0 */
+    uint32_t cpus;  /* cpus=: processors the SMP guests start (smp/),
+                     * default 1 */
 };
 /* Parse cmdline (may be NULL) into args; unknown keys are reported and
  * ignored, malformed numbers make it return false. */

@@ -146,9 +146,9 @@ bool cmdline_get(const char *cmdline, const char *key, uint32_t *value)
 bool args_parse(const char *cmdline, struct guest_args *a)
 {
     static const char *const keys[] = {"n", "cpl", "irq", "size", "seed",
-                                       "burst", "linux", "batch"};
+                                       "burst", "linux", "batch", "cpus"};
     uint32_t *const vals[] = {&a->n, &a->cpl, &a->irq, &a->size, &a->seed,
-                              &a->burst, &a->linux_seq, &a->batch};
+                              &a->burst, &a->linux_seq, &a->batch, &a->cpus};
     bool ok = true;
 
     a->n = guest_info.default_n;
@@ -159,6 +159,7 @@ bool args_parse(const char *cmdline, struct guest_args *a)
     a->burst = 1;
     a->linux_seq = 0;
     a->batch = 0;
+    a->cpus = 1;
     if (!cmdline)
         return true;
     /* Each word: a known key=number, or reported and ignored. The
