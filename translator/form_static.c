@@ -58,6 +58,8 @@ static uint64_t skipped_target(const lcx_form_in *in, const lcx_cluster *out,
             best = t;
     }
     return best;
+}
+
 /* Cost of a memory gap filler that walks, in units of one that hits the
  * page-walk cache. Measured with bench_engine on this project's machine
  * (docs/engine.md, "Memory gap fillers"): about 50 ns with a walk, 25 ns
