@@ -189,15 +189,18 @@ END_TEST
  * read, return IRQ_NONE if zero, IMC write): the window goes on at the
  * target of the branch over the RET (methods 2 and 3), and the memory gap
  * count on the taken path leaves the RET's stack read out. */
+/* Four different base registers: each access is expected to walk (no
+ * page-walk cache hit, form_static.c gap_cost), so each counts fully
+ * against the memory gap cap. */
 static const uint8_t skip_ret[] = {
     0xec,               /* 0x1000 in al,dx */
     0x8b, 0x0b,         /* 0x1001 mov ecx,[ebx]   gap 1 */
-    0x8b, 0x0b,         /* 0x1003 mov ecx,[ebx]   gap 2 */
+    0x8b, 0x0e,         /* 0x1003 mov ecx,[esi]   gap 2 */
     0x84, 0xc0,         /* 0x1005 test al,al */
     0x75, 0x01,         /* 0x1007 jnz 0x100a */
     0xc3,               /* 0x1009 ret             (gap 3 on this path) */
-    0x8b, 0x0b,         /* 0x100a mov ecx,[ebx]   gap 3 */
-    0x8b, 0x0b,         /* 0x100c mov ecx,[ebx]   gap 4 */
+    0x8b, 0x0f,         /* 0x100a mov ecx,[edi]   gap 3 */
+    0x8b, 0x08,         /* 0x100c mov ecx,[eax]   gap 4 */
     0xee,               /* 0x100e out dx,al */
 };
 
