@@ -92,7 +92,6 @@ static void pick_config(const dcase *c, ccfg *k)
 
     xo_seed(k->rng, c->seed ^ 0x636f6e666967ull);
     lc_config_init(f);
-    f->techniques |= LC_TECH_CALLS;     /* opt-in, tested as if default */
     f->cflow = (lc_cflow_method)crn(k, 4);
     if (crn(k, 100) < 35)
         f->techniques = crn(k, 64);
