@@ -25,42 +25,49 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
     *seen = 0;
     *err = LC_OK;
     lcx_trace_init(&t, in, out);
-    while (n < window) {
-        lcx_insn *x = &out->insn[n];
-        const uint8_t *p;
-        size_t avail;
-        uint64_t next;
-        lc_status st;
+    /* Each pass decodes one straight line; when it ends, the walk may go
+     * on elsewhere (calls.c: a pending forward target, or after a loop
+     * speculation that did not close). */
+    do {
+        while (n < window) {
+            lcx_insn *x = &out->insn[n];
+            const uint8_t *p;
+            size_t avail;
+            uint64_t next;
+            lc_status st;
 
-        /* The window counts instructions: a followed call's callee gets
-         * what is left of it (calls.c). */
-        if (!lcx_trace_code(&t, rip, (window - n) * LC_INSN_MAX_LEN, &p,
-                            &avail, &range))
-            break;
-        memset(x, 0, sizeof(*x));
-        st = lcd_decode(in->mode, p, avail, &x->d);
-        if (st != LC_OK) {
-            if (n == 0)
-                *err = st;
-            break;
-        }
-        if (range == 0 && rip - in->rip + x->d.info.length > *seen)
-            *seen = (size_t)(rip - in->rip) + x->d.info.length;
-        if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
-            break;
-        x->rip = rip;
-        x->range = (uint8_t)range;
-        x->target = LCX_NO_TARGET;
-        n++;
-        next = rip + x->d.info.length;
-        if (lcx_trace_follow(&t, x, n, &next)) {
+            /* The window counts instructions: a followed call's callee
+             * gets what is left of it (calls.c). */
+            if (!lcx_trace_code(&t, rip, (window - n) * LC_INSN_MAX_LEN, &p,
+                                &avail, &range))
+                break;
+            memset(x, 0, sizeof(*x));
+            st = lcd_decode(in->mode, p, avail, &x->d);
+            if (st != LC_OK) {
+                if (n == 0) {
+                    *err = st;
+                    return 0;
+                }
+                break;
+            }
+            if (range == 0 && rip - in->rip + x->d.info.length > *seen)
+                *seen = (size_t)(rip - in->rip) + x->d.info.length;
+            if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
+                break;
+            x->rip = rip;
+            x->range = (uint8_t)range;
+            x->target = LCX_NO_TARGET;
+            n++;
+            next = rip + x->d.info.length;
+            if (lcx_trace_follow(&t, x, n, &next)) {
+                rip = next;
+                continue;
+            }
+            if (lcx_cflow_ends_linear(&x->d))
+                break;
             rip = next;
-            continue;
         }
-        if (lcx_cflow_ends_linear(&x->d))
-            break;
-        rip = next;
-    }
+    } while (n > 0 && lcx_trace_end(&t, &n, window, &rip));
     return n;
 }
 
