@@ -225,14 +225,16 @@ static void track_rsp(lcx_trace *t, const lcd_insn *d)
             t->sv.rsp_known = 0;
 }
 
-/* Remember a forward target to resume at, with the stack view here. */
-static void pend_push(lcx_trace *t, uint64_t tgt)
+/* Remember a forward target to resume at, with the stack view at its
+ * branch (index `idx`). */
+static void pend_push(lcx_trace *t, uint64_t tgt, unsigned idx)
 {
     for (unsigned k = 0; k < t->npend; k++)
         if (t->pend[k].rip == tgt)
             return;
     if (t->npend < LCX_MAX_PENDING) {
         t->pend[t->npend].rip = tgt;
+        t->pend[t->npend].idx = idx;
         t->pend[t->npend].sv = t->sv;
         t->npend++;
     }
@@ -253,7 +255,7 @@ static int cond_branch(lcx_trace *t, const lcx_insn *x, unsigned n,
         in_trace(t->out, n, tgt))
         return 0;
     if (tgt > x->rip) {
-        pend_push(t, tgt);
+        pend_push(t, tgt, n - 1);
         return 0;
     }
     /* Backward to code the walk has not seen: a loop whose head lies
@@ -283,7 +285,20 @@ static void not_followed(lcx_trace *t, const lcx_insn *x, unsigned n)
         t->in->cfg->cflow >= LC_CFLOW_M2 &&
         lcd_branch_target(&x->d.info, x->rip, &tgt) == LC_OK &&
         tgt > x->rip && !in_trace(t->out, n, tgt))
-        pend_push(t, tgt);
+        pend_push(t, tgt, n - 1);
+}
+
+/* Will form.c mark it exiting: strongly exiting, or weakly exiting and
+ * predicted to (section 5)? */
+static int may_exit(const lcx_trace *t, const lcx_insn *x)
+{
+    const lcx_form_in *in = t->in;
+
+    if (x->d.info.exit_class == LC_CLASS_STRONG)
+        return 1;
+    return x->d.info.exit_class == LC_CLASS_WEAK && in->predict &&
+           (in->cfg->techniques & LC_TECH_DYNAMIC) &&
+           in->predict(in->predict_ctx, x->rip, &x->d) != 0;
 }
 
 int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
@@ -302,15 +317,31 @@ int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
     while (t->npend > 0 && *n < window) {
         /* The nearest forward target not decoded yet, with the stack
          * view of its branch. */
-        unsigned best = 0;
+        unsigned best = 0, keep;
         for (unsigned k = 1; k < t->npend; k++)
             if (t->pend[k].rip < t->pend[best].rip)
                 best = k;
         *rip = t->pend[best].rip;
         t->sv = t->pend[best].sv;
+        keep = t->pend[best].idx + 1;
         t->pend[best] = t->pend[--t->npend];
-        if (!in_trace(t->out, *n, *rip))
-            return 1;
+        if (in_trace(t->out, *n, *rip))
+            continue;
+        /* What the line decoded after the branch is the branch's other
+         * path: worth keeping up to its last instruction that may exit,
+         * no further (a run down that path ends there anyway). */
+        for (unsigned i = keep; i < *n; i++)
+            if (may_exit(t, &t->out->insn[i]))
+                keep = i + 1;
+        if (keep < *n) {
+            *n = keep;
+            for (unsigned k = 0; k < t->npend;)
+                if (t->pend[k].idx >= keep)
+                    t->pend[k] = t->pend[--t->npend];
+                else
+                    k++;
+        }
+        return 1;
     }
     return 0;
 }

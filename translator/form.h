@@ -50,6 +50,7 @@ typedef struct lcx_trace {
     unsigned npend;
     struct {
         uint64_t      rip;
+        unsigned      idx;     /* the branch's index */
         lcx_stackview sv;
     } pend[LCX_MAX_PENDING];
     /* the speculative backward branch: active, its index and fall-through,
