@@ -2199,6 +2199,9 @@ static int t_call(gctx *g)
     kj = emit(g, &jmp, LC_OP_JMP);
     if (kj < 0)
         return -1;
+    /* an indirect call may go straight to `over`: the body's flags are
+     * not defined there (OR-ed in below) */
+    uint32_t undef_skip = g->undef;
     f_off = c->code_len;
     for (unsigned n = 1 + rn(g, 2), i = 0; i < n; i++) {
         uint32_t len0 = c->code_len, n0 = c->ninsns;
@@ -2234,6 +2237,8 @@ static int t_call(gctx *g)
     if (kr < 0)
         return -1;
     over_off = c->code_len;
+    if (ind)
+        g->undef |= undef_skip;
     /* patch the jump over the function */
     if (over_off - (c->insn[kj].off + c->insn[kj].len) > 127)
         return -1;
