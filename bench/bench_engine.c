@@ -15,6 +15,10 @@
  *   interpreted  an exit with all techniques off (fetch, decode, execute)
  *   translation  an exit that forms and caches a translation (threshold 1,
  *                cache flushed before each), minus a hit
+ *   call+ret     per instruction after the first, (cluster - hit) / 5, of
+ *                `out; call f; out` with f: `add; add; ret` (the stack in
+ *                RAM), against the straight `out; 4 x add; out` of as many
+ *                instructions (translator/calls.c)
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
  * interpreted <= 1 us.   bench_engine [--runs N] [--json] [--only hit|two|gap|mem|walk]
@@ -50,6 +54,7 @@ static void up(rig *r, uint32_t techniques, uint32_t threshold,
     fvm_state_long64(&r->f, &r->s0);
     r->s0.rip = 0x100000;
     r->s0.gpr[LC_RBX] = 0x200000;
+    r->s0.gpr[LC_RSP] = 0x180000;
     if (lc_engine_create(&c, &fvm_ops_lean, &r->e) != LC_OK ||
         lc_vcpu_create(r->e, 0, &r->f, &r->v) != LC_OK) {
         fprintf(stderr, "bench_engine: engine setup failed\n");
@@ -99,7 +104,15 @@ int main(int argc, char **argv)
     uint8_t outs2[64], outs12[64], outsm[64], outsw[64];
     size_t n2 = 0, n12 = 0, nm = 0, nw = 0;
     double hit[100], c2[100], c12[100], cm[100], cw[100], interp[100];
-    double trans[100];
+    double trans[100], cstraight[100], ccall[100];
+    /* out 0x80; 4 x add rax,rcx; out 0x80   and
+     * out 0x80; call f; out 0x80; ...; f: add rax,rcx; add rax,rcx; ret */
+    static const uint8_t straight6[] = {
+        0xe6, 0x80, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8,
+        0x48, 0x01, 0xc8, 0xe6, 0x80 };
+    static const uint8_t call6[] = {
+        0xe6, 0x80, 0xe8, 0x03, 0x00, 0x00, 0x00, 0xe6, 0x80, 0x90,
+        0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0xc3 };
     rig r;
 
     for (int i = 1; i < argc; i++) {
@@ -194,6 +207,14 @@ int main(int argc, char **argv)
         up(&r, LC_TECH_ALL, 1, out1, sizeof out1);
         trans[k] = per_exit(&r, iters / 10, 1) - hit[k];
         down(&r);
+        up(&r, LC_TECH_ALL, 3, straight6, sizeof straight6);
+        per_exit(&r, 3, 0);
+        cstraight[k] = (per_exit(&r, iters, 0) - hit[k]) / 5;
+        down(&r);
+        up(&r, LC_TECH_ALL, 3, call6, sizeof call6);
+        per_exit(&r, 3, 0);
+        ccall[k] = (per_exit(&r, iters, 0) - hit[k]) / 5;
+        down(&r);
     }
     {
         double h = bench_median(hit, runs), g2 = bench_median(c2, runs);
@@ -201,12 +222,16 @@ int main(int argc, char **argv)
         double in = bench_median(interp, runs), tr = bench_median(trans, runs);
         double gw = bench_median(cw, runs);
         double gap = (g12 - g2) / 12, mem = (gm - g2) / 4, walk = (gw - g2) / 4;
+        double pst = bench_median(cstraight, runs);
+        double pcall = bench_median(ccall, runs);
         if (json) {
             printf("{\"unit\": \"ns\", \"hit\": %.1f, \"gap_filler\": %.2f, "
                    "\"mem_gap_filler\": %.2f, \"mem_gap_walk\": %.2f, "
                    "\"interpreted\": %.1f, "
-                   "\"translation\": %.1f, \"runs\": %d, \"iters\": %d}\n",
-                   h, gap, mem, walk, in, tr, runs, iters);
+                   "\"translation\": %.1f, \"straight_per_insn\": %.2f, "
+                   "\"call_ret_per_insn\": %.2f, \"runs\": %d, "
+                   "\"iters\": %d}\n",
+                   h, gap, mem, walk, in, tr, pst, pcall, runs, iters);
         } else {
             printf("engine cost per exit (medians of %d runs x %d exits)\n",
                    runs, iters);
@@ -220,6 +245,9 @@ int main(int argc, char **argv)
             printf("  interpreted exit               %8.1f ns   goal <= 1000 ns%s\n",
                    in, in <= 1000 ? "" : "  MISSED");
             printf("  translation made               %8.1f ns\n", tr);
+            printf("  per instruction, straight      %8.2f ns\n", pst);
+            printf("  per instruction, call+ret      %8.2f ns   goal <= straight%s\n",
+                   pcall, pcall <= pst ? "" : "  MISSED");
         }
     }
     return 0;

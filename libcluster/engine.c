@@ -37,7 +37,7 @@ lc_status lc_config_validate(const lc_config *cfg)
 {
     if (!cfg || cfg->size != sizeof(*cfg))
         return LC_ERR_INVAL;
-    if (cfg->techniques & ~(LC_TECH_ALL | LC_TECH_CALLS))
+    if (cfg->techniques & ~LC_TECH_ALL)
         return LC_ERR_INVAL;
     if ((unsigned)cfg->cflow > LC_CFLOW_M3)
         return LC_ERR_INVAL;

@@ -30,6 +30,23 @@
  * range of the cluster (at most LCX_MAX_RANGES), fetched through the
  * guest's page tables with a fetch record, checked for coherency and
  * watched for self-modification like the first (libcluster/coherency.c).
+ *
+ * The same walk also goes beyond one straight line for two loop shapes
+ * section 6's methods miss on real code (with method 2 or 3, whether or
+ * not calls are followed):
+ *   - a conditional branch (or a direct JMP not followed) over a CALL or
+ *     JMP to a later exiting instruction: its forward target is kept, and
+ *     when the line ends (at the transfer, or at a terminator in the code
+ *     the walk followed it to) the walk resumes there, with the stack view
+ *     of the branch;
+ *   - a poll whose exit test comes before the device read,
+ *     `1: dec ecx; jz timeout; in al,dx; test al,1; jnz 1b`, exits at the
+ *     IN, so the loop head lies before the exit and the JNZ's target was
+ *     never decoded: with method 3 the walk follows the JNZ as taken, once,
+ *     and keeps that only if it comes back to the JNZ (the loop closed);
+ *     else everything since is undone and the walk goes on after the JNZ.
+ *     cflow.c then records where the JNZ's fall-through goes and lets the
+ *     loop's straight run pass the JZ that leaves it.
  */
 #include <string.h>
 
@@ -92,7 +109,7 @@ void lcx_trace_init(lcx_trace *t, const lcx_form_in *in, lcx_cluster *out)
      * lower address (section 6.3 allows going back only there). */
     t->follow = (in->cfg->techniques & LC_TECH_CALLS) &&
                 in->cfg->cflow >= LC_CFLOW_M2;
-    t->rsp_known = in->v != NULL;
+    t->sv.rsp_known = in->v != NULL;
     out->nrange = 1;
     out->range[0].rip = in->rip;
     out->range[0].len = 0;
@@ -189,15 +206,15 @@ static void track_rsp(lcx_trace *t, const lcd_insn *d)
     switch (d->info.op) {
     case LC_OP_PUSH:
     case LC_OP_CALL:
-        t->rsp_delta -= n;
+        t->sv.rsp_delta -= n;
         break;
     case LC_OP_POP:
-        t->rsp_delta += n;
+        t->sv.rsp_delta += n;
         break;
     case LC_OP_RET:
-        t->rsp_delta += n;
+        t->sv.rsp_delta += n;
         if (d->nopnds > 0 && d->opnd[0].kind == LCD_OPND_IMM)
-            t->rsp_delta += (int64_t)(d->opnd[0].imm & 0xffff);
+            t->sv.rsp_delta += (int64_t)(d->opnd[0].imm & 0xffff);
         break;
     default:
         break;
@@ -205,7 +222,128 @@ static void track_rsp(lcx_trace *t, const lcd_insn *d)
     for (unsigned i = 0; i < d->nopnds; i++)
         if (d->opnd[i].kind == LCD_OPND_REG && d->opnd[i].write &&
             d->opnd[i].reg.cls == LCD_REG_GPR && d->opnd[i].reg.num == LC_RSP)
-            t->rsp_known = 0;
+            t->sv.rsp_known = 0;
+}
+
+/* Remember a forward target to resume at, with the stack view at its
+ * branch (index `idx`). */
+static void pend_push(lcx_trace *t, uint64_t tgt, unsigned idx)
+{
+    for (unsigned k = 0; k < t->npend; k++)
+        if (t->pend[k].rip == tgt)
+            return;
+    if (t->npend < LCX_MAX_PENDING) {
+        t->pend[t->npend].rip = tgt;
+        t->pend[t->npend].idx = idx;
+        t->pend[t->npend].sv = t->sv;
+        t->npend++;
+    }
+}
+
+/* A conditional branch (section 6 beyond the straight line): remember a
+ * forward target not decoded yet; follow a backward one to a loop head
+ * not decoded yet, speculatively (lcx_trace_end undoes it). 1 when the
+ * walk goes on at *next. */
+static int cond_branch(lcx_trace *t, const lcx_insn *x, unsigned n,
+                       uint64_t *next)
+{
+    const lc_config *cfg = t->in->cfg;
+    uint64_t tgt;
+
+    if (cfg->cflow < LC_CFLOW_M2 ||
+        lcd_branch_target(&x->d.info, x->rip, &tgt) != LC_OK ||
+        in_trace(t->out, n, tgt))
+        return 0;
+    if (tgt > x->rip) {
+        pend_push(t, tgt, n - 1);
+        return 0;
+    }
+    /* Backward to code the walk has not seen: a loop whose head lies
+     * before the exit. Only method 3 keeps loops (s6.3); one speculation
+     * per walk (a nested one could not be undone on its own). */
+    if (cfg->cflow != LC_CFLOW_M3 || t->spec || t->spec_used)
+        return 0;
+    t->spec = 1;
+    t->spec_used = 1;
+    t->spec_idx = n - 1;
+    t->spec_fall = x->rip + x->d.info.length;
+    t->spec_sv = t->sv;
+    t->spec_npend = t->npend;
+    t->spec_nrange = t->out->nrange;
+    *next = tgt;
+    return 1;
+}
+
+/* A direct JMP the walk does not follow (LC_TECH_CALLS off, or a target it
+ * has seen) ends its line; a forward target not decoded yet is where the
+ * walk may go on (method 2's forward branch inside the cluster). */
+static void not_followed(lcx_trace *t, const lcx_insn *x, unsigned n)
+{
+    uint64_t tgt;
+
+    if (x->d.info.cflow == LC_CF_JMP_REL &&
+        t->in->cfg->cflow >= LC_CFLOW_M2 &&
+        lcd_branch_target(&x->d.info, x->rip, &tgt) == LC_OK &&
+        tgt > x->rip && !in_trace(t->out, n, tgt))
+        pend_push(t, tgt, n - 1);
+}
+
+/* Will form.c mark it exiting: strongly exiting, or weakly exiting and
+ * predicted to (section 5)? */
+static int may_exit(const lcx_trace *t, const lcx_insn *x)
+{
+    const lcx_form_in *in = t->in;
+
+    if (x->d.info.exit_class == LC_CLASS_STRONG)
+        return 1;
+    return x->d.info.exit_class == LC_CLASS_WEAK && in->predict &&
+           (in->cfg->techniques & LC_TECH_DYNAMIC) &&
+           in->predict(in->predict_ctx, x->rip, &x->d) != 0;
+}
+
+int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
+{
+    if (t->spec) {
+        /* The loop did not close inside the window: undo everything
+         * decoded since the branch and go on after it. */
+        t->spec = 0;
+        t->sv = t->spec_sv;
+        t->npend = t->spec_npend;
+        t->out->nrange = t->spec_nrange;
+        *n = t->spec_idx + 1;
+        *rip = t->spec_fall;
+        return 1;
+    }
+    while (t->npend > 0 && *n < window) {
+        /* The nearest forward target not decoded yet, with the stack
+         * view of its branch. */
+        unsigned best = 0, keep;
+        for (unsigned k = 1; k < t->npend; k++)
+            if (t->pend[k].rip < t->pend[best].rip)
+                best = k;
+        *rip = t->pend[best].rip;
+        t->sv = t->pend[best].sv;
+        keep = t->pend[best].idx + 1;
+        t->pend[best] = t->pend[--t->npend];
+        if (in_trace(t->out, *n, *rip))
+            continue;
+        /* What the line decoded after the branch is the branch's other
+         * path: worth keeping up to its last instruction that may exit,
+         * no further (a run down that path ends there anyway). */
+        for (unsigned i = keep; i < *n; i++)
+            if (may_exit(t, &t->out->insn[i]))
+                keep = i + 1;
+        if (keep < *n) {
+            *n = keep;
+            for (unsigned k = 0; k < t->npend;)
+                if (t->pend[k].idx >= keep)
+                    t->pend[k] = t->pend[--t->npend];
+                else
+                    k++;
+        }
+        return 1;
+    }
+    return 0;
 }
 
 int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
@@ -215,7 +353,17 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
     uint64_t tgt = 0, ret = 0;
     int ok = 0;
 
+    /* Back at the speculatively followed branch: its loop closed. */
+    if (t->spec && n - 1 > t->spec_idx &&
+        x->rip == t->out->insn[t->spec_idx].rip)
+        t->spec = 0;
+    if (d->info.cflow == LC_CF_JCC_REL) {
+        ok = cond_branch(t, x, n, next);
+        track_rsp(t, d);
+        return ok;
+    }
     if (!t->follow) {
+        not_followed(t, x, n);
         track_rsp(t, d);
         return 0;
     }
@@ -233,22 +381,22 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
     case LC_CF_CALL_IND:
         ret = (x->rip + d->info.length) &
               lcr_mask(d->info.operand_bits / 8);
-        ok = t->depth < LCX_MAX_DEPTH &&
+        ok = t->sv.depth < LCX_MAX_DEPTH &&
              (d->info.cflow == LC_CF_CALL_REL
                   ? lcd_branch_target(&d->info, x->rip, &tgt) == LC_OK
                   : indirect_target(t, x, &tgt));
         if (ok)
-            t->ret[t->depth++] = ret;
+            t->sv.ret[t->sv.depth++] = ret;
         break;
     case LC_CF_RET:
-        if (t->depth > 0) {
-            tgt = t->ret[--t->depth];
+        if (t->sv.depth > 0) {
+            tgt = t->sv.ret[--t->sv.depth];
             ok = 1;
-        } else if (t->rsp_known && t->rsp_delta >= 0 && v) {
+        } else if (t->sv.rsp_known && t->sv.rsp_delta >= 0 && v) {
             /* Only a slot that was on the stack at the exit: one the
              * cluster pushed is not in memory yet. */
             unsigned sb = stack_bytes(v);
-            uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)t->rsp_delta) &
+            uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)t->sv.rsp_delta) &
                           lcr_mask(sb);
             ok = !peek(v, LC_SS, sp, d->info.operand_bits / 8, &tgt);
             tgt &= lcr_mask(d->info.operand_bits / 8);
@@ -257,6 +405,8 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
     default:
         break;
     }
+    if (!ok)
+        not_followed(t, x, n);
     track_rsp(t, d);
     if (!ok)
         return 0;

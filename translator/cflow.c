@@ -37,11 +37,39 @@ int lcx_cflow_ends_linear(const lcd_insn *d)
            d->info.cflow == LC_CF_HALT;
 }
 
+/* A conditional branch at index i whose one successor is the next
+ * instruction of the list: the other one's RIP (the target, or the
+ * fall-through when the walk laid out the taken path next, calls.c).
+ * 0 when neither successor is next. */
+static int other_successor(const lcx_cluster *c, unsigned n, unsigned i,
+                           uint64_t *other)
+{
+    const lcx_insn *x = &c->insn[i];
+    uint64_t tgt, fall = x->rip + x->d.info.length;
+
+    if (x->d.info.cflow != LC_CF_JCC_REL ||
+        lcd_branch_target(&x->d.info, x->rip, &tgt) != LC_OK)
+        return 0;
+    if (i + 1 < n && c->insn[i + 1].rip == tgt && tgt != fall) {
+        *other = fall;
+        return 1;
+    }
+    if (i + 1 >= n || c->insn[i + 1].rip == fall) {
+        *other = tgt;
+        return 1;
+    }
+    return 0;
+}
+
 /* The straight run from instruction `t` up to the first control-flow
  * instruction: does it reach an exiting instruction, and a strongly
  * exiting one? (section 6.3: "the straight list of instructions starting
  * from its target up to the first control-flow instruction encounters ...
- * an exiting instruction"). */
+ * an exiting instruction"). A conditional branch that leaves the loop
+ * (its other successor is no instruction of t..branch) does not end the
+ * run: an iteration that takes the backedge went past it, as in a poll
+ * whose exit test comes before the port read (`1: dec ecx; jz timeout;
+ * in al,dx; test al,1; jnz 1b`). */
 static enum lcx_backedge loop_kind(const lcx_cluster *c, unsigned t,
                                    unsigned branch)
 {
@@ -49,28 +77,43 @@ static enum lcx_backedge loop_kind(const lcx_cluster *c, unsigned t,
 
     for (unsigned i = t; i <= branch; i++) {
         const lcx_insn *x = &c->insn[i];
+        uint64_t other;
+        int leaves = 1;
+
         if (x->exiting) {
             if (x->d.info.exit_class == LC_CLASS_STRONG)
                 return LCX_BE_STRONG;
             k = LCX_BE_WEAK;
         }
-        if (i != branch && lcx_cflow_is_branch(x))
+        if (i == branch || !lcx_cflow_is_branch(x))
+            continue;
+        if (!other_successor(c, branch + 1, i, &other))
+            break;
+        for (unsigned j = t; j <= branch && leaves; j++)
+            if (c->insn[j].rip == other)
+                leaves = 0;
+        if (!leaves)
             break;
     }
     return k;
 }
 
-/* The instruction at `rip` nearest after the branch at index `from`,
- * else nearest before it. With calls followed (calls.c) one address may
- * appear more than once (a function called twice); any of them is
- * correct, as run.c checks RIP, but the nearest keeps the run inside the
- * same call. */
+/* The instruction at `rip` for the branch at index `from`: for a target
+ * above the branch, the nearest after it in the list, else the nearest
+ * before; for a target at or below the branch, only the nearest before.
+ * One address may appear more than once (a function called twice,
+ * calls.c; a loop whose head lies before the exit; a resumed line that
+ * runs into code decoded already). Any copy is correct for run.c, which
+ * checks RIP, but a backward branch must stay a backward move in the list
+ * (method 2 ends there; method 3's backedges check interrupts and cap
+ * weak loops), and the nearest keeps the run inside the same call. */
 static int index_of(const lcx_cluster *c, unsigned n, unsigned from,
                     uint64_t rip)
 {
-    for (unsigned i = from + 1; i < n; i++)
-        if (c->insn[i].rip == rip)
-            return (int)i;
+    if (rip > c->insn[from].rip)
+        for (unsigned i = from + 1; i < n; i++)
+            if (c->insn[i].rip == rip)
+                return (int)i;
     for (unsigned i = from + 1; i-- > 0;)
         if (c->insn[i].rip == rip)
             return (int)i;
@@ -92,6 +135,16 @@ int lcx_cflow_branch(lcx_cluster *out, unsigned n, unsigned i,
         return 0;      /* indirect, or a CALL/RET not followed: ends */
     if (lcd_branch_target(&ii, x->rip, &t) != LC_OK)
         return 0;
+    /* The walk may have laid out a conditional branch's taken path next
+     * (a loop head before the exit, calls.c): then the in-cluster place
+     * to record is where its fall-through went. */
+    if (ii.cflow == LC_CF_JCC_REL && i + 1 < n &&
+        out->insn[i + 1].rip == t && t != x->rip + ii.length) {
+        ti = index_of(out, n, i, x->rip + ii.length);
+        if (ti > (int)i && cfg->cflow >= LC_CFLOW_M2)
+            x->target = (uint8_t)ti;
+        return 0;
+    }
     ti = index_of(out, n, i, t);
     if (ti < 0)
         return 0;                            /* leaves the cluster: ends */

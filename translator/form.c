@@ -108,7 +108,11 @@ static void finish(lcx_cluster *out, unsigned last)
         if (x->fast.kind == LCR_FAST_NONE)
             continue;
         x->fast_run = 1;
+        /* A chain only runs on through code that falls through: the list
+         * may go on elsewhere (a line resumed at a branch target,
+         * calls.c), and the inline path does not check RIP. */
         if (i + 1 < out->ninsn && out->insn[i + 1].fast_run &&
+            out->insn[i + 1].rip == x->rip + x->d.info.length &&
             !out->insn[i + 1].irq_check && out->insn[i + 1].fast_run < 255)
             x->fast_run = (uint8_t)(out->insn[i + 1].fast_run + 1);
     }

@@ -19,20 +19,57 @@
 
 /* ---- beyond the paper: across CALL, RET and JMP (calls.c, s11) ---- */
 
-/* The decode-ahead walk's view of calls: predicted return addresses of
- * the CALLs followed, and rSP relative to the exit while only pushes and
- * pops changed it. */
-typedef struct lcx_trace {
-    const lcx_form_in *in;
-    lcx_cluster *out;
-    int      follow;        /* LC_TECH_CALLS with a control-flow method */
+/* The walk's stack view at one point: predicted return addresses of the
+ * CALLs followed, and rSP relative to the exit while only pushes and pops
+ * changed it. */
+typedef struct lcx_stackview {
     int      rsp_known;
     int64_t  rsp_delta;
     unsigned depth;
     uint64_t ret[LCX_MAX_DEPTH];
+} lcx_stackview;
+
+#define LCX_MAX_PENDING 4   /* forward branch targets the walk may resume at */
+
+/* The decode-ahead walk beyond one straight line (calls.c):
+ *  - calls, returns and jumps it follows (LC_TECH_CALLS);
+ *  - forward conditional branches whose target it has not decoded yet: when
+ *    the line ends (an unconditional transfer not followed, a terminator)
+ *    it resumes at one of them, with the stack view of the branch (a
+ *    branch over a CALL or JMP to a later exiting instruction);
+ *  - a backward conditional branch to a loop head it has not decoded (the
+ *    head lies before the exit: a poll whose exit test precedes the port
+ *    read) is followed as taken, speculatively: if the walk does not come
+ *    back to the branch it is undone and the walk goes on after the
+ *    branch (section 6.3's loops need the head in the cluster). */
+typedef struct lcx_trace {
+    const lcx_form_in *in;
+    lcx_cluster *out;
+    int      follow;        /* LC_TECH_CALLS with a control-flow method */
+    lcx_stackview sv;
+    unsigned npend;
+    struct {
+        uint64_t      rip;
+        unsigned      idx;     /* the branch's index */
+        lcx_stackview sv;
+    } pend[LCX_MAX_PENDING];
+    /* the speculative backward branch: active, its index and fall-through,
+     * and the walk's state before it (spec_used: only one per walk) */
+    int      spec, spec_used;
+    unsigned spec_idx;
+    uint64_t spec_fall;
+    lcx_stackview spec_sv;
+    unsigned spec_npend;
+    uint8_t  spec_nrange;
 } lcx_trace;
 
 void lcx_trace_init(lcx_trace *t, const lcx_form_in *in, lcx_cluster *out);
+
+/* The walk cannot go on from where it is (its line ended, or the window
+ * is full at `*n` of `window`): undo a speculation that did not close its
+ * loop, or resume at a pending forward target. Returns 1 with *n and *rip
+ * set to go on from, 0 when the walk is over. */
+int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip);
 
 /* The code bytes at `rip` (*p, *avail readable) and which range they are
  * in: a range fetched already, or a new one of up to `want` bytes. 0 when

@@ -14,7 +14,7 @@
  * An unconditional transfer the cluster does not follow (a RET without
  * LC_TECH_CALLS) ends the straight line, but not necessarily the window:
  * when an earlier conditional branch jumps forward over it (method 2 or
- * 3), decoding goes on at that target, so both paths of an
+ * 3), decoding goes on at that target (lcx_trace_end, calls.c), so both paths of an
  * `if (!status) return; ...` are in the window. Linux's e1000_intr is
  * this shape: ICR read, `if (!icr) return IRQ_NONE;`, then the IMC write
  * and its flushing STATUS read. The gap count of such a target starts
@@ -34,31 +34,6 @@
 #include <string.h>
 
 #include "form.h"
-
-/* The nearest forward target beyond `rip` of a conditional branch among
- * the first n instructions, not decoded yet; 0 if none. Only method 2
- * and 3 keep a forward branch inside a cluster (cflow.c). */
-static uint64_t skipped_target(const lcx_form_in *in, const lcx_cluster *out,
-                               unsigned n, uint64_t rip)
-{
-    uint64_t best = 0, t;
-
-    if (in->cfg->cflow < LC_CFLOW_M2)
-        return 0;
-    for (unsigned i = 0; i < n; i++) {
-        const lcx_insn *x = &out->insn[i];
-        int decoded = 0;
-
-        if (x->d.info.cflow != LC_CF_JCC_REL ||
-            lcd_branch_target(&x->d.info, x->rip, &t) != LC_OK || t <= rip)
-            continue;
-        for (unsigned j = 0; j < n && !decoded; j++)
-            decoded = out->insn[j].rip == t;
-        if (!decoded && (best == 0 || t < best))
-            best = t;
-    }
-    return best;
-}
 
 /* Cost of a memory gap filler that walks, in units of one that hits the
  * page-walk cache. Measured with bench_engine on this project's machine
@@ -111,45 +86,49 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
     *seen = 0;
     *err = LC_OK;
     lcx_trace_init(&t, in, out);
-    while (n < window) {
-        lcx_insn *x = &out->insn[n];
-        const uint8_t *p;
-        size_t avail;
-        uint64_t next;
-        lc_status st;
+    /* Each pass decodes one straight line; when it ends, the walk may go
+     * on elsewhere (calls.c: a pending forward target, or after a loop
+     * speculation that did not close). */
+    do {
+        while (n < window) {
+            lcx_insn *x = &out->insn[n];
+            const uint8_t *p;
+            size_t avail;
+            uint64_t next;
+            lc_status st;
 
-        /* The window counts instructions: a followed call's callee gets
-         * what is left of it (calls.c). */
-        if (!lcx_trace_code(&t, rip, (window - n) * LC_INSN_MAX_LEN, &p,
-                            &avail, &range))
-            break;
-        memset(x, 0, sizeof(*x));
-        st = lcd_decode(in->mode, p, avail, &x->d);
-        if (st != LC_OK) {
-            if (n == 0)
-                *err = st;
-            break;
-        }
-        if (range == 0 && rip - in->rip + x->d.info.length > *seen)
-            *seen = (size_t)(rip - in->rip) + x->d.info.length;
-        if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
-            break;
-        x->rip = rip;
-        x->range = (uint8_t)range;
-        x->target = LCX_NO_TARGET;
-        n++;
-        next = rip + x->d.info.length;
-        if (lcx_trace_follow(&t, x, n, &next)) {
-            rip = next;
-            continue;
-        }
-        if (lcx_cflow_ends_linear(&x->d)) {
-            next = skipped_target(in, out, n, rip);
-            if (next == 0)
+            /* The window counts instructions: a followed call's callee
+             * gets what is left of it (calls.c). */
+            if (!lcx_trace_code(&t, rip, (window - n) * LC_INSN_MAX_LEN, &p,
+                                &avail, &range))
                 break;
+            memset(x, 0, sizeof(*x));
+            st = lcd_decode(in->mode, p, avail, &x->d);
+            if (st != LC_OK) {
+                if (n == 0) {
+                    *err = st;
+                    return 0;
+                }
+                break;
+            }
+            if (range == 0 && rip - in->rip + x->d.info.length > *seen)
+                *seen = (size_t)(rip - in->rip) + x->d.info.length;
+            if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
+                break;
+            x->rip = rip;
+            x->range = (uint8_t)range;
+            x->target = LCX_NO_TARGET;
+            n++;
+            next = rip + x->d.info.length;
+            if (lcx_trace_follow(&t, x, n, &next)) {
+                rip = next;
+                continue;
+            }
+            if (lcx_cflow_ends_linear(&x->d))
+                break;
+            rip = next;
         }
-        rip = next;
-    }
+    } while (n > 0 && lcx_trace_end(&t, &n, window, &rip));
     return n;
 }
 

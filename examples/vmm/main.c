@@ -37,6 +37,7 @@ static void usage(FILE *f)
 "      --cpu BACKEND      kvm | unicorn | auto (default auto: kvm if usable)\n"
 "      --no-cluster       do not use libcluster (every exit goes the usual way)\n"
 "      --cluster LIST     techniques: single,pairs,static,dynamic,smc,calls | all\n"
+"                         (default all); -NAME removes one (all,-calls)\n"
 "      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
 "      --nic-opt LIST     NIC optimizations (Sugerman et al. 3.3): latch,combine,\n"
 "                         coalesce | all | none (default all); combine-always\n"
@@ -59,9 +60,13 @@ static void usage(FILE *f)
             LCVMM_EXIT_CRASH, LCVMM_EXIT_TIMEOUT);
 }
 
+/* A comma-separated list of names, OR-ing their bits. With `minus`
+ * (--cluster), "-NAME" takes NAME's bits away instead, in order, and a
+ * list that starts with a removal starts from `minus_from`: "all,-calls"
+ * and "-calls" both mean every technique but calls. */
 static int parse_list(const char *arg, const char *const names[],
                       const uint32_t bits[], unsigned n, uint32_t *out,
-                      const char *what)
+                      const char *what, int minus, uint32_t minus_from)
 {
     char buf[256], *save = NULL, *tok;
     uint32_t m = 0;
@@ -77,7 +82,14 @@ static int parse_list(const char *arg, const char *const names[],
         return -1;
     }
     for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int first = tok == buf + strspn(arg, ",");
+        int drop = minus && tok[0] == '-';
         unsigned i;
+        if (drop) {
+            tok++;
+            if (first)
+                m = minus_from;
+        }
         for (i = 0; i < n && strcmp(tok, names[i]); i++)
             ;
         if (i == n) {
@@ -87,7 +99,14 @@ static int parse_list(const char *arg, const char *const names[],
             fprintf(stderr, ")\n");
             return -1;
         }
-        m |= bits[i];
+        if (drop)
+            m &= ~bits[i];
+        else
+            m |= bits[i];
+    }
+    if (minus && !m) {
+        fprintf(stderr, "lcvmm: no %s left in '%s'\n", what, arg);
+        return -1;
     }
     *out = m;
     return 0;
@@ -195,7 +214,8 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         case O_NOCLUSTER: o->cluster = false; break;
         case O_CLUSTER:
             if (parse_list(optarg, techs, tech_bits,
-                           sizeof techs / sizeof techs[0], &m, "technique"))
+                           sizeof techs / sizeof techs[0], &m, "technique",
+                           1, LC_TECH_ALL))
                 return -1;
             o->techniques = m;
             o->cluster = true;
@@ -212,7 +232,8 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             }
             break;
         case O_NICOPT:
-            if (parse_list(optarg, nopts, nopt_bits, 6, &m, "NIC optimization"))
+            if (parse_list(optarg, nopts, nopt_bits, 6, &m, "NIC optimization",
+                           0, 0))
                 return -1;
             o->nic_opt.latch_fast = m & 1;
             o->nic_opt.send_combine = m & (2 | 8);

@@ -29,12 +29,10 @@ extern "C" {
 #define LC_TECH_SMC      (1u << 4)  /**< self-modifying-code stops (s7) */
 #define LC_TECH_CALLS    (1u << 5)  /**< clusters follow CALL, RET and JMP
                                      * (s11's future work) */
-/** the paper's techniques (the default). LC_TECH_CALLS is opt-in: with
- * it, lcvmm's Linux-sequence e1000 guest at CPL 0 with interrupts fails
- * its exchanges (README, "What is not done yet"); it is not on by default
- * until that is understood. */
+/** every technique (the default); clear LC_TECH_CALLS for the paper's
+ * five alone */
 #define LC_TECH_ALL      (LC_TECH_SINGLE | LC_TECH_PAIRS | LC_TECH_STATIC | \
-                          LC_TECH_DYNAMIC | LC_TECH_SMC)
+                          LC_TECH_DYNAMIC | LC_TECH_SMC | LC_TECH_CALLS)
 
 /** Control flow inside clusters (paper section 6). */
 typedef enum lc_cflow_method {

@@ -21,6 +21,11 @@
  *    complete, and the guest will take the exit on it when it resumes.
  *    This is how a VMM says "I/O needed" (a device that must answer
  *    asynchronously) without the engine having to suspend.
+ *  - pio() and mmio() see every access a cluster makes, including ones
+ *    that would never have exited to the VMM: a port or address the
+ *    hypervisor serves itself (KVM's in-kernel 8259A, 8254, I/O APIC,
+ *    local APIC) must answer LC_CB_STOP (for MMIO, gpa_map() answering
+ *    LC_GPA_UNMAPPED does the same), or the access is lost.
  */
 #ifndef CLUSTER_OPS_H
 #define CLUSTER_OPS_H

@@ -92,7 +92,6 @@ static void pick_config(const dcase *c, ccfg *k)
 
     xo_seed(k->rng, c->seed ^ 0x636f6e666967ull);
     lc_config_init(f);
-    f->techniques |= LC_TECH_CALLS;     /* opt-in, tested as if default */
     f->cflow = (lc_cflow_method)crn(k, 4);
     if (crn(k, 100) < 35)
         f->techniques = crn(k, 64);
@@ -598,10 +597,15 @@ static int fell_through(const dcase *c, const run_result *ru, unsigned n)
             continue;
         /* A RET or an indirect transfer that lands right after itself
          * still left through a (mispredicted) target: the cluster
-         * followed it to where it predicted (translator/calls.c). */
+         * followed it to where it predicted (translator/calls.c). So may
+         * a conditional branch not taken: the walk lays out a branch's
+         * taken side next when it resumes at its target or follows it
+         * back to a loop head (calls.c), and the side not taken is then
+         * outside the cluster. */
         if (decode_at(c, (int)i, &info) &&
             (info.cflow == LC_CF_RET || info.cflow == LC_CF_CALL_IND ||
-             info.cflow == LC_CF_CALL_REL || info.cflow == LC_CF_JMP_IND))
+             info.cflow == LC_CF_CALL_REL || info.cflow == LC_CF_JMP_IND ||
+             info.cflow == LC_CF_JCC_REL))
             return 0;
         return ru->rip == ru->trace[n - 1] + c->insn[i].len;
     }

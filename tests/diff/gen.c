@@ -1892,19 +1892,120 @@ static int emit_back(gctx *g, ZydisEncoderRequest *rq, unsigned op,
     return k;
 }
 
-/* A small loop, one group: either LOOP over a body with a counter of 1..5
- * in rCX, or a body ending in a device read (IN, or a load from MMIO)
- * whose answer decides a backward Jcc (each iteration leaves with
- * probability 1/2). The body may hold strongly or weakly exiting
- * instructions, or none (then the backedge may not stay in a cluster). */
+/* Point the relative branch at instruction k (encoded from rq) to code
+ * offset `to`, keeping its length. */
+static int patch_rel(gctx *g, ZydisEncoderRequest *rq, int k, uint32_t to)
+{
+    dcase *c = g->c;
+    uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+    size_t len = 0;
+    int64_t d = (int64_t)to - (int64_t)(c->insn[k].off + c->insn[k].len);
+
+    if (rq->branch_width == ZYDIS_BRANCH_WIDTH_8 && (d < -128 || d > 127))
+        return -1;
+    rq->operands[rq->operand_count - 1].imm.s = d;
+    if (encode(g, rq, buf, &len) < 0 || len != c->insn[k].len)
+        return -1;
+    memcpy(c->code + c->insn[k].off, buf, len);
+    return 0;
+}
+
+/* The device read of a polling loop: IN AL from a port, or a byte load
+ * from MMIO. */
+static int poll_read(gctx *g)
+{
+    ZydisEncoderRequest rq;
+
+    if (chance(g, 50)) {
+        req_init(&rq, ZYDIS_MNEMONIC_IN);
+        op_reg(&rq, ZYDIS_REGISTER_AL);
+        op_imm(&rq, rn(g, 256));
+        return emit(g, &rq, LC_OP_IN) < 0 ? -1 : 0;
+    }
+    memspec m;
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    op_reg(&rq, ZYDIS_REGISTER_AL);
+    if (mk_mem(g, 1, MK_READ | MK_ABS | MK_MMIO, &m) < 0)
+        return -1;
+    op_mem(&rq, &m);
+    return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
+}
+
+/* A poll whose exit test comes before the device read (translator/
+ * cflow.c, calls.c): `[jmp 2f;] 1: dec ecx; jz 3f; 2: body; read; test
+ * al,bit; jnz 1b; 3:` with a count of 1..5. Entered at 2 (a loop rotated
+ * as compilers do), the walk meets the backward JNZ before the head:
+ * the speculative follow of a loop head the walk has not seen. */
+static int t_poll_count_first(gctx *g)
+{
+    dcase *c = g->c;
+    ZydisEncoderRequest rq, jz, jmp;
+    unsigned ab = g->abits == 64 ? 32 : g->abits, nbody = rn(g, 3);
+    int rotated = chance(g, 50), kj = -1, kz;
+    uint32_t head, entry, undef_jmp = 0, undef_jz;
+
+    if (emit_setup(g, gpr(ab, LC_RCX), 1 + rn(g, 5)) < 0)
+        return -1;
+    if (rotated) {
+        req_init(&jmp, ZYDIS_MNEMONIC_JMP);
+        op_imm(&jmp, 0);
+        jmp.branch_type = ZYDIS_BRANCH_TYPE_SHORT;
+        jmp.branch_width = ZYDIS_BRANCH_WIDTH_8;
+        undef_jmp = g->undef;
+        if ((kj = emit(g, &jmp, LC_OP_JMP)) < 0)
+            return -1;
+    }
+    head = c->code_len;
+    req_init(&rq, ZYDIS_MNEMONIC_DEC);
+    op_reg(&rq, gpr(ab, LC_RCX));
+    if (emit(g, &rq, LC_OP_DEC) < 0)
+        return -1;
+    req_init(&jz, ZYDIS_MNEMONIC_JZ);
+    op_imm(&jz, 0);
+    jz.branch_type = ZYDIS_BRANCH_TYPE_SHORT;
+    jz.branch_width = ZYDIS_BRANCH_WIDTH_8;
+    undef_jz = g->undef;
+    if ((kz = emit(g, &jz, LC_OP_JCC)) < 0)
+        return -1;
+    entry = c->code_len;
+    g->undef |= undef_jmp;          /* reached from the JMP too */
+    for (unsigned i = 0; i < nbody; i++)
+        if (loop_item(g) < 0)
+            return -1;
+    if (poll_read(g) < 0)
+        return -1;
+    req_init(&rq, ZYDIS_MNEMONIC_TEST);
+    op_reg(&rq, ZYDIS_REGISTER_AL);
+    op_imm(&rq, 1u << rn(g, 8));
+    if (emit(g, &rq, LC_OP_TEST) < 0)
+        return -1;
+    req_init(&rq, chance(g, 50) ? ZYDIS_MNEMONIC_JNZ : ZYDIS_MNEMONIC_JZ);
+    if (emit_back(g, &rq, LC_OP_JCC, head) < 0)
+        return -1;
+    g->undef |= undef_jz;           /* the count ran out */
+    if (patch_rel(g, &jz, kz, c->code_len) < 0 ||
+        (rotated && patch_rel(g, &jmp, kj, entry) < 0))
+        return -1;
+    return 0;
+}
+
+/* A small loop, one group: LOOP over a body with a counter of 1..5 in
+ * rCX; or a body ending in a device read (IN, or a load from MMIO) whose
+ * answer decides a backward Jcc (each iteration leaves with probability
+ * 1/2); or a counted poll whose exit test comes first (above). The body
+ * may hold strongly or weakly exiting instructions, or none (then the
+ * backedge may not stay in a cluster). */
 static int t_loop(gctx *g)
 {
     dcase *c = g->c;
     ZydisEncoderRequest rq;
     uint32_t n0 = c->ninsns, head;
-    unsigned nbody = rn(g, 3);
+    unsigned nbody = rn(g, 3), kind = rn(g, 10);
 
-    if (chance(g, 50)) {
+    if (kind >= 7) {
+        if (t_poll_count_first(g) < 0)
+            return -1;
+    } else if (kind < 4) {
         unsigned ab = g->abits == 64 ? 32 : g->abits;
         if (emit_setup(g, gpr(ab, LC_RCX), 1 + rn(g, 5)) < 0)
             return -1;
@@ -1920,22 +2021,8 @@ static int t_loop(gctx *g)
         for (unsigned i = 0; i < nbody; i++)
             if (loop_item(g) < 0)
                 return -1;
-        if (chance(g, 50)) {
-            req_init(&rq, ZYDIS_MNEMONIC_IN);
-            op_reg(&rq, ZYDIS_REGISTER_AL);
-            op_imm(&rq, rn(g, 256));
-            if (emit(g, &rq, LC_OP_IN) < 0)
-                return -1;
-        } else {
-            memspec m;
-            req_init(&rq, ZYDIS_MNEMONIC_MOV);
-            op_reg(&rq, ZYDIS_REGISTER_AL);
-            if (mk_mem(g, 1, MK_READ | MK_ABS | MK_MMIO, &m) < 0)
-                return -1;
-            op_mem(&rq, &m);
-            if (emit_m(g, &rq, LC_OP_MOV, &m) < 0)
-                return -1;
-        }
+        if (poll_read(g) < 0)
+            return -1;
         req_init(&rq, ZYDIS_MNEMONIC_TEST);
         op_reg(&rq, ZYDIS_REGISTER_AL);
         op_imm(&rq, 1u << rn(g, 8));
@@ -2112,6 +2199,9 @@ static int t_call(gctx *g)
     kj = emit(g, &jmp, LC_OP_JMP);
     if (kj < 0)
         return -1;
+    /* an indirect call may go straight to `over`: the body's flags are
+     * not defined there (OR-ed in below) */
+    uint32_t undef_skip = g->undef;
     f_off = c->code_len;
     /* a mispredicted indirect call goes straight to `over`: the flags the
      * body defines are not defined there (merged after the RET below) */
@@ -2152,6 +2242,8 @@ static int t_call(gctx *g)
     if (ind)
         g->undef |= undef0;
     over_off = c->code_len;
+    if (ind)
+        g->undef |= undef_skip;
     /* patch the jump over the function */
     if (over_off - (c->insn[kj].off + c->insn[kj].len) > 127)
         return -1;
@@ -2198,13 +2290,48 @@ static int t_call(gctx *g)
     return 0;
 }
 
+/* A conditional branch over a JMP or CALL to the code after it
+ * (translator/calls.c: the walk resumes at the branch's target when its
+ * line ends at the transfer, or in the code it followed the transfer to):
+ * `jcc 1f; jmp/call L; 1:`, L in one of the next groups. */
+static int t_skip(gctx *g)
+{
+    ZydisEncoderRequest jcc, tr;
+    unsigned cc = rn(g, 16);
+    int call = chance(g, 40), kc, kt;
+
+    if (g->npend >= MAX_PEND || ensure_flags(g, flag_uses(LC_OP_JCC, cc)) < 0)
+        return -1;
+    req_init(&jcc, cc_jcc[cc]);
+    op_imm(&jcc, 0);
+    jcc.branch_type = ZYDIS_BRANCH_TYPE_SHORT;
+    jcc.branch_width = ZYDIS_BRANCH_WIDTH_8;
+    if ((kc = emit(g, &jcc, LC_OP_JCC)) < 0)
+        return -1;
+    req_init(&tr, call ? ZYDIS_MNEMONIC_CALL : ZYDIS_MNEMONIC_JMP);
+    op_imm(&tr, 0);
+    tr.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
+    tr.branch_width = g->mode == DM_REAL ? ZYDIS_BRANCH_WIDTH_16
+                                         : ZYDIS_BRANCH_WIDTH_32;
+    if ((kt = emit(g, &tr, call ? LC_OP_CALL : LC_OP_JMP)) < 0)
+        return -1;
+    pend *p = &g->pend[g->npend++];
+    p->target = g->group + 1 + (int)rn(g, 4);
+    p->undef = g->undef;
+    p->df = g->df;
+    p->ins = (uint16_t)kt;
+    p->short_only = 0;
+    p->rq = tr;
+    return patch_rel(g, &jcc, kc, g->c->code_len);
+}
+
 static const struct { tmpl_fn fn; unsigned weight; } ctmpls[] = {
     { t_alu, 6 }, { t_test, 2 }, { t_unary, 3 }, { t_shift, 3 },
     { t_mul, 2 }, { t_mov, 6 }, { t_movx, 2 }, { t_lea, 2 }, { t_xchg, 2 },
     { t_push, 2 }, { t_pop, 2 }, { t_cmov, 2 }, { t_setcc, 2 },
     { t_misc, 2 }, { t_flagop, 2 }, { t_branch, 9 }, { t_io, 10 },
     { t_strio, 3 }, { t_sys, 5 }, { t_mmio, 14 }, { t_loop, 14 },
-    { t_smc, 3 }, { t_call, 10 },
+    { t_smc, 3 }, { t_call, 10 }, { t_skip, 6 },
 };
 #define NCTMPL (sizeof ctmpls / sizeof ctmpls[0])
 

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.track_index_bits = 2;            /* tiny table: constant churn */
     c.translate_threshold = 1 + (data[0] & 3);
     c.cflow = (lc_cflow_method)(data[1] & 3);
-    c.techniques = data[2] & (LC_TECH_ALL | LC_TECH_CALLS);
+    c.techniques = data[2] & LC_TECH_ALL;
     c.insn_budget = 256;
     c.rep_budget = 64;
     if (lc_engine_create(&c, &fvm_ops, &e) != LC_OK ||

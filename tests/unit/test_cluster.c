@@ -214,9 +214,12 @@ START_TEST(branch_over_return)
     for (int m = LC_CFLOW_M2; m <= LC_CFLOW_M3; m++) {
         c.cflow = (lc_cflow_method)m;
         ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
-        ck_assert_uint_eq(cl.ninsn, 9);
+        /* The RET is the fall-through path's: no exit follows it there,
+         * so the walk keeps that path only up to its last instruction
+         * that may exit (calls.c lcx_trace_end): the RET is left out. */
+        ck_assert_uint_eq(cl.ninsn, 8);
         ck_assert_uint_eq(cl.nexits, 2);
-        ck_assert_uint_eq(cl.insn[4].target, 6);   /* JNZ -> 0x100a */
+        ck_assert_uint_eq(cl.insn[5].rip, 0x100a); /* JNZ's target next */
         ck_assert_uint_eq(cl.end_rip, 0x100f);
     }
     /* Method 1 leaves the cluster on the taken branch: nothing beyond
@@ -232,8 +235,8 @@ START_TEST(branch_over_return)
 }
 END_TEST
 
-/* Both paths at run time: status 0 returns (the RET runs, the run ends
- * at the return address), status non-zero reaches the OUT. */
+/* Both paths at run time: status 0 leaves the cluster at the RET (the
+ * guest runs it), status non-zero reaches the OUT. */
 START_TEST(run_branch_over_return)
 {
     lc_config c;
@@ -262,8 +265,8 @@ START_TEST(run_branch_over_return)
         ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
         if (status == 0) {
             ck_assert_uint_eq(v.exits_done, 1);
-            ck_assert_uint_eq(s.rip, 0x7400);
-            ck_assert_uint_eq(s.gpr[LC_RSP], 0x8004);
+            ck_assert_uint_eq(s.rip, 0x7009);
+            ck_assert_uint_eq(s.gpr[LC_RSP], 0x8000);
         } else {
             ck_assert_uint_eq(v.exits_done, 2);
             ck_assert_uint_eq(v.insns, 8);
@@ -585,6 +588,191 @@ START_TEST(fast_chains_match_runtime)
 }
 END_TEST
 
+/* ---- the walk beyond one straight line (translator/calls.c, cflow.c) ---- */
+
+static lcx_code xcode;
+
+/* Lay `code` at guest 0x7000 (32-bit flat, CPL 0), start the run context
+ * at `at` and form there as the engine does: with the run context, so
+ * code outside the first range can be fetched. */
+static lc_status form_at(fvm *f, lc_cpu_state *s, lcr_vcpu *v,
+                         const lc_config *c, const uint8_t *code, size_t len,
+                         uint64_t at)
+{
+    memcpy(f->ram + 0x7000, code, len);
+    s->rip = at;
+    memset(v, 0, sizeof *v);
+    v->insn_budget = 10000;
+    v->rep_budget = 100;
+    lcr_begin(v, s, &fvm_ops, f);
+    lcx_form_in in = { .cfg = c, .mode = LC_MODE_PROT32, .rip = at,
+                       .code = f->ram + at, .code_len = 0x7000 + len - at,
+                       .v = v, .extra = &xcode };
+    return lcx_form(&in, &cl);
+}
+
+/* A poll whose exit test comes before the port read, entered at its IN
+ * (the loop head lies before the exit):
+ *   7000 1: dec ecx          7006    jnz 1b
+ *   7001    jz 2f            7008    out dx,al
+ *   7003    in al,dx         7009 2: out 0x80,al
+ *   7004    test al,1        700b    ud2
+ * The walk follows the JNZ back to the head, so the cluster holds the
+ * loop: in test jnz | dec jz in test jnz(backedge, strong) | out out.
+ * Section 6.3's straight run from the head goes past the JZ, which leaves
+ * the loop. Before, the JNZ left the cluster: one exit per iteration. */
+static const uint8_t poll_first_test[] = {
+    0x49, 0x74, 0x06, 0xec, 0xa8, 0x01, 0x75, 0xf8, 0xee, 0xe6, 0x80,
+    0x0f, 0x0b,
+};
+
+START_TEST(loop_test_before_read)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lc_config c;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    lc_config_init(&c);
+    ck_assert_int_eq(form_at(&f, &s, &v, &c, poll_first_test,
+                             sizeof poll_first_test, 0x7003), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 10);
+    ck_assert_uint_eq(cl.nexits, 4);
+    ck_assert_uint_eq(cl.insn[3].rip, 0x7000);      /* the head, range 1 */
+    ck_assert_uint_eq(cl.insn[3].range, 1);
+    ck_assert_uint_eq(cl.insn[3].irq_check, 1);
+    ck_assert_uint_eq(cl.insn[2].target, 8);        /* not taken: after */
+    ck_assert_uint_eq(cl.insn[4].target, 9);        /* timeout */
+    ck_assert_uint_eq(cl.insn[7].target, 3);
+    ck_assert_uint_eq(cl.insn[7].backedge, LCX_BE_STRONG);
+    ck_assert_uint_eq(cl.nrange, 2);
+
+    /* Busy twice, then ready: one run does the three reads and the two
+     * OUTs after the loop. */
+    s.gpr[LC_RCX] = 5;
+    s.gpr[LC_RDX] = 0x1f7;
+    f.nin_seq = 3;
+    memcpy(f.in_seq, (uint32_t[]){ 1, 1, 0 }, 3 * sizeof(uint32_t));
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
+    ck_assert_uint_eq(v.exits_done, 5);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 3);
+    ck_assert_uint_eq(s.rip, 0x700b);
+
+    /* The count runs out: the JZ leaves for the timeout path. */
+    s.gpr[LC_RCX] = 1;
+    s.rip = 0x7003;
+    f.nin_seq = 1;
+    f.in_pos = 0;
+    f.in_seq[0] = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
+    ck_assert_uint_eq(v.exits_done, 2);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 0);
+    ck_assert_uint_eq(s.rip, 0x700b);
+
+    /* An interrupt stops the loop at its head, before the DEC. */
+    s.gpr[LC_RCX] = 5;
+    s.rip = 0x7003;
+    s.rflags |= LC_RFLAGS_IF;
+    f.irq = 1;
+    f.in_pos = 0;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_IRQ);
+    ck_assert_uint_eq(s.rip, 0x7000);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 5);
+
+    /* Method 2 keeps no loops: no speculation, the old cluster. */
+    c.cflow = LC_CFLOW_M2;
+    ck_assert_int_eq(form_at(&f, &s, &v, &c, poll_first_test,
+                             sizeof poll_first_test, 0x7003), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 5);
+    ck_assert_uint_eq(cl.nrange, 1);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* A backward branch whose head does not lead back to it: the speculation
+ * is undone and the walk goes on after the branch, as before.
+ *   7000 ud2; 7002 in al,dx; test al,1; jnz 7000; out dx,al; ud2 */
+START_TEST(loop_speculation_undone)
+{
+    static const uint8_t code[] = { 0x0f, 0x0b, 0xec, 0xa8, 0x01, 0x75,
+                                    0xf9, 0xee, 0x0f, 0x0b };
+    fvm f; lc_cpu_state s; lcr_vcpu v; lc_config c;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    lc_config_init(&c);
+    ck_assert_int_eq(form_at(&f, &s, &v, &c, code, sizeof code, 0x7002),
+                     LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 4);
+    ck_assert_uint_eq(cl.nrange, 1);
+    ck_assert_uint_eq(cl.insn[3].rip, 0x7007);
+    ck_assert_uint_eq(cl.insn[2].target, LCX_NO_TARGET);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* A conditional branch over a JMP (or CALL) to a later exiting
+ * instruction:
+ *   7000 in al,dx; 7001 test al,1; 7003 jz 700a; 7005 jmp/call 7100;
+ *   700a out dx,al; 700b ud2;  7100 ud2
+ * The walk resumes at the JZ's target when the line ends at the transfer
+ * (or in the code it followed to), so the OUT is in the cluster. The
+ * other side (the transfer, and where it led) holds no exiting
+ * instruction: it is dropped, and a run down it ends at the JZ. Before,
+ * the cluster was the IN alone. */
+START_TEST(branch_over_transfer)
+{
+    uint8_t code[0x102] = { 0xec, 0xa8, 0x01, 0x74, 0x05, 0xe9, 0xf6, 0x00,
+                            0x00, 0x00, 0xee, 0x0f, 0x0b };
+    fvm f; lc_cpu_state s; lcr_vcpu v; lc_config c;
+
+    code[0x100] = 0x0f;
+    code[0x101] = 0x0b;
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.gpr[LC_RSP] = 0x8000;
+    lc_config_init(&c);
+    for (int variant = 0; variant < 4; variant++) {
+        code[5] = variant & 1 ? 0xe8 : 0xe9;        /* CALL or JMP */
+        c.techniques = variant & 2 ? LC_TECH_ALL
+                                   : LC_TECH_ALL & ~LC_TECH_CALLS;
+        ck_assert_int_eq(form_at(&f, &s, &v, &c, code, sizeof code, 0x7000),
+                         LC_OK);
+        ck_assert_msg(cl.ninsn == 4, "variant %d: %u instructions", variant,
+                      cl.ninsn);
+        ck_assert_uint_eq(cl.nexits, 2);
+        ck_assert_uint_eq(cl.insn[3].rip, 0x700a);
+        ck_assert_uint_eq(cl.insn[2].target, LCX_NO_TARGET);
+
+        /* Ready (bit 0 clear): the JZ skips the transfer, the OUT runs. */
+        s.rip = 0x7000;
+        f.nin_seq = 1;
+        f.in_pos = 0;
+        f.in_seq[0] = 0;
+        lcr_begin(&v, &s, &fvm_ops, &f);
+        ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
+        ck_assert_uint_eq(v.exits_done, 2);
+        ck_assert_uint_eq(s.rip, 0x700b);
+        /* Busy: the run ends at the transfer, which the guest runs. */
+        s.rip = 0x7000;
+        f.in_pos = 0;
+        f.in_seq[0] = 1;
+        lcr_begin(&v, &s, &fvm_ops, &f);
+        ck_assert_int_eq(lcx_run(&cl, &v, 10, 0), LC_STOP_END);
+        ck_assert_uint_eq(v.exits_done, 1);
+        ck_assert_uint_eq(s.rip, 0x7005);
+    }
+    /* Method 1 records no in-cluster targets: nothing to resume for. */
+    c.cflow = LC_CFLOW_M1;
+    ck_assert_int_eq(form_at(&f, &s, &v, &c, code, sizeof code, 0x7000),
+                     LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    fvm_fini(&f);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
@@ -605,6 +793,9 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, run_poll_loops);
     tcase_add_test(t, run_weak_backedge_cap);
     tcase_add_test(t, fast_chains_match_runtime);
+    tcase_add_test(t, loop_test_before_read);
+    tcase_add_test(t, loop_speculation_undone);
+    tcase_add_test(t, branch_over_transfer);
     tcase_add_loop_test(t, fast_path_matches_runtime, 0,
                         (int)(sizeof fast_cases / sizeof fast_cases[0]));
     suite_add_tcase(s, t);
