@@ -191,6 +191,51 @@ def main():
                 print(f'FAIL: exit status {p.returncode}\n{err[-2000:]}')
                 print(out[-3000:])
                 if args.server == 'dnsmasq':
+                    try:
+                        print(open(os.path.join(tftp_dir,
+                                                'dnsmasq.log')).read()[-2000:])
+                    except OSError:
+                        pass
+                ok = False
+                continue
+            for want in ('iPXE', 'net0: 10.0.2.15/255.255.255.0',
+                         f'{boot} : ', '[script]', f'guest={args.nic} '):
+                if want not in out:
+                    print(f'FAIL: "{want}" missing from the console')
+                    ok = False
+            if stats:
+                v = stats['vmm']
+                print(f'#   exits {v["exits"]}, handled by the engine '
+                      f'{v["exits_handled_by_engine"]}, wall '
+                      f'{v["wall_s"]:.1f} s; firmware '
+                      f'{json.dumps(stats.get("firmware", {}))}')
+                if 'phases' in stats:
+                    print(f'#   phases {json.dumps(stats["phases"])}')
+        if not ok:
+            return 1
+        g = {t: guest_lines(results[t][2], name) for t in results}
+        if not g['off'] or g['off'] != g['on']:
+            print('FAIL: the guest printed differently:')
+            print(f'  off: {g["off"]}\n  on:  {g["on"]}')
+            return 1
+        if not any('ok=' in l and 'exchanges=' in l for l in g['on']):
+            print(f'FAIL: no result line from the guest: {g["on"]}')
+            return 1
+        print(f'# guest output identical ({len(g["on"])} lines): '
+              f'{g["on"][-1]}')
+        off, on = results['off'][1], results['on'][1]
+        if off and on:
+            e_off, e_on = off['vmm']['exits'], on['vmm']['exits']
+            print(f'# exits off {e_off}, on {e_on}: '
+                  f'{100 * (1 - e_on / e_off):.1f}% fewer')
+            for t, st in (('off', off), ('on', on)):
+                p = st.get('phases', {})
+                polls = p.get('dhcp_polls', 0)
+                if polls:
+                    print(f'# {t}: dhcp phase {p["dhcp_exits"]} exits, '
+                          f'{polls} polls, {p["dhcp_exits"] / polls:.2f} '
+                          f'exits per poll, {p["dhcp_ms"]} ms')
+            if args.server == 'dnsmasq':
                 # Over TAP the exits of two phases follow the host's
                 # timing, not the code: dnsmasq pings the address before
                 # it offers it (3 s of iPXE idle polling, as long in both
