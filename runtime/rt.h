@@ -102,6 +102,10 @@ typedef struct lcr_vcpu {
      * set an accessed or dirty bit fails instead (nothing is stored). */
     uint8_t          probe;
 
+    /* set while the instruction after an STI, MOV SS or POP SS runs
+     * inside that instruction's interrupt shadow (exec.c) */
+    uint8_t          in_shadow;
+
     /* derived at lcr_begin() from *st */
     lc_cpu_mode      mode;
     uint8_t          cpl;
