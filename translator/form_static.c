@@ -52,6 +52,9 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
         x->range = (uint8_t)range;
         x->target = LCX_NO_TARGET;
         n++;
+        /* the instruction in an interrupt shadow ends the cluster */
+        if (n >= 2 && lcr_opens_shadow(&out->insn[n - 2].d))
+            break;
         next = rip + x->d.info.length;
         if (lcx_trace_follow(&t, x, n, &next)) {
             rip = next;

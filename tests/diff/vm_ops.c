@@ -5,7 +5,8 @@
  * harness devices answering from the case's seeded stream and logging in
  * order, CPUID, and the case's MSRs. The same device model as Unicorn's
  * side (uc_side.c), so the ordered logs can be compared. Only the
- * services Unicorn's side models are offered: the engine stops before
+ * services Unicorn's side models are offered (RDTSC's too: the harness
+ * supplies the guest TSC on both sides): the engine stops before
  * any other (HLT, debug registers, VMCS), as Unicorn's side does.
  */
 #include <string.h>
@@ -62,6 +63,16 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
     }
 }
 
+/* RDTSC: the case's monotonic TSC stream, the same on Unicorn's side
+ * (uc_side.c overwrites EDX:EAX after each RDTSC). */
+static lc_cb_result diff_rdtsc(void *o, uint64_t *tsc)
+{
+    fvm *f = o;
+
+    *tsc = dev_rdtsc(f->ctx);
+    return LC_CB_OK;
+}
+
 void diff_vm_init(diff_vm *x, uint8_t *ram)
 {
     fvm_init_layout(x, ram, RAM_SIZE, MMIO_PA, MMIO_SIZE);
@@ -73,4 +84,5 @@ const lc_vm_ops diff_vm_ops = {
     .cpuid = fvm_cpuid,
     .rdmsr = fvm_rdmsr,
     .wrmsr = fvm_wrmsr,
+    .rdtsc = diff_rdtsc,
 };
