@@ -185,6 +185,15 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
         out->nrange = 1;
         return LC_ERR_UNSUPPORTED;   /* nothing worth running */
     }
+    /* The instruction in an interrupt shadow runs with the one that opens
+     * it (runtime/exec.c): include it, so that coherency and the SMC watch
+     * cover it; without it decoded, leave the opener to the CPU. */
+    if (lcr_opens_shadow(&out->insn[last].d)) {
+        if (last + 1 < n)
+            last++;
+        else if (last > 0)
+            last--;
+    }
     finish(out, last);
     return LC_OK;
 }

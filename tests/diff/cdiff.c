@@ -151,6 +151,7 @@ static void fill_result(const dcase *c, const lc_cpu_state *s, run_result *r)
     r->fs_base = s->seg[LC_FS].base;
     r->gs_base = s->seg[LC_GS].base;
     memcpy(r->msr, r->dev.msr, sizeof r->msr);
+    memcpy(r->dr, r->dev.dr, sizeof r->dr);
 }
 
 /* One lc_vcpu_handle_exit from the case's initial state; the VMM's view of

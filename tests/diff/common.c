@@ -114,8 +114,9 @@ void flag_effect(unsigned op, unsigned bits, int count, uint32_t *def,
     case LC_OP_CLC: case LC_OP_STC: case LC_OP_CMC:
         *def = FL_CF;
         break;
-    /* DIV/IDIV: "The CF, OF, SF, ZF, AF, and PF flags are undefined." */
-    case LC_OP_DIV: case LC_OP_IDIV:
+    /* DIV/IDIV: "The CF, OF, SF, ZF, AF, and PF flags are undefined."
+     * MOV DR: "The OF, SF, ZF, AF, PF, and CF flags are undefined." */
+    case LC_OP_DIV: case LC_OP_IDIV: case LC_OP_MOV_DR:
         *und = FL_STATUS;
         break;
     /* BT/BTS/BTR/BTC: "The CF flag contains the value of the selected

@@ -175,6 +175,13 @@ static int compare(const dcase *c, const run_result *a, const char *an,
                  (unsigned long long)b->gs_base, bn);
         return 1;
     }
+    for (int i = 0; i < 4 && !cmp_native; i++)
+        if (a->dr[i] != b->dr[i]) {
+            snprintf(out, n, "dr%d: 0x%llx (%s) vs 0x%llx (%s)", i,
+                     (unsigned long long)a->dr[i], an,
+                     (unsigned long long)b->dr[i], bn);
+            return 1;
+        }
     uint32_t und = undefined_flags(c, b);
     uint64_t fm = (FL_STATUS & ~und) | LC_RFLAGS_DF |
                   (cmp_native ? 0 : LC_RFLAGS_IF);

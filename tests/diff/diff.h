@@ -175,6 +175,7 @@ typedef struct dev_side {
     dev_access log[DEV_LOG_MAX];
     uint64_t   msr[N_MSRS];
     uint64_t   tsc;       /* the next RDTSC's answer (monotonic) */
+    uint64_t   dr[4];     /* DR0..DR3 (MOV DR; start at 0) */
 } dev_side;
 
 void dev_init(dev_side *d, const dcase *c);
@@ -208,6 +209,7 @@ typedef struct run_result {
     uint64_t  trace_cl[TRACE_MAX]; /* RCX before each one (shift counts) */
     uint16_t  sel[6];         /* segment selectors at the end */
     uint64_t  fs_base, gs_base; /* long64: FS/GS bases at the end */
+    uint64_t  dr[4];          /* DR0..DR3 at the end */
 } run_result;
 
 /* ---- Unicorn side (uc_side.c) ------------------------------------------- */

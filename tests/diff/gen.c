@@ -1636,6 +1636,28 @@ static int t_stackops(gctx *g)
     return emit(g, &rq, LC_OP_LEAVE) < 0 ? -1 : 0;
 }
 
+/* MOV to and from DR0..DR3 (issue 16: lc-diff generated no MOV DR):
+ * storage on both sides while DR7 enables no breakpoint. */
+static int t_movdr(gctx *g)
+{
+    static const ZydisRegister DR[4] = {
+        ZYDIS_REGISTER_DR0, ZYDIS_REGISTER_DR1, ZYDIS_REGISTER_DR2,
+        ZYDIS_REGISTER_DR3,
+    };
+    ZydisEncoderRequest rq;
+    unsigned w = is64(g) ? 64 : 32;
+
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    if (chance(g, 50)) {
+        op_reg(&rq, DR[rn(g, 4)]);
+        op_reg(&rq, src_reg(g, w));
+    } else {
+        op_reg(&rq, dst_reg(g, w));
+        op_reg(&rq, DR[rn(g, 4)]);
+    }
+    return emit(g, &rq, LC_OP_MOV_DR) < 0 ? -1 : 0;
+}
+
 static int t_rdtsc(gctx *g)
 {
     ZydisEncoderRequest rq;
@@ -1894,7 +1916,7 @@ static const struct { tmpl_fn fn; unsigned weight; int sys; } tmpls[] = {
     { t_setcc, 4, 0 }, { t_misc, 6, 0 }, { t_flagop, 4, 0 },
     { t_branch, 8, 0 }, { t_io, 5, 1 }, { t_strio, 5, 1 }, { t_sys, 4, 1 },
     { t_div, 4, 0 }, { t_bt, 5, 0 }, { t_cli_sti, 2, 1 }, { t_stackops, 3, 1 },
-    { t_rdtsc, 1, 1 }, { t_sreg, 6, 1 },
+    { t_rdtsc, 1, 1 }, { t_sreg, 6, 1 }, { t_movdr, 2, 1 },
 };
 #define NTMPL (sizeof tmpls / sizeof tmpls[0])
 
@@ -2735,7 +2757,7 @@ static const struct { tmpl_fn fn; unsigned weight; } ctmpls[] = {
     { t_strio, 3 }, { t_sys, 5 }, { t_mmio, 14 }, { t_loop, 14 },
     { t_smc, 3 }, { t_call, 10 },
     { t_div, 2 }, { t_bt, 3 }, { t_cli_sti, 2 }, { t_stackops, 2 },
-    { t_rdtsc, 1 }, { t_sreg, 4 },
+    { t_rdtsc, 1 }, { t_sreg, 4 }, { t_movdr, 1 },
 };
 #define NCTMPL (sizeof ctmpls / sizeof ctmpls[0])
 

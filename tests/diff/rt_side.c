@@ -97,5 +97,6 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns)
     r->fs_base = st.seg[LC_FS].base;
     r->gs_base = st.seg[LC_GS].base;
     memcpy(r->msr, r->dev.msr, sizeof r->msr);
+    memcpy(r->dr, r->dev.dr, sizeof r->dr);
     return 0;
 }

@@ -397,6 +397,10 @@ static int setup(uc_side *u, const dcase *c, run_result *r)
         uc_x86_msr m = { diff_msr_ids[i], c->msr[i] };
         CK(uc_reg_write(uc, UC_X86_REG_MSR, &m));
     }
+    for (int i = 0; i < 4; i++) {          /* the engine is reused */
+        uint64_t z = 0;
+        CK(uc_reg_write(uc, UC_X86_REG_DR0 + i, &z));
+    }
     return 0;
 }
 
@@ -410,6 +414,11 @@ static uint64_t collect(uc_side *u, const dcase *c, run_result *r)
         uint16_t sel = 0;
         uc_reg_read(uc, uc_seg[s], &sel);
         r->sel[s] = sel;
+    }
+    for (int i = 0; i < 4; i++) {
+        uint64_t v = 0;
+        uc_reg_read(uc, UC_X86_REG_DR0 + i, &v);
+        r->dr[i] = u->mode == DM_LONG64 ? v : (uint32_t)v;
     }
     r->fs_base = r->gs_base = 0;
     if (u->mode == DM_LONG64) {
