@@ -950,8 +950,8 @@ static int plain_ram(const lcr_xlat *x, int allow_traced)
  * with no interrupt check, and if that one stops the first one is taken
  * back (`save`), so the run stops before both and the CPU opens the
  * shadow itself on resume. A shadow opening inside a shadow is left to
- * the CPU. A descriptor's accessed bit set by a taken-back MOV SS stays
- * set: the CPU sets it again when it runs the MOV SS. */
+ * the CPU. A taken-back SS load leaves nothing in memory (load_sreg
+ * leaves a descriptor whose accessed bit is clear to the CPU). */
 typedef struct shadow_save {
     uint64_t   rip, rflags, rsp;
     lc_segment ss;
@@ -1029,8 +1029,17 @@ static int load_sreg(lcr_vcpu *v, lcr_ectx *c, unsigned seg, uint16_t sel,
 
     if (seg == LC_SS && v->in_shadow)
         return stop(v, LC_STOP_TERMINATOR);
+    /* no budget for the shadow's instruction: stop before the descriptor
+     * walk sets any accessed bit in the page tables */
+    if (seg == LC_SS && v->insns + 2 > v->insn_budget)
+        return stop(v, LC_STOP_BUDGET);
     if (lcr_sreg_prepare(v, seg, sel, &ld) < 0)
         return LCR_STOP;
+    /* A load of SS may be taken back with its shadow's instruction
+     * (shadow_run): it must leave nothing in memory, so a descriptor
+     * whose accessed bit the CPU would set is left to the CPU. */
+    if (seg == LC_SS && ld.set_accessed)
+        return stop(v, LC_STOP_TERMINATOR);
     if (seg == LC_SS)
         shadow_save_state(v, &sv);
     if (lcr_sreg_commit(v, seg, &ld) < 0)

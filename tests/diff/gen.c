@@ -1699,8 +1699,10 @@ static unsigned pick_sel(gctx *g, unsigned s)
     static const uint16_t dsel[] = { 0x10, 0x18, 0x20, 0x28, 0x38, 0x08,
                                      0x40, 0x48, 0x49, 0x4a, 0x4b, 0x50,
                                      0x30 };
-    static const uint16_t ssel32[] = { 0x10, 0x38, 0x40 };
-    static const uint16_t ssel64[] = { 0x10, 0x18, 0x20, 0x28, 0x38, 0x40 };
+    /* not 0x40 for SS: a descriptor with its accessed bit clear is left
+     * to the CPU there (runtime/exec.c, load_sreg) */
+    static const uint16_t ssel32[] = { 0x10, 0x38, 0x38 };
+    static const uint16_t ssel64[] = { 0x10, 0x18, 0x20, 0x28, 0x38, 0x10 };
 
     if (g->mode == DM_REAL)
         return rsel[rn(g, 6)];

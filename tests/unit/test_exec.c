@@ -1043,8 +1043,9 @@ static void gdt_setup(fvm *f, lc_cpu_state *s)
     put_desc(f, 7, 0x9000, 0xff, 0x2, 0, 0, 1, 0, 0);   /* 0x38 system: LDT */
     put_desc(f, 8, 0, 0xfffff, 0x1, 1, 0, 1, 1, 1);     /* 0x40 read-only */
     put_desc(f, 9, 0x6000, 0xfff, 0x3, 1, 3, 1, 1, 0);  /* 0x48 DPL 3 */
+    put_desc(f, 10, 0, 0xfffff, 0x2, 1, 0, 1, 1, 1);    /* 0x50 not accessed */
     s->gdtr.base = 0x8000;
-    s->gdtr.limit = 10 * 8 - 1;
+    s->gdtr.limit = 11 * 8 - 1;
 }
 
 /* MOV Sreg in real mode (base = selector << 4, limit kept) and with the
@@ -1095,8 +1096,13 @@ START_TEST(segment_loads)
     STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* execute-only */
     s.gpr[LC_RAX] = 0x38;
     STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* system */
-    s.gpr[LC_RAX] = 0x50;
+    s.gpr[LC_RAX] = 0x58;
     STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* beyond the GDT */
+    /* SS from a descriptor whose accessed bit is clear: the CPU's (a
+     * load taken back with its shadow must leave memory alone) */
+    s.gpr[LC_RAX] = 0x50;
+    STOPS("8e d0 90", LC_STOP_TERMINATOR, 0);
+    ck_assert_uint_eq(f.ram[0x8000 + 10 * 8 + 5] & 0x1, 0);
     s.gpr[LC_RAX] = 0x1c;
     STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* LDT unusable */
     s.gpr[LC_RAX] = 0x18;                               /* DPL 3, for SS */
