@@ -102,6 +102,10 @@ enum lcd_op_flags {
     LCD_F_COND    = 1u << 4,  /* a condition family: lc_insn_info.cond is
                                * the opcode's low nibble (Jcc, CMOVcc,
                                * SETcc) */
+    LCD_F_SREG    = 1u << 5,  /* a segment register operand keeps it
+                               * executable (MOV Sreg, PUSH/POP Sreg: the
+                               * runtime makes the CPU's descriptor
+                               * checks) */
 };
 
 typedef struct lcd_op_desc {

@@ -31,8 +31,10 @@
 /* XCHG with memory is implicitly locked: the runtime does it with a host
  * atomic on RAM, so an explicit LOCK changes nothing. */
 #define D_XCHG     { LCD_F_EXEC | LCD_F_LOCKOK }
-#define D_PUSH     EXEC
-#define D_POP      EXEC
+/* PUSH/POP of a segment register stay PUSH/POP (the same stack effect);
+ * POP Sreg loads it with the descriptor checks (runtime/sreg.c). */
+#define D_PUSH     { LCD_F_EXEC | LCD_F_SREG, LC_CF_NONE }
+#define D_POP      { LCD_F_EXEC | LCD_F_SREG, LC_CF_NONE }
 #define D_CMOVCC   COND
 #define D_SETCC    COND
 #define D_BSWAP    EXEC
@@ -93,9 +95,29 @@
 #define D_VMCALL   STRONG
 /* Mode and paging changes are never spanned by a cluster (paper section
  * 8: "we do not create translations that span changes in guest paging
- * mode"); segment loads need descriptor checks. */
+ * mode"). */
 #define D_MOV_CR   NONE
-#define D_MOV_SREG NONE
+/* Segment register moves: the runtime makes the descriptor checks the
+ * CPU makes and stops before the load when one would fault (CS is never
+ * a MOV target: Zydis rejects 8E /1). */
+#define D_MOV_SREG { LCD_F_EXEC | LCD_F_SREG, LC_CF_NONE }
+/* Gap fillers found missing on real driver and firmware code paths
+ * (issue 14): #DE, a fault the runtime cannot take back, stops the run
+ * before DIV/IDIV; BTS/BTR/BTC with LOCK stay terminators (the LOCK rule
+ * below); CLI/STI only where CPL <= IOPL; RDTSC only with the VMM's
+ * rdtsc callback (runtime/exec.c). */
+#define D_DIV      EXEC
+#define D_IDIV     EXEC
+#define D_BT       EXEC
+#define D_BTS      EXEC
+#define D_BTR      EXEC
+#define D_BTC      EXEC
+#define D_CLI      EXEC
+#define D_STI      EXEC
+#define D_PUSHA    EXEC
+#define D_POPA     EXEC
+#define D_LEAVE    EXEC
+#define D_RDTSC    EXEC
 
 const lcd_op_desc lcd_op_table[LC_OP_COUNT_] = {
 #define D_ROW_(name, str) [LC_OP_##name] = D_##name,
@@ -129,11 +151,13 @@ lc_exit_class lcd_classify(const lcd_insn *insn)
     /* Far transfers load CS: never inside a cluster. */
     if (info->cflow == LC_CF_FAR)
         return LC_CLASS_TERMINATOR;
-    /* Segment registers as operands: PUSH/POP Sreg load a segment or store
-     * a selector with an implementation-dependent width (SDM PUSH). */
+    /* Segment registers as operands only where the row says the runtime
+     * makes the loads' descriptor checks; never a load of CS. */
     for (unsigned i = 0; i < insn->nopnds; i++)
         if (insn->opnd[i].kind == LCD_OPND_REG &&
-            insn->opnd[i].reg.cls == LCD_REG_SEG)
+            insn->opnd[i].reg.cls == LCD_REG_SEG &&
+            (!(flags & LCD_F_SREG) ||
+             (insn->opnd[i].write && insn->opnd[i].reg.num == LC_CS)))
             return LC_CLASS_TERMINATOR;
     /* BSWAP of a 16-bit register is undefined (SDM BSWAP). */
     if (info->op == LC_OP_BSWAP && info->operand_bits == 16)

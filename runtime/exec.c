@@ -50,6 +50,8 @@ static unsigned stack_bytes(const lcr_vcpu *v)
 #define stop(v, why) lcr_stop(v, why)
 #define fault(v, vec) lcr_fault(v, vec)
 
+static int dispatch(lcr_vcpu *v, const lcd_insn *in);
+
 /* ---- memory operands -------------------------------------------------- */
 
 uint64_t lcr_eff_addr(const lcr_vcpu *v, const lcd_insn *in, uint64_t rip,
@@ -291,6 +293,9 @@ static int sreg_operand(const lcd_insn *in)
            in->opnd[0].reg.cls == LCD_REG_SEG;
 }
 
+static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c);
+static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
+
 static int ex_push(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
@@ -299,7 +304,7 @@ static int ex_push(lcr_vcpu *v, lcr_ectx *c)
     lcr_xlat sx;
 
     if (sreg_operand(in))
-        return stop(v, LC_STOP_TERMINATOR);
+        return ex_push_sreg(v, c);
     if (in->opnd[0].kind == LCD_OPND_MEM &&
         operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), n,
                      LCR_ACC_READ) < 0)
@@ -325,7 +330,7 @@ static int ex_pop(lcr_vcpu *v, lcr_ectx *c)
     lcr_xlat sx;
 
     if (sreg_operand(in))
-        return stop(v, LC_STOP_TERMINATOR);
+        return ex_pop_sreg(v, c);
     if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
         return LCR_STOP;
     /* POP to memory with an rSP base uses rSP after the increment (SDM
@@ -921,6 +926,446 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
+/* ---- gap fillers found missing on real code paths (issue 14) ------------ */
+
+/* Every fragment plain RAM: neither a device nor a traced page. Reads that
+ * must happen before a check that can still fault (a divisor, a selector)
+ * and multi-slot stack accesses (PUSHA, POPA: a device or the VMM refusing
+ * the third of eight stores would leave two done) need it; anything else
+ * is left to the CPU. */
+static int plain_ram(const lcr_xlat *x, int allow_traced)
+{
+    for (unsigned i = 0; i < x->nfrag; i++)
+        if (x->frag[i].kind != LC_GPA_RAM ||
+            (x->frag[i].traced && !allow_traced))
+            return 0;
+    return 1;
+}
+
+/* The interrupt shadow (SDM vol. 3 6.8.3; STI, MOV SS, POP SS): no
+ * interrupt is delivered between the instruction and the next one.
+ * lc_cpu_state has no field to hand a shadow back to the VMM, so a run
+ * never stops between the two: the instruction that opens the shadow
+ * (its effects already in *v->st, RIP after it) runs the next one here,
+ * with no interrupt check, and if that one stops the first one is taken
+ * back (`save`), so the run stops before both and the CPU opens the
+ * shadow itself on resume. A shadow opening inside a shadow is left to
+ * the CPU. A taken-back SS load leaves nothing in memory (load_sreg
+ * leaves a descriptor whose accessed bit is clear to the CPU). */
+typedef struct shadow_save {
+    uint64_t   rip, rflags, rsp;
+    lc_segment ss;
+    uint32_t   dirty;
+} shadow_save;
+
+static void shadow_save_state(const lcr_vcpu *v, shadow_save *s)
+{
+    s->rip = v->st->rip;
+    s->rflags = v->st->rflags;
+    s->rsp = v->st->gpr[LC_RSP];
+    s->ss = v->st->seg[LC_SS];
+    s->dirty = v->dirty;
+}
+
+static int shadow_run(lcr_vcpu *v, lcr_ectx *c, const shadow_save *s)
+{
+    uint8_t buf[LC_INSN_MAX_LEN];
+    uint64_t gfn[2];
+    unsigned ngfn = 0;
+    size_t n;
+    lcd_insn next;
+    lc_stop_reason why = LC_STOP_TERMINATOR;
+    uint8_t vec = 0;
+    uint64_t addr = 0;
+    int r = LCR_STOP;
+
+    if (v->insns + 2 > v->insn_budget) {
+        why = LC_STOP_BUDGET;
+        goto undo;
+    }
+    v->st->rip = c->next;
+    n = lcr_fetch(v, buf, sizeof buf, gfn, &ngfn);
+    if (n == 0 || lcd_decode(v->mode, buf, n, &next) != LC_OK ||
+        next.info.exit_class == LC_CLASS_TERMINATOR) {
+        why = v->stop == LC_STOP_NONE ? LC_STOP_TERMINATOR : v->stop;
+        vec = v->fault_vector;
+        addr = v->fault_addr;
+        goto undo;
+    }
+    v->in_shadow = 1;
+    v->route = NULL;            /* the translator's route was for us */
+    r = dispatch(v, &next);
+    v->in_shadow = 0;
+    if (r == LCR_DONE) {
+        v->insns++;             /* the one after; lcr_exec counts ours */
+        c->next = v->st->rip;
+        return LCR_DONE;
+    }
+    why = v->stop;
+    vec = v->fault_vector;
+    addr = v->fault_addr;
+undo:
+    v->st->rip = s->rip;
+    v->st->rflags = s->rflags;
+    v->st->gpr[LC_RSP] = s->rsp;
+    v->st->seg[LC_SS] = s->ss;
+    v->dirty = s->dirty;
+    v->stop = why;
+    v->fault_vector = vec;
+    v->fault_addr = addr;
+    return LCR_STOP;
+}
+
+/* MOV Sreg, r/m16 and MOV r/m, Sreg. A load reads its selector first, so
+ * a memory source must be RAM (the descriptor checks can still fault);
+ * loading SS opens the interrupt shadow. A store of a selector writes 16
+ * bits to memory, or the register at its operand size zero-extended (SDM
+ * MOV: processors from the Pentium Pro on zero the upper bits). */
+static int load_sreg(lcr_vcpu *v, lcr_ectx *c, unsigned seg, uint16_t sel,
+                     const lcr_xlat *stack, unsigned sb, uint64_t new_sp)
+{
+    lcr_sreg_load ld;
+    shadow_save sv;
+
+    if (seg == LC_SS && v->in_shadow)
+        return stop(v, LC_STOP_TERMINATOR);
+    /* no budget for the shadow's instruction: stop before the descriptor
+     * walk sets any accessed bit in the page tables */
+    if (seg == LC_SS && v->insns + 2 > v->insn_budget)
+        return stop(v, LC_STOP_BUDGET);
+    if (lcr_sreg_prepare(v, seg, sel, &ld) < 0)
+        return LCR_STOP;
+    /* A load of SS may be taken back with its shadow's instruction
+     * (shadow_run): it must leave nothing in memory, so a descriptor
+     * whose accessed bit the CPU would set is left to the CPU. */
+    if (seg == LC_SS && ld.set_accessed)
+        return stop(v, LC_STOP_TERMINATOR);
+    if (seg == LC_SS)
+        shadow_save_state(v, &sv);
+    if (lcr_sreg_commit(v, seg, &ld) < 0)
+        return LCR_STOP;
+    if (stack) {
+        note_vmm_access(stack, &c->vmm);
+        gpr_set(v, LC_RSP, sb, new_sp);
+    }
+    if (seg != LC_SS)
+        return LCR_DONE;
+    return shadow_run(v, c, &sv);
+}
+
+static int ex_mov_sreg(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    const lcd_opnd *d = &in->opnd[0], *src = &in->opnd[1];
+    uint64_t a = 0;
+
+    if (d->kind == LCD_OPND_REG && d->reg.cls == LCD_REG_SEG) {
+        if (src->kind == LCD_OPND_MEM) {
+            if (operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), 2,
+                             LCR_ACC_READ) < 0)
+                return LCR_STOP;
+            if (!plain_ram(&c->mx, 1))
+                return stop(v, LC_STOP_TERMINATOR);
+            if (lcr_xread(v, &c->mx, &a))
+                return LCR_STOP;
+        } else {
+            a = lcr_reg_get(v, src->reg, 2);
+        }
+        return load_sreg(v, c, d->reg.num, (uint16_t)a, NULL, 0, 0);
+    }
+    if (src->kind != LCD_OPND_REG || src->reg.cls != LCD_REG_SEG ||
+        src->reg.num >= LC_NR_SREGS)
+        return stop(v, LC_STOP_TERMINATOR);
+    a = v->st->seg[src->reg.num].selector;
+    if (d->kind == LCD_OPND_MEM)
+        return DONE_IF(!operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0),
+                                     2, LCR_ACC_WRITE) &&
+                       !lcr_xwrite(v, &c->mx, a));
+    lcr_reg_set(v, d->reg, d->bytes, a);
+    return LCR_DONE;
+}
+
+/* PUSH Sreg. With a 32-bit operand size the CPU either pushes the
+ * selector zero-extended or writes only its 16 bits and leaves the upper
+ * two bytes of the slot as they were (SDM PUSH; recent Intel parts do the
+ * latter). The two agree when those bytes are already zero: then the
+ * push runs here (on plain RAM), otherwise it is left to the CPU. 16- and
+ * 64-bit pushes are exact (64-bit: zero-extended). */
+static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), old;
+    unsigned s = in->opnd[0].reg.num;
+    lcr_xlat sx;
+
+    if (s >= LC_NR_SREGS)
+        return stop(v, LC_STOP_TERMINATOR);
+    if (lcr_mem_xlat(v, LC_SS, sp, n,
+                     n == 4 ? LCR_ACC_READ | LCR_ACC_WRITE : LCR_ACC_WRITE,
+                     &sx) < 0)
+        return LCR_STOP;
+    if (n == 4) {
+        if (!plain_ram(&sx, 0))
+            return stop(v, LC_STOP_TERMINATOR);
+        if (lcr_xread(v, &sx, &old))
+            return LCR_STOP;
+        if (old >> 16)
+            return stop(v, LC_STOP_TERMINATOR);
+    }
+    if (lcr_xwrite(v, &sx, v->st->seg[s].selector))
+        return LCR_STOP;
+    note_vmm_access(&sx, &c->vmm);
+    gpr_set(v, LC_RSP, sb, sp);
+    return LCR_DONE;
+}
+
+/* POP Sreg: the selector is the low 16 bits of the operand-size slot;
+ * the slot must be RAM (it is read before the descriptor checks). */
+static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), a;
+    lcr_xlat sx;
+
+    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
+        return LCR_STOP;
+    if (!plain_ram(&sx, 1))
+        return stop(v, LC_STOP_TERMINATOR);
+    if (lcr_xread(v, &sx, &a))
+        return LCR_STOP;
+    return load_sreg(v, c, in->opnd[0].reg.num, (uint16_t)a, &sx, sb,
+                     sp + n);
+}
+
+/* DIV and IDIV (SDM DIV, IDIV): rDX:rAX (AX for bytes) by r/m; a zero
+ * divisor or a quotient that does not fit raises #DE, so the run stops
+ * before the instruction. The divisor is read before that check: from
+ * memory it must be RAM. CF, OF, SF, ZF, AF and PF are undefined: they
+ * are left unchanged (as QEMU does). */
+static int divide(lcr_vcpu *v, lcr_ectx *c, int is_signed)
+{
+    unsigned n = c->in->opnd[0].bytes, bits = n * 8;
+    const uint64_t *g = v->st->gpr;
+    unsigned __int128 dd, q, r, top;
+    uint64_t b;
+    int dneg = 0, bneg = 0;
+
+    if (c->has_mx && !plain_ram(&c->mx, 1))
+        return stop(v, LC_STOP_TERMINATOR);
+    if (lcr_opnd_read(v, c, 0, &b))
+        return LCR_STOP;
+    b &= lcr_mask(n);
+    if (n == 1)
+        dd = g[LC_RAX] & 0xffff;
+    else
+        dd = ((unsigned __int128)(g[LC_RDX] & lcr_mask(n)) << bits) |
+             (g[LC_RAX] & lcr_mask(n));
+    if (b == 0)
+        return fault(v, LC_VEC_DE);
+    if (is_signed) {
+        /* magnitudes, so that no signed operation can overflow */
+        unsigned __int128 dmask = bits == 64 ? ~(unsigned __int128)0
+                                  : ((unsigned __int128)1 << (2 * bits)) - 1;
+        dneg = (int)((dd >> (2 * bits - 1)) & 1);
+        bneg = (int)((b >> (bits - 1)) & 1);
+        if (dneg)
+            dd = (~dd + 1) & dmask;
+        if (bneg)
+            b = (~b + 1) & lcr_mask(n);
+    }
+    q = dd / b;
+    r = dd % b;
+    top = (unsigned __int128)1 << (bits - 1);
+    if (!is_signed ? q > lcr_mask(n)
+                   : (dneg != bneg ? q > top : q > top - 1))
+        return fault(v, LC_VEC_DE);
+    if (dneg != bneg)
+        q = ~q + 1;
+    if (dneg)
+        r = ~r + 1;
+    if (n == 1) {
+        gpr_set(v, LC_RAX, 2, ((uint64_t)(r & 0xff) << 8) | (uint64_t)(q & 0xff));
+    } else {
+        gpr_set(v, LC_RAX, n, (uint64_t)q & lcr_mask(n));
+        gpr_set(v, LC_RDX, n, (uint64_t)r & lcr_mask(n));
+    }
+    return LCR_DONE;
+}
+
+static int ex_div(lcr_vcpu *v, lcr_ectx *c) { return divide(v, c, 0); }
+static int ex_idiv(lcr_vcpu *v, lcr_ectx *c) { return divide(v, c, 1); }
+
+/* BT, BTS, BTR, BTC (the row's alu: 0 test, 1 set, 2 reset, 3
+ * complement). The bit offset is an immediate (taken modulo the operand
+ * size) or a register; with a register and a memory operand it is signed
+ * and addresses beyond the operand: the access is at ea + operand size *
+ * floor(offset / operand bits) (SDM BT, "bit-offset operand"). CF is the
+ * bit; ZF is unaffected; OF, SF, AF and PF are undefined and left
+ * unchanged. */
+enum { BT_TEST = 0, BT_SET, BT_RESET, BT_COMPL };
+
+static int ex_bt(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    const lcd_opnd *o = &in->opnd[0], *bo = &in->opnd[1];
+    unsigned n = o->bytes, bits = n * 8, kind = c->row->alu, bit;
+    uint64_t off = lcr_src_value(v, bo), val, ea;
+
+    if (o->kind == LCD_OPND_MEM) {
+        ea = lcr_eff_addr(v, in, v->st->rip, 0);
+        if (bo->kind == LCD_OPND_REG) {
+            uint64_t so = lcr_sext(off, bo->bytes), q;
+            /* floor division without a right shift of a negative value */
+            q = (so >> 63) ? ~(~so / bits) : so / bits;
+            ea = (ea + q * n) & lcr_mask(in->mem.addr_bytes);
+        }
+        if (operand_xlat(v, c, ea, n, kind == BT_TEST
+                                          ? LCR_ACC_READ
+                                          : LCR_ACC_READ | LCR_ACC_WRITE) < 0 ||
+            lcr_xread(v, &c->mx, &val))
+            return LCR_STOP;
+    } else {
+        val = lcr_reg_get(v, o->reg, n);
+    }
+    bit = (unsigned)(off & (bits - 1));
+    uint64_t m = 1ull << bit, cf = (val & m) != 0;
+    switch (kind) {
+    case BT_SET: val |= m; break;
+    case BT_RESET: val &= ~m; break;
+    case BT_COMPL: val ^= m; break;
+    default: break;
+    }
+    if (kind != BT_TEST && lcr_opnd_write(v, c, 0, val))
+        return LCR_STOP;
+    lcr_set_flags(v, (RF(v) & ~LC_RFLAGS_CF) | (cf ? LC_RFLAGS_CF : 0));
+    return LCR_DONE;
+}
+
+/* CLI and STI need CPL <= IOPL in protected mode (SDM CLI, STI); with
+ * CPL > IOPL the CPU raises #GP or, with CR4.PVI/VME, changes VIF: both
+ * left to the CPU, as is virtual-8086 mode. */
+static int iflag_allowed(const lcr_vcpu *v)
+{
+    unsigned iopl = (unsigned)((v->st->rflags & LC_RFLAGS_IOPL) >> 12);
+
+    if (v->mode == LC_MODE_REAL)
+        return 1;
+    return v->mode != LC_MODE_VM86 && v->cpl <= iopl;
+}
+
+static int ex_cli(lcr_vcpu *v, lcr_ectx *c)
+{
+    (void)c;
+    if (!iflag_allowed(v))
+        return stop(v, LC_STOP_TERMINATOR);
+    return flags_to(v, RF(v) & ~LC_RFLAGS_IF);
+}
+
+/* STI with IF clear opens the interrupt shadow (shadow_run); with IF
+ * already set it changes nothing. */
+static int ex_sti(lcr_vcpu *v, lcr_ectx *c)
+{
+    shadow_save sv;
+
+    if (!iflag_allowed(v))
+        return stop(v, LC_STOP_TERMINATOR);
+    if (RF(v) & LC_RFLAGS_IF)
+        return LCR_DONE;
+    if (v->in_shadow)
+        return stop(v, LC_STOP_TERMINATOR);
+    shadow_save_state(v, &sv);
+    flags_to(v, RF(v) | LC_RFLAGS_IF);
+    return shadow_run(v, c, &sv);
+}
+
+/* PUSHA/PUSHAD: rAX, rCX, rDX, rBX, the original rSP, rBP, rSI, rDI at
+ * the operand size; POPA/POPAD the reverse, skipping the rSP slot (SDM
+ * PUSHA, POPA; not in 64-bit mode, where the decoder rejects them). All
+ * eight slots are translated first and must be plain RAM. */
+static int ex_pusha(lcr_vcpu *v, lcr_ectx *c)
+{
+    unsigned sb = stack_bytes(v), n = c->in->info.operand_bits / 8;
+    uint64_t sp = v->st->gpr[LC_RSP];
+    lcr_xlat sx[8];
+
+    for (unsigned k = 0; k < 8; k++) {
+        if (lcr_mem_xlat(v, LC_SS, (sp - (k + 1) * n) & lcr_mask(sb), n,
+                         LCR_ACC_WRITE, &sx[k]) < 0)
+            return LCR_STOP;
+        if (!plain_ram(&sx[k], 0))
+            return stop(v, LC_STOP_TERMINATOR);
+    }
+    for (unsigned k = 0; k < 8; k++)   /* k is the register number */
+        if (lcr_xwrite(v, &sx[k], (k == LC_RSP ? sp : v->st->gpr[k]) &
+                                      lcr_mask(n)))
+            return LCR_STOP;
+    gpr_set(v, LC_RSP, sb, sp - 8 * n);
+    return LCR_DONE;
+}
+
+static int ex_popa(lcr_vcpu *v, lcr_ectx *c)
+{
+    unsigned sb = stack_bytes(v), n = c->in->info.operand_bits / 8;
+    uint64_t sp = v->st->gpr[LC_RSP], val[8] = { 0 };
+    lcr_xlat sx[8];
+
+    /* slot k holds register 7 - k (rDI first) */
+    for (unsigned k = 0; k < 8; k++) {
+        if (7 - k == LC_RSP)
+            continue;
+        if (lcr_mem_xlat(v, LC_SS, (sp + k * n) & lcr_mask(sb), n,
+                         LCR_ACC_READ, &sx[k]) < 0)
+            return LCR_STOP;
+        if (!plain_ram(&sx[k], 1))
+            return stop(v, LC_STOP_TERMINATOR);
+    }
+    for (unsigned k = 0; k < 8; k++)
+        if (7 - k != LC_RSP && lcr_xread(v, &sx[k], &val[7 - k]))
+            return LCR_STOP;
+    for (unsigned r = 0; r < 8; r++)
+        if (r != LC_RSP)
+            gpr_set(v, r, n, val[r]);
+    gpr_set(v, LC_RSP, sb, sp + 8 * n);
+    return LCR_DONE;
+}
+
+/* LEAVE: rSP = rBP at the stack size, then pop rBP at the operand size
+ * (SDM LEAVE). */
+static int ex_leave(lcr_vcpu *v, lcr_ectx *c)
+{
+    unsigned sb = stack_bytes(v), n = c->in->info.operand_bits / 8;
+    uint64_t sp = v->st->gpr[LC_RBP] & lcr_mask(sb), a;
+    lcr_xlat sx;
+
+    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0 ||
+        lcr_xread(v, &sx, &a))
+        return LCR_STOP;
+    note_vmm_access(&sx, &c->vmm);
+    gpr_set(v, LC_RSP, sb, sp + n);
+    gpr_set(v, LC_RBP, n, a);
+    return LCR_DONE;
+}
+
+/* RDTSC through the VMM's rdtsc callback (the guest's TSC, offset and
+ * scaling applied by the VMM). CR4.TSD at CPL > 0: #GP, stop before. */
+static int ex_rdtsc(lcr_vcpu *v, lcr_ectx *c)
+{
+    uint64_t tsc = 0;
+
+    (void)c;
+    if (!v->ops->rdtsc)
+        return stop(v, LC_STOP_TERMINATOR);
+    if ((v->st->cr4 & LC_CR4_TSD) && v->cpl > 0)
+        return fault(v, LC_VEC_GP);
+    if (lcr_cb_result(v, v->ops->rdtsc(v->opaque, &tsc)))
+        return LCR_STOP;
+    gpr_set(v, LC_RAX, 4, tsc & 0xffffffffu);
+    gpr_set(v, LC_RDX, 4, tsc >> 32);
+    return LCR_DONE;
+}
+
 /* ---- the operation table ------------------------------------------------ *
  *
  * One row per LC_OP_LIST entry, generated from the list itself: each
@@ -1005,9 +1450,23 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
 #define ROW_VMREAD   PLAIN(lcr_ex_vmread)       /* vmcs.c, section 8 */
 #define ROW_VMWRITE  PLAIN(lcr_ex_vmwrite)
 #define ROW_VMCALL   PLAIN(ex_vmcall)
-/* never run: mode and paging changes, segment loads */
+/* never run: mode and paging changes */
 #define ROW_MOV_CR   NOTRUN
-#define ROW_MOV_SREG NOTRUN
+/* segment register moves, with the CPU's descriptor checks (sreg.c) */
+#define ROW_MOV_SREG OWNMEM(ex_mov_sreg)
+/* issue 14's gap fillers; BT* keep the bit test's kind in `alu` */
+#define ROW_DIV      PLAIN(ex_div)
+#define ROW_IDIV     PLAIN(ex_idiv)
+#define ROW_BT       X_(ex_bt, LCR_ROW_OWNMEM, LCR_FAST_NONE, BT_TEST)
+#define ROW_BTS      X_(ex_bt, LCR_ROW_OWNMEM, LCR_FAST_NONE, BT_SET)
+#define ROW_BTR      X_(ex_bt, LCR_ROW_OWNMEM, LCR_FAST_NONE, BT_RESET)
+#define ROW_BTC      X_(ex_bt, LCR_ROW_OWNMEM, LCR_FAST_NONE, BT_COMPL)
+#define ROW_CLI      PLAIN(ex_cli)
+#define ROW_STI      PLAIN(ex_sti)
+#define ROW_PUSHA    OWNMEM(ex_pusha)
+#define ROW_POPA     OWNMEM(ex_popa)
+#define ROW_LEAVE    OWNMEM(ex_leave)
+#define ROW_RDTSC    PLAIN(ex_rdtsc)
 
 const lcr_op_row lcr_op_rows[LC_OP_COUNT_] = {
 #define ROW_(name, str) [LC_OP_##name] = ROW_##name,

@@ -137,4 +137,20 @@ static inline int lcr_cpl0_only(lcr_vcpu *v)
 int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c);
 int lcr_ex_vmwrite(lcr_vcpu *v, lcr_ectx *c);
 
+/* A segment load (sreg.c): phase one checks the selector and descriptor
+ * as the CPU does and fills `ld` (0), or stops (-1: v->stop set, a fault
+ * vector for a check that faults); phase two (commit) sets the
+ * descriptor's accessed bit if it was clear and loads the register. */
+typedef struct lcr_sreg_load {
+    lc_segment seg;       /* what the register will hold */
+    lcr_xlat   desc;      /* the descriptor, translated */
+    lcr_xlat   abit;      /* its type byte, when the accessed bit is set */
+    uint8_t    set_accessed;
+    uint8_t    abit_val;
+} lcr_sreg_load;
+
+int lcr_sreg_prepare(lcr_vcpu *v, unsigned seg, uint16_t sel,
+                     lcr_sreg_load *ld);
+int lcr_sreg_commit(lcr_vcpu *v, unsigned seg, const lcr_sreg_load *ld);
+
 #endif /* LC_RUNTIME_EXEC_H */

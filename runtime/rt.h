@@ -152,6 +152,10 @@ typedef struct lcr_vcpu {
      * set an accessed or dirty bit fails instead (nothing is stored). */
     uint8_t          probe;
 
+    /* set while the instruction after an STI, MOV SS or POP SS runs
+     * inside that instruction's interrupt shadow (exec.c) */
+    uint8_t          in_shadow;
+
     /* derived at lcr_begin() from *st */
     lc_cpu_mode      mode;
     uint8_t          cpl;
@@ -301,6 +305,19 @@ static inline int lcr_canonical(uint64_t la, unsigned bits)
 {
     uint64_t top = la >> (bits - 1);
     return top == 0 || top == (~0ull >> (bits - 1));
+}
+
+/* Does `in` open an interrupt shadow (SDM vol. 3 6.8.3: STI, MOV SS, POP
+ * SS)? The runtime runs the next instruction inside it, in the same step,
+ * and a cluster ends after that one (translator/form_static.c): a shadow
+ * is never left open at a stop, and an interrupt STI made deliverable is
+ * taken right after it. */
+static inline int lcr_opens_shadow(const lcd_insn *in)
+{
+    return in->info.op == LC_OP_STI ||
+           ((in->info.op == LC_OP_MOV_SREG || in->info.op == LC_OP_POP) &&
+            in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_REG &&
+            in->opnd[0].reg.cls == LCD_REG_SEG && in->opnd[0].reg.num == LC_SS);
 }
 
 /* ---- MMU (mmu.c) -------------------------------------------------------- */

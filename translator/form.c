@@ -185,6 +185,16 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
             { out->nrange = 1; return LC_ERR_UNSUPPORTED; }
         last = out->pair ? 1 : 0;
     }
+    /* The instruction in an interrupt shadow runs with the one that opens
+     * it (runtime/exec.c): include it, so that coherency and the SMC watch
+     * cover it; without it decoded, end before the opener. */
+    if (last != (unsigned)-1 && lcr_opens_shadow(&out->insn[last].d)) {
+        if (last + 1 < n)
+            last++;
+        else if (statics && last > 0)
+            last = lcx_static_end(out, last, cfg, first_exiting,
+                                  first_exiting ? 0 : (unsigned)-1);
+    }
     if (last == (unsigned)-1) {
         out->nrange = 1;
         return LC_ERR_UNSUPPORTED;   /* nothing worth running */

@@ -82,6 +82,7 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
     unsigned n = 0, range;
     uint64_t rip = in->rip;
     lcx_trace t;
+    int shadow;
 
     *seen = 0;
     *err = LC_OK;
@@ -90,6 +91,7 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
      * on elsewhere (calls.c: a pending forward target, or after a loop
      * speculation that did not close). */
     do {
+        shadow = 0;
         while (n < window) {
             lcx_insn *x = &out->insn[n];
             const uint8_t *p;
@@ -119,6 +121,13 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
             x->range = (uint8_t)range;
             x->target = LCX_NO_TARGET;
             n++;
+            /* The instruction in an interrupt shadow ends the cluster: the
+             * walk does not resume elsewhere (a pending target could be
+             * its fall-through), unless a loop speculation is undone. */
+            if (n >= 2 && lcr_opens_shadow(&out->insn[n - 2].d)) {
+                shadow = 1;
+                break;
+            }
             next = rip + x->d.info.length;
             if (lcx_trace_follow(&t, x, n, &next)) {
                 rip = next;
@@ -128,7 +137,8 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
                 break;
             rip = next;
         }
-    } while (n > 0 && lcx_trace_end(&t, &n, window, &rip));
+    } while (n > 0 && (!shadow || t.spec) &&
+             lcx_trace_end(&t, &n, window, &rip));
     return n;
 }
 

@@ -103,6 +103,7 @@ typedef struct lc_cpu_state {
 #define LC_CR0_PE (1ull << 0)
 #define LC_CR0_WP (1ull << 16)
 #define LC_CR0_PG (1ull << 31)
+#define LC_CR4_TSD  (1ull << 2)    /* RDTSC at CPL > 0 raises #GP */
 #define LC_CR4_DE   (1ull << 3)    /* debugging extensions: DR4/DR5 #UD */
 #define LC_CR4_PSE  (1ull << 4)
 #define LC_CR4_PAE  (1ull << 5)

@@ -78,7 +78,14 @@ typedef enum lc_exit_class {
     X(RDMSR, "rdmsr") X(WRMSR, "wrmsr")                                     \
     X(VMREAD, "vmread") X(VMWRITE, "vmwrite") X(VMCALL, "vmcall")           \
     /** named so that tests and logs can say why they terminate */           \
-    X(MOV_CR, "mov cr") X(MOV_SREG, "mov sreg")
+    X(MOV_CR, "mov cr") X(MOV_SREG, "mov sreg")                            \
+    /** gap fillers added later, appended so that the values above keep   \
+     * theirs (MOV_SREG above runs too, with its descriptor checks) */     \
+    X(DIV, "div") X(IDIV, "idiv")                                           \
+    X(BT, "bt") X(BTS, "bts") X(BTR, "btr") X(BTC, "btc")                  \
+    X(CLI, "cli") X(STI, "sti")                                             \
+    X(PUSHA, "pusha/pushad") X(POPA, "popa/popad") X(LEAVE, "leave")       \
+    X(RDTSC, "rdtsc")
 
 /** The operations of LC_OP_LIST as an enum: LC_OP_MOV, LC_OP_IN, ... */
 typedef enum lc_op {

@@ -139,6 +139,17 @@ typedef struct lc_vm_ops {
      * mmio() accept for a merged exit pair; 0 means deliver pairs as two
      * separate accesses (still without a second exit). */
     uint8_t accepts_wide;
+
+    /* Appended after accepts_wide: a VMM compiled against an older table
+     * passes a smaller `size` and these stay NULL. */
+
+    /** RDTSC: the guest's time-stamp counter now (the host's TSC with the
+     * guest's offset and scaling applied, as the CPU would return it).
+     * With this callback RDTSC is a gap filler (it never exits under a
+     * conventional VMX/SVM set-up); without it RDTSC ends a cluster.
+     * At CPL > 0 with CR4.TSD the engine stops before the RDTSC and the
+     * guest takes its #GP; the callback is not called. */
+    lc_cb_result (*rdtsc)(void *opaque, uint64_t *tsc);
 } lc_vm_ops;
 
 /**@{*/

@@ -61,6 +61,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../runtime/rt.h"
 #include "diff.h"
 #include "progress.h"
 
@@ -144,7 +145,12 @@ static void fill_result(const dcase *c, const lc_cpu_state *s, run_result *r)
                   : i < 8 ? (uint32_t)s->gpr[i] : 0;
     r->rip = s->seg[LC_CS].base + s->rip;
     r->rflags = s->rflags;
+    for (int i = 0; i < 6; i++)
+        r->sel[i] = s->seg[i].selector;
+    r->fs_base = s->seg[LC_FS].base;
+    r->gs_base = s->seg[LC_GS].base;
     memcpy(r->msr, r->dev.msr, sizeof r->msr);
+    memcpy(r->dr, r->dev.dr, sizeof r->dr);
 }
 
 /* One lc_vcpu_handle_exit from the case's initial state; the VMM's view of
@@ -555,6 +561,15 @@ static const char *cflow_violation(const dcase *c, const run_result *ru,
     return NULL;
 }
 
+/* Does instruction k open an interrupt shadow (STI, or a load of SS)? */
+static int opens_shadow(const dcase *c, int k)
+{
+    lcd_insn li;
+
+    return lcd_decode(dmode_cpu_mode(c->mode), c->code + c->insn[k].off,
+                      c->insn[k].len, &li) == LC_OK && lcr_opens_shadow(&li);
+}
+
 /* Static clusters (s4) on straight code: the run must get at least to
  * the last strongly exiting instruction that is reachable from the first
  * without a branch, within the window and the gap-filler cap, before any
@@ -579,6 +594,16 @@ static unsigned static_extent(const dcase *c, const lc_config *f)
             last = i;
             gap = 0;
         } else if (info.has_mem && ++gap > f->max_mem_gap_fillers) {
+            break;
+        }
+        /* STI, MOV SS and POP SS run the next instruction in their
+         * interrupt shadow, in the same step, and the run ends after it
+         * (runtime/exec.c, shadow_run) */
+        if (opens_shadow(c, (int)i)) {
+            if (i + 1 < c->ninsns && i + 1 < window &&
+                decode_at(c, (int)i + 1, &info) &&
+                info.exit_class == LC_CLASS_STRONG)
+                last = i + 1;
             break;
         }
     }

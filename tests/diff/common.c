@@ -58,7 +58,8 @@ unsigned width_index(unsigned bits)
  *  MUL/IMUL: "The OF and CF flags are set to 0 if the upper half of the
  *    result is 0 [resp. the sign extension of the lower half]; otherwise
  *    they are set to 1. The SF, ZF, AF, and PF flags are undefined."
- *  CLC/STC/CMC: CF. Everything else generated here: no status flag.
+ *  CLC/STC/CMC: CF. DIV/IDIV and BT* below. Everything else generated
+ *  here: no status flag.
  * `count` is the count after masking to 5 (6 with REX.W) bits.
  */
 void flag_effect(unsigned op, unsigned bits, int count, uint32_t *def,
@@ -113,6 +114,18 @@ void flag_effect(unsigned op, unsigned bits, int count, uint32_t *def,
     case LC_OP_CLC: case LC_OP_STC: case LC_OP_CMC:
         *def = FL_CF;
         break;
+    /* DIV/IDIV: "The CF, OF, SF, ZF, AF, and PF flags are undefined."
+     * MOV DR: "The OF, SF, ZF, AF, PF, and CF flags are undefined." */
+    case LC_OP_DIV: case LC_OP_IDIV: case LC_OP_MOV_DR:
+        *und = FL_STATUS;
+        break;
+    /* BT/BTS/BTR/BTC: "The CF flag contains the value of the selected
+     * bit. The ZF flag is unaffected. The OF, SF, AF, and PF flags are
+     * undefined." */
+    case LC_OP_BT: case LC_OP_BTS: case LC_OP_BTR: case LC_OP_BTC:
+        *def = FL_CF;
+        *und = FL_OF | FL_SF | FL_AF | FL_PF;
+        break;
     default:
         break;
     }
@@ -149,6 +162,15 @@ const uint32_t diff_msr_ids[N_MSRS] = {
     0xC0000102,   /* KERNEL_GS_BASE */
 };
 
+uint64_t dev_rdtsc(dev_side *d)
+{
+    uint64_t v = d->tsc;
+
+    d->tsc += 1 + (v & 0xfff);
+    dev_log(d, AK_RDTSC, 0, 8, 0, v);
+    return v;
+}
+
 double diff_now(void)
 {
     struct timespec ts;
@@ -178,6 +200,7 @@ void dev_init(dev_side *d, const dcase *c)
     memset(d, 0, sizeof *d);
     xo_seed(d->rng, c->dev_seed);
     memcpy(d->msr, c->msr, sizeof d->msr);
+    d->tsc = splitmix64(&(uint64_t){ c->dev_seed ^ 0x747363ull });
 }
 
 uint64_t dev_answer(dev_side *d, unsigned size)

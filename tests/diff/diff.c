@@ -76,6 +76,7 @@ static const char *ak_name(int k)
     case AK_PIO: return "pio";
     case AK_MMIO: return "mmio";
     case AK_CPUID: return "cpuid";
+    case AK_RDTSC: return "rdtsc";
     default: return "?";
     }
 }
@@ -98,7 +99,7 @@ static const char *const gpr_names[16] = {
 
 static const char *ram_what(uint64_t pa)
 {
-    if (pa >= GDT_PA && pa < GDT_PA + 64) return "GDT";
+    if (pa >= GDT_PA && pa < GDT_PA + 0x100) return "GDT";
     if (pa >= CODE_PA && pa < CODE_PA + 0x1000) return "code page";
     if (pa >= STACK_PA && pa < STACK_PA + 0x1000) return "stack page";
     if (pa >= PT_PML4_PA && pa < PT_PML4_PA + 0x1000) return "PML4";
@@ -159,6 +160,28 @@ static int compare(const dcase *c, const run_result *a, const char *an,
                  bn);
         return 1;
     }
+    static const char *const sn[6] = { "es", "cs", "ss", "ds", "fs", "gs" };
+    for (int i = 0; i < 6 && !cmp_native; i++)
+        if (a->sel[i] != b->sel[i]) {
+            snprintf(out, n, "%s selector: 0x%x (%s) vs 0x%x (%s)", sn[i],
+                     a->sel[i], an, b->sel[i], bn);
+            return 1;
+        }
+    if (m == DM_LONG64 && !cmp_native &&
+        (a->fs_base != b->fs_base || a->gs_base != b->gs_base)) {
+        snprintf(out, n, "fs/gs base: 0x%llx/0x%llx (%s) vs 0x%llx/0x%llx (%s)",
+                 (unsigned long long)a->fs_base, (unsigned long long)a->gs_base,
+                 an, (unsigned long long)b->fs_base,
+                 (unsigned long long)b->gs_base, bn);
+        return 1;
+    }
+    for (int i = 0; i < 4 && !cmp_native; i++)
+        if (a->dr[i] != b->dr[i]) {
+            snprintf(out, n, "dr%d: 0x%llx (%s) vs 0x%llx (%s)", i,
+                     (unsigned long long)a->dr[i], an,
+                     (unsigned long long)b->dr[i], bn);
+            return 1;
+        }
     uint32_t und = undefined_flags(c, b);
     uint64_t fm = (FL_STATUS & ~und) | LC_RFLAGS_DF |
                   (cmp_native ? 0 : LC_RFLAGS_IF);

@@ -154,7 +154,7 @@ uint32_t flag_uses(unsigned op, unsigned cond);
 
 /* ---- devices: answer stream and access log ------------------------------ */
 
-enum { AK_PIO = 1, AK_MMIO, AK_CPUID, AK_RDMSR, AK_WRMSR };
+enum { AK_PIO = 1, AK_MMIO, AK_CPUID, AK_RDMSR, AK_WRMSR, AK_RDTSC };
 
 typedef struct dev_access {
     uint8_t  kind;
@@ -174,10 +174,14 @@ typedef struct dev_side {
     int        overflow;
     dev_access log[DEV_LOG_MAX];
     uint64_t   msr[N_MSRS];
+    uint64_t   tsc;       /* the next RDTSC's answer (monotonic) */
+    uint64_t   dr[4];     /* DR0..DR3 (MOV DR; start at 0) */
 } dev_side;
 
 void dev_init(dev_side *d, const dcase *c);
 uint64_t dev_answer(dev_side *d, unsigned size);
+/* The guest TSC an RDTSC reads (logged in order as AK_RDTSC). */
+uint64_t dev_rdtsc(dev_side *d);
 void dev_log(dev_side *d, int kind, int is_write, unsigned size,
              uint64_t addr, uint64_t value);
 void cpuid_answer(uint32_t leaf, uint32_t sub, uint32_t out[4]);
@@ -203,6 +207,9 @@ typedef struct run_result {
     unsigned  ntrace;         /* executed instructions (linear RIPs) */
     uint64_t  trace[TRACE_MAX];
     uint64_t  trace_cl[TRACE_MAX]; /* RCX before each one (shift counts) */
+    uint16_t  sel[6];         /* segment selectors at the end */
+    uint64_t  fs_base, gs_base; /* long64: FS/GS bases at the end */
+    uint64_t  dr[4];          /* DR0..DR3 at the end */
 } run_result;
 
 /* ---- Unicorn side (uc_side.c) ------------------------------------------- */

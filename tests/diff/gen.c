@@ -117,6 +117,12 @@ typedef struct gctx {
     int      force;
     uint64_t force_la;
     uint64_t last_t;       /* linear target of the last mk_mem() */
+    /* the segment registers as the code at the current point will find
+     * them (segment loads change them: t_sreg) */
+    lc_segment cur[6];
+    int      force_seg;    /* mk_mem: this segment + 1, or 0 */
+    uint64_t stack_top;    /* engine mode: the stack's top when it lies in
+                            * the code page (linear), or 0 */
 } gctx;
 
 static uint64_t rnd(gctx *g) { return xo_next(g->r); }
@@ -521,9 +527,12 @@ static const ZydisInstructionAttributes seg_attr[6] = {
 static int ea_for(gctx *g, unsigned s, unsigned abits, uint64_t t,
                   unsigned bytes, uint64_t *ea)
 {
-    const lc_segment *sg = &g->c->st.seg[s];
+    const lc_segment *sg = &g->cur[s];
     uint64_t sb = sg->base;
 
+    /* a null segment outside 64-bit mode faults on any use */
+    if (g->mode != DM_LONG64 && sg->unusable)
+        return -1;
     if (g->mode == DM_LONG64) {
         if (s != LC_FS && s != LC_GS)
             sb = 0;
@@ -639,6 +648,10 @@ static int mk_mem(gctx *g, unsigned bytes, int flags, memspec *m)
             o = LC_DS;
         pfx = (int)o;
         s = o;
+    }
+    if (g->force_seg) {
+        s = (unsigned)g->force_seg - 1;
+        pfx = (int)s;
     }
     /* the target */
     uint64_t t = 0, ea = 0;
@@ -1365,6 +1378,538 @@ static int t_sys(gctx *g)
     return emit(g, &rq, k == 1 ? LC_OP_RDMSR : LC_OP_WRMSR) < 0 ? -1 : 0;
 }
 
+/* ---- issue 14's gap fillers ------------------------------------------------ */
+
+static void seg_from_gdt(lc_segment *s, unsigned sel);
+
+/* `v`'s low `bits` sign-extended: Zydis 4.0's encoder refuses an
+ * immediate narrower than 64 bits given as its unsigned bit pattern when
+ * the top bit is set. */
+static uint64_t sx(uint64_t v, unsigned bits)
+{
+    uint64_t m = mask_bits(bits), top = bits >= 64 ? 0 : 1ull << (bits - 1);
+
+    v &= m;
+    return bits < 64 && (v & top) ? v | ~m : v;
+}
+
+/* emit() as a helper (gen_insn.setup): the engine-mode tester never
+ * replaces it with a NOP (cdiff.c, replace_code), since the instruction
+ * it prepares could then fault (#DE, a segment load). */
+static int emit_helper(gctx *g, ZydisEncoderRequest *rq, unsigned op,
+                       const memspec *m)
+{
+    g->setup = 1;
+    g_riprel = m && m->riprel ? m : NULL;
+    int k = emit(g, rq, op);
+    g_riprel = NULL;
+    g->setup = 0;
+    return k;
+}
+
+/* Register number of a 16/32/64-bit GPR, or -1. */
+static int reg_num(ZydisRegister r)
+{
+    switch (ZydisRegisterGetClass(r)) {
+    case ZYDIS_REGCLASS_GPR16:
+    case ZYDIS_REGCLASS_GPR32:
+    case ZYDIS_REGCLASS_GPR64:
+        return ZydisRegisterGetId(r);
+    default:
+        return -1;
+    }
+}
+
+/* Does memory operand `m` address through register `num`? */
+static int mem_uses(const memspec *m, int num)
+{
+    return reg_num(m->op.mem.base) == num || reg_num(m->op.mem.index) == num;
+}
+
+/* A register of `bits` to write that `m` (if any) does not address
+ * through and that is none of `a`, `b` (-1: none); never rSP. */
+static ZydisRegister free_reg(gctx *g, unsigned bits, const memspec *m,
+                              int a, int b)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        unsigned n = rn(g, g->nregs);
+        if (n == LC_RSP || (int)n == a || (int)n == b ||
+            (m && mem_uses(m, (int)n)))
+            continue;
+        if (bits == 8 && !is64(g) && n >= 4)
+            continue;
+        return gpr(bits, n);
+    }
+    return ZYDIS_REGISTER_NONE;
+}
+
+/* DIV and IDIV with operands that cannot raise #DE (the runtime would
+ * stop before the instruction and Unicorn raise it): an unsigned high
+ * half below the divisor; a signed dividend sign-extended from rAX (CBW,
+ * CWD, CDQ, CQO) and a divisor other than 0 and -1. The divisor comes
+ * from a register or from memory the template stored it to first. */
+static int t_div(gctx *g)
+{
+    unsigned w = pick_width(g, 1), sgn = chance(g, 50);
+    uint64_t m = mask_bits(w), d;
+    ZydisEncoderRequest rq;
+    ZydisRegister r = ZYDIS_REGISTER_NONE;
+    memspec ms;
+    int um = chance(g, 40);
+
+    do {
+        d = rnd(g);
+        if (chance(g, 50))
+            d &= 0xff;
+        if (w == 64 && um)
+            d = (uint64_t)(int64_t)(int32_t)d;   /* MOV m64, imm32 */
+        d &= m;
+    } while (d == 0 || (sgn && d == m));
+    if (um) {
+        if (mk_mem(g, w / 8, MK_READ | MK_WRITE | MK_NOMMIO, &ms) < 0 ||
+            ms.riprel || mem_uses(&ms, LC_RAX) || mem_uses(&ms, LC_RDX))
+            return -1;
+        req_init(&rq, ZYDIS_MNEMONIC_MOV);
+        op_mem(&rq, &ms);
+        op_imm(&rq, sx(d, w));
+        if (emit_helper(g, &rq, LC_OP_MOV, &ms) < 0)
+            return -1;
+    } else {
+        r = free_reg(g, w, NULL, LC_RAX, w == 8 ? -1 : LC_RDX);
+        if (r == ZYDIS_REGISTER_NONE || emit_setup(g, r, sx(d, w)) < 0)
+            return -1;
+    }
+    if (!sgn) {
+        uint64_t lo = rnd(g) & m, hi = (rnd(g) & m) % d;
+        if (w == 8) {
+            if (emit_setup(g, ZYDIS_REGISTER_AX, sx((hi << 8) | lo, 16)) < 0)
+                return -1;
+        } else if (emit_setup(g, gpr(w, LC_RAX), sx(lo, w)) < 0 ||
+                   emit_setup(g, gpr(w, LC_RDX), sx(hi, w)) < 0) {
+            return -1;
+        }
+    } else {
+        unsigned aw = w == 8 ? 16 : w;
+        if (emit_setup(g, gpr(aw, LC_RAX), sx(rnd(g), aw)) < 0)
+            return -1;
+        req_init(&rq, w == 8 ? ZYDIS_MNEMONIC_CBW : w == 16 ? ZYDIS_MNEMONIC_CWD
+                      : w == 32 ? ZYDIS_MNEMONIC_CDQ : ZYDIS_MNEMONIC_CQO);
+        if (emit_helper(g, &rq, w == 8 ? LC_OP_CBW : LC_OP_CWD, NULL) < 0)
+            return -1;
+    }
+    req_init(&rq, sgn ? ZYDIS_MNEMONIC_IDIV : ZYDIS_MNEMONIC_DIV);
+    if (um)
+        op_mem(&rq, &ms);
+    else
+        op_reg(&rq, r);
+    return emit_m(g, &rq, sgn ? LC_OP_IDIV : LC_OP_DIV, um ? &ms : NULL) < 0
+               ? -1 : 0;
+}
+
+/* BT, BTS, BTR, BTC: register or memory operand, immediate or register
+ * bit offset; with memory and a register offset the offset reaches up to
+ * three operands either side of the address (the displacement is moved
+ * back so that the access lands on the target mk_mem() chose). */
+static int t_bt(gctx *g)
+{
+    static const struct { ZydisMnemonic m; unsigned op; } ops[4] = {
+        { ZYDIS_MNEMONIC_BT, LC_OP_BT }, { ZYDIS_MNEMONIC_BTS, LC_OP_BTS },
+        { ZYDIS_MNEMONIC_BTR, LC_OP_BTR }, { ZYDIS_MNEMONIC_BTC, LC_OP_BTC },
+    };
+    unsigned k = rn(g, 4), w = pick_width(g, 0), n = w / 8;
+    ZydisEncoderRequest rq;
+    memspec ms;
+    int um = chance(g, 50), imm = chance(g, 35);
+
+    req_init(&rq, ops[k].m);
+    if (um) {
+        if (mk_mem(g, n, MK_READ | (k ? MK_WRITE : 0), &ms) < 0)
+            return -1;
+    }
+    if (imm) {
+        if (um)
+            op_mem(&rq, &ms);
+        else
+            op_reg(&rq, dst_reg(g, w));
+        op_imm(&rq, rn(g, 256));
+        return emit_m(g, &rq, ops[k].op, um ? &ms : NULL) < 0 ? -1 : 0;
+    }
+    ZydisRegister br = free_reg(g, w, um ? &ms : NULL, -1, -1);
+    int64_t q = um ? (int64_t)rn(g, 7) - 3 : (int64_t)rn(g, 5);
+    uint64_t bit = rn(g, w);
+    if (br == ZYDIS_REGISTER_NONE)
+        return -1;
+    if (um && q) {
+        int64_t sh = q * (int64_t)n;
+        if (ms.riprel) {
+            ms.ea -= (uint64_t)sh;
+        } else {
+            int64_t nd = ms.op.mem.displacement - sh;
+            if (ms.abits == 16 ? nd != (int16_t)nd : nd != (int32_t)nd)
+                return -1;
+            ms.op.mem.displacement = nd;
+        }
+    }
+    /* sign-extended: Zydis 4.0's encoder refuses a negative imm16/imm32
+     * given as its unsigned bit pattern */
+    if (emit_setup(g, br, (uint64_t)(q * (int64_t)w + (int64_t)bit)) < 0)
+        return -1;
+    if (um)
+        op_mem(&rq, &ms);
+    else
+        op_reg(&rq, dst_reg(g, w));
+    op_reg(&rq, br);
+    return emit_m(g, &rq, ops[k].op, um ? &ms : NULL) < 0 ? -1 : 0;
+}
+
+/* The instruction after one that opens an interrupt shadow (STI, MOV SS,
+ * POP SS): always there, so that no shadow reaches the end of the code. */
+static int emit_successor(gctx *g)
+{
+    ZydisEncoderRequest rq;
+
+    switch (rn(g, 3)) {
+    case 0:
+        req_init(&rq, ZYDIS_MNEMONIC_NOP);
+        return emit(g, &rq, LC_OP_NOP) < 0 ? -1 : 0;
+    case 1:
+        req_init(&rq, ZYDIS_MNEMONIC_INC);
+        op_reg(&rq, dst_reg(g, 32));
+        return emit(g, &rq, LC_OP_INC) < 0 ? -1 : 0;
+    default:
+        return t_mov(g);
+    }
+}
+
+/* CLI; STI (which opens the shadow when IF was clear) and its successor. */
+static int t_cli_sti(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    unsigned k = rn(g, 3);
+
+    if (k != 1) {
+        req_init(&rq, ZYDIS_MNEMONIC_CLI);
+        if (emit(g, &rq, LC_OP_CLI) < 0)
+            return -1;
+        if (k == 0)
+            return 0;
+    }
+    req_init(&rq, ZYDIS_MNEMONIC_STI);
+    if (emit(g, &rq, LC_OP_STI) < 0)
+        return -1;
+    return emit_successor(g);
+}
+
+/* Where the stack's page is, as an offset in SS (rBP for LEAVE). */
+static uint64_t stack_off(gctx *g, int delta)
+{
+    uint64_t top = g->stack_top ? g->stack_top
+                 : is64(g) ? WIN_STACK_LA + 0x800 : STACK_PA + 0x800;
+
+    /* in the code page, only below its top: the stores stay there */
+    if (g->stack_top && delta > 0)
+        delta = -delta;
+    return top + (uint64_t)(int64_t)delta - (is64(g) ? 0 : g->cur[LC_SS].base);
+}
+
+/* PUSHA/POPA (16 and 32 bits; not in 64-bit mode) and LEAVE with rBP set
+ * into the stack page. */
+static int t_stackops(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    unsigned k = rn(g, 3);
+
+    if (k < 2 && !is64(g)) {
+        unsigned w = chance(g, 50) ? 16 : 32;
+        req_init(&rq, k ? (w == 16 ? ZYDIS_MNEMONIC_POPA : ZYDIS_MNEMONIC_POPAD)
+                        : (w == 16 ? ZYDIS_MNEMONIC_PUSHA : ZYDIS_MNEMONIC_PUSHAD));
+        rq.operand_size_hint = osz_hint(w);
+        return emit(g, &rq, k ? LC_OP_POPA : LC_OP_PUSHA) < 0 ? -1 : 0;
+    }
+    unsigned w = stack_width(g);
+    unsigned ab = is64(g) ? 64 : g->mode == DM_REAL ? 16 : 32;
+    if (emit_setup(g, gpr(ab, LC_RBP),
+                   stack_off(g, (int)rn(g, 0x200) - 0x100) & mask_bits(ab)) < 0)
+        return -1;
+    req_init(&rq, ZYDIS_MNEMONIC_LEAVE);
+    rq.operand_size_hint = osz_hint(w);
+    return emit(g, &rq, LC_OP_LEAVE) < 0 ? -1 : 0;
+}
+
+/* MOV to and from DR0..DR3 (issue 16: lc-diff generated no MOV DR):
+ * storage on both sides while DR7 enables no breakpoint. */
+static int t_movdr(gctx *g)
+{
+    static const ZydisRegister DR[4] = {
+        ZYDIS_REGISTER_DR0, ZYDIS_REGISTER_DR1, ZYDIS_REGISTER_DR2,
+        ZYDIS_REGISTER_DR3,
+    };
+    ZydisEncoderRequest rq;
+    unsigned w = is64(g) ? 64 : 32;
+
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    if (chance(g, 50)) {
+        op_reg(&rq, DR[rn(g, 4)]);
+        op_reg(&rq, src_reg(g, w));
+    } else {
+        op_reg(&rq, dst_reg(g, w));
+        op_reg(&rq, DR[rn(g, 4)]);
+    }
+    return emit(g, &rq, LC_OP_MOV_DR) < 0 ? -1 : 0;
+}
+
+static int t_rdtsc(gctx *g)
+{
+    ZydisEncoderRequest rq;
+
+    req_init(&rq, ZYDIS_MNEMONIC_RDTSC);
+    return emit(g, &rq, LC_OP_RDTSC) < 0 ? -1 : 0;
+}
+
+static const ZydisRegister SREG[6] = {
+    ZYDIS_REGISTER_ES, ZYDIS_REGISTER_CS, ZYDIS_REGISTER_SS,
+    ZYDIS_REGISTER_DS, ZYDIS_REGISTER_FS, ZYDIS_REGISTER_GS,
+};
+
+/* What segment register `s` holds after loading `sel` (the GDT above; real
+ * mode keeps the cached limit and attributes). */
+static void seg_model(gctx *g, unsigned s, unsigned sel, lc_segment *out)
+{
+    if (g->mode == DM_REAL) {
+        *out = g->cur[s];
+        out->selector = (uint16_t)sel;
+        out->base = (uint64_t)sel << 4;
+        return;
+    }
+    if ((sel & ~3u) == 0) {
+        memset(out, 0, sizeof *out);
+        out->selector = (uint16_t)sel;
+        out->unusable = 1;
+        return;
+    }
+    seg_from_gdt(out, sel);
+    out->type |= 1;
+}
+
+/* A selector that loads into `s` without a fault (CPL 0). */
+static unsigned pick_sel(gctx *g, unsigned s)
+{
+    static const uint16_t rsel[] = { 0x0000, 0x0100, 0x0800, 0x0f00,
+                                     0x1000, 0x0123 };
+    static const uint16_t dsel[] = { 0x10, 0x18, 0x20, 0x28, 0x38, 0x08,
+                                     0x40, 0x48, 0x49, 0x4a, 0x4b, 0x50,
+                                     0x30 };
+    /* not 0x40 for SS: a descriptor with its accessed bit clear is left
+     * to the CPU there (runtime/exec.c, load_sreg) */
+    static const uint16_t ssel32[] = { 0x10, 0x38, 0x38 };
+    static const uint16_t ssel64[] = { 0x10, 0x18, 0x20, 0x28, 0x38, 0x10 };
+
+    if (g->mode == DM_REAL)
+        return rsel[rn(g, 6)];
+    if (s == LC_SS)
+        return is64(g) ? ssel64[rn(g, 6)] : ssel32[rn(g, 3)];
+    /* null selectors: not FS/GS in 64-bit mode (vendor-dependent base) */
+    if (chance(g, 12) && !(is64(g) && (s == LC_FS || s == LC_GS)))
+        return rn(g, 4);
+    return dsel[rn(g, sizeof dsel / sizeof dsel[0])];
+}
+
+/* PUSH Sreg / POP Sreg at width `w` (as a helper: `helper`). */
+static int emit_pushpop_sreg(gctx *g, int pop, unsigned s, unsigned w,
+                             int helper)
+{
+    ZydisEncoderRequest rq;
+
+    req_init(&rq, pop ? ZYDIS_MNEMONIC_POP : ZYDIS_MNEMONIC_PUSH);
+    op_reg(&rq, SREG[s]);
+    rq.operand_size_hint = osz_hint(w);
+    if (helper)
+        return emit_helper(g, &rq, pop ? LC_OP_POP : LC_OP_PUSH, NULL) < 0 ? -1 : 0;
+    return emit(g, &rq, pop ? LC_OP_POP : LC_OP_PUSH) < 0 ? -1 : 0;
+}
+
+/* PUSH 0; LEA rSP, [rSP+4]: the next 32-bit push's slot has a zero upper
+ * half (see PUSH Sreg in t_sreg). */
+static int zero_slot(gctx *g)
+{
+    ZydisEncoderRequest z;
+
+    req_init(&z, ZYDIS_MNEMONIC_PUSH);
+    z.operand_size_hint = ZYDIS_OPERAND_SIZE_HINT_32;
+    op_imm(&z, 0);
+    if (emit_helper(g, &z, LC_OP_PUSH, NULL) < 0)
+        return -1;
+    req_init(&z, ZYDIS_MNEMONIC_LEA);
+    op_reg(&z, ZYDIS_REGISTER_ESP);
+    ZydisEncoderOperand *o = &z.operands[z.operand_count++];
+    o->type = ZYDIS_OPERAND_TYPE_MEMORY;
+    o->mem.base = ZYDIS_REGISTER_ESP;
+    o->mem.displacement = 4;
+    o->mem.size = 4;
+    return emit_helper(g, &z, LC_OP_LEA, NULL) < 0 ? -1 : 0;
+}
+
+/* MOV Sreg, r16 / MOV Sreg, m16 (stored first) / PUSH imm; POP Sreg. */
+static int emit_load_sreg(gctx *g, unsigned s, unsigned sel)
+{
+    ZydisEncoderRequest rq;
+    memspec ms;
+    unsigned k = rn(g, 3);
+
+    if (k == 2 && (!is64(g) || s == LC_FS || s == LC_GS)) {
+        unsigned w = is64(g) ? (chance(g, 50) ? 64 : 16)
+                   : g->mode == DM_REAL ? 16 : (chance(g, 50) ? 32 : 16);
+        req_init(&rq, ZYDIS_MNEMONIC_PUSH);
+        rq.operand_size_hint = osz_hint(w);
+        op_imm(&rq, sel);
+        if (emit_helper(g, &rq, LC_OP_PUSH, NULL) < 0)
+            return -1;
+        return emit_pushpop_sreg(g, 1, s, w, 1);
+    }
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    op_reg(&rq, SREG[s]);
+    if (k == 1) {
+        ZydisEncoderRequest st;
+        if (mk_mem(g, 2, MK_READ | MK_WRITE | MK_NOMMIO, &ms) < 0)
+            return -1;
+        req_init(&st, ZYDIS_MNEMONIC_MOV);
+        op_mem(&st, &ms);
+        op_imm(&st, sel);
+        if (emit_helper(g, &st, LC_OP_MOV, &ms) < 0)
+            return -1;
+        op_mem(&rq, &ms);
+        return emit_m(g, &rq, LC_OP_MOV_SREG, &ms) < 0 ? -1 : 0;
+    }
+    ZydisRegister r = free_reg(g, 16, NULL, -1, -1);
+    if (r == ZYDIS_REGISTER_NONE || emit_setup(g, r, sel) < 0)
+        return -1;
+    op_reg(&rq, r);
+    return emit(g, &rq, LC_OP_MOV_SREG) < 0 ? -1 : 0;
+}
+
+/* One load or store through segment `s` (its new base and limit). */
+static int access_via(gctx *g, unsigned s)
+{
+    ZydisEncoderRequest rq;
+    memspec ms;
+    unsigned w = pick_width(g, 1);
+    /* no store through a code segment: QEMU does not check segment types
+     * on data accesses (UNICORN_BUGS.md, exclusion 7) */
+    int st = chance(g, 40) && !(g->cur[s].type & 0x8);
+
+    g->force_seg = (int)s + 1;
+    int r = mk_mem(g, w / 8, st ? MK_WRITE : MK_READ, &ms);
+    g->force_seg = 0;
+    if (r < 0)
+        return -1;
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    if (st) {
+        op_mem(&rq, &ms);
+        op_reg(&rq, src_reg(g, w));
+    } else {
+        op_reg(&rq, dst_reg(g, w));
+        op_mem(&rq, &ms);
+    }
+    return emit_m(g, &rq, LC_OP_MOV, &ms) < 0 ? -1 : 0;
+}
+
+/* Segment registers: stores of selectors (MOV r/m, Sreg; PUSH Sreg) and
+ * loads with the descriptor checks. A load of DS/ES/FS/GS outside 64-bit
+ * mode is saved and restored around it (PUSH/POP Sreg), with an access
+ * through the new base between, so that no path that skips the group
+ * sees other segments than the generator thinks. SS loads keep the stack
+ * where it is (prot32: base 0; real mode: SS:SP moved together, only
+ * where no pending branch skips it) and are followed by their shadow's
+ * instruction. In 64-bit mode only FS/GS bases count, and they change
+ * only where no pending branch skips the load. */
+static int t_sreg(gctx *g)
+{
+    ZydisEncoderRequest rq;
+    memspec ms;
+    unsigned k = rn(g, 4), s;
+
+    if (k == 0) {                        /* MOV r/m, Sreg */
+        s = rn(g, 6);
+        req_init(&rq, ZYDIS_MNEMONIC_MOV);
+        if (chance(g, 50)) {
+            if (mk_mem(g, 2, MK_WRITE, &ms) < 0)
+                return -1;
+            op_mem(&rq, &ms);
+            op_reg(&rq, SREG[s]);
+            return emit_m(g, &rq, LC_OP_MOV_SREG, &ms) < 0 ? -1 : 0;
+        }
+        op_reg(&rq, dst_reg(g, is64(g) ? 16u << rn(g, 3) : 16u << rn(g, 2)));
+        op_reg(&rq, SREG[s]);
+        return emit(g, &rq, LC_OP_MOV_SREG) < 0 ? -1 : 0;
+    }
+    if (k == 1) {                        /* PUSH Sreg */
+        s = rn(g, 6);
+        if (is64(g)) {
+            s = chance(g, 50) ? LC_FS : LC_GS;
+            return emit_pushpop_sreg(g, 0, s, chance(g, 70) ? 64 : 16, 0);
+        }
+        if (g->mode != DM_REAL && chance(g, 50)) {
+            /* 32 bits: only onto a slot whose upper half is zero, where
+             * the CPU's two documented behaviours agree */
+            if (zero_slot(g) < 0)
+                return -1;
+            return emit_pushpop_sreg(g, 0, s, 32, 0);
+        }
+        return emit_pushpop_sreg(g, 0, s, 16, 0);
+    }
+    if (k == 2) {                        /* load SS */
+        unsigned sel = pick_sel(g, LC_SS);
+        /* its limit and B bit (prot32), its base (real mode) change for
+         * the rest of the code: not where a pending branch skips it */
+        if (g->mode != DM_LONG64 && g->npend)
+            return -1;
+        if (g->mode == DM_REAL)
+            sel = 0x100 * rn(g, 3);
+        if (emit_load_sreg(g, LC_SS, sel) < 0)
+            return -1;
+        if (g->mode == DM_REAL) {
+            /* the same linear stack top, in the shadow */
+            seg_model(g, LC_SS, sel, &g->cur[LC_SS]);
+            return emit_setup(g, ZYDIS_REGISTER_SP,
+                              stack_off(g, 0) & 0xffff) < 0 ? -1 : 0;
+        }
+        seg_model(g, LC_SS, sel, &g->cur[LC_SS]);
+        return emit_successor(g);
+    }
+    /* load DS, ES, FS or GS */
+    static const unsigned dsegs[4] = { LC_DS, LC_ES, LC_FS, LC_GS };
+    s = dsegs[rn(g, 4)];
+    unsigned sel = pick_sel(g, s);
+    if (is64(g)) {
+        if (s == LC_FS || s == LC_GS) {
+            if (g->npend)
+                return -1;
+            if (emit_load_sreg(g, s, sel) < 0)
+                return -1;
+            seg_model(g, s, sel, &g->cur[s]);
+            return chance(g, 50) ? access_via(g, s) : 0;
+        }
+        if (emit_load_sreg(g, s, sel) < 0)
+            return -1;
+        seg_model(g, s, sel, &g->cur[s]);
+        return 0;
+    }
+    lc_segment saved = g->cur[s];
+    unsigned w = g->mode == DM_REAL ? 16 : chance(g, 70) ? 16 : 32;
+    /* the save and the restore are helpers: without them the access
+     * between and later code would meet other segments */
+    if ((w == 32 && zero_slot(g) < 0) || emit_pushpop_sreg(g, 0, s, w, 1) < 0 ||
+        emit_load_sreg(g, s, sel) < 0)
+        return -1;
+    seg_model(g, s, sel, &g->cur[s]);
+    if (!g->cur[s].unusable && chance(g, 60) && access_via(g, s) < 0) {
+        g->cur[s] = saved;
+        return -1;
+    }
+    g->cur[s] = saved;
+    return emit_pushpop_sreg(g, 1, s, w, 1);
+}
+
 typedef int (*tmpl_fn)(gctx *g);
 static const struct { tmpl_fn fn; unsigned weight; int sys; } tmpls[] = {
     { t_alu, 16, 0 }, { t_test, 4, 0 }, { t_unary, 6, 0 }, { t_shift, 10, 0 },
@@ -1372,6 +1917,8 @@ static const struct { tmpl_fn fn; unsigned weight; int sys; } tmpls[] = {
     { t_xchg, 4, 0 }, { t_push, 5, 0 }, { t_pop, 5, 0 }, { t_cmov, 5, 0 },
     { t_setcc, 4, 0 }, { t_misc, 6, 0 }, { t_flagop, 4, 0 },
     { t_branch, 8, 0 }, { t_io, 5, 1 }, { t_strio, 5, 1 }, { t_sys, 4, 1 },
+    { t_div, 4, 0 }, { t_bt, 5, 0 }, { t_cli_sti, 2, 1 }, { t_stackops, 3, 1 },
+    { t_rdtsc, 1, 1 }, { t_sreg, 6, 1 }, { t_movdr, 2, 1 },
 };
 #define NTMPL (sizeof tmpls / sizeof tmpls[0])
 
@@ -1417,29 +1964,35 @@ static int resolve_due(gctx *g, int all)
 /* ---- initial state ----------------------------------------------------------- */
 
 static void put_desc(uint8_t *ram, unsigned idx, uint32_t base, uint32_t limit,
-                     unsigned type, unsigned db, unsigned l, unsigned gran)
+                     unsigned type, unsigned db, unsigned l, unsigned gran,
+                     unsigned dpl)
 {
     uint32_t lo = (limit & 0xffff) | (base & 0xffff) << 16;
-    uint32_t hi = ((base >> 16) & 0xff) | type << 8 | 1u << 12 | 0u << 13 |
+    uint32_t hi = ((base >> 16) & 0xff) | type << 8 | 1u << 12 | dpl << 13 |
                   1u << 15 | ((limit >> 16) & 0xf) << 16 | l << 21 |
                   db << 22 | gran << 23 | (base >> 24) << 24;
     memcpy(ram + GDT_PA + idx * 8, &lo, 4);
     memcpy(ram + GDT_PA + idx * 8 + 4, &hi, 4);
 }
 
-/* The GDT shared by the protected modes. */
+/* The GDT shared by the protected modes. Entries 8..10 have the accessed
+ * bit clear, so that segment loads (t_sreg) set it in memory. */
+#define GDT_N 11
 static const struct {
     uint32_t base, limit;
-    uint8_t type, db, l, g;
-} gdt[8] = {
-    { 0, 0, 0, 0, 0, 0 },
-    { 0, 0xfffff, 0xb, 1, 0, 1 },          /* 0x08 code32 */
-    { 0, 0xfffff, 0x3, 1, 0, 1 },          /* 0x10 data, flat */
-    { 0x1000, 0xfffff, 0x3, 1, 0, 1 },     /* 0x18 data, base 0x1000 */
-    { 0x10000, 0xfffff, 0x3, 1, 0, 1 },    /* 0x20 data, base 0x10000 */
-    { 0x1234, 0xfffff, 0x3, 1, 0, 1 },     /* 0x28 data, base 0x1234 */
-    { 0, 0xfffff, 0xb, 0, 1, 1 },          /* 0x30 code64 */
-    { 0, 0xffff, 0x3, 0, 0, 0 },           /* 0x38 data16: a 16-bit stack */
+    uint8_t type, db, l, g, dpl;
+} gdt[GDT_N] = {
+    { 0, 0, 0, 0, 0, 0, 0 },
+    { 0, 0xfffff, 0xb, 1, 0, 1, 0 },       /* 0x08 code32 */
+    { 0, 0xfffff, 0x3, 1, 0, 1, 0 },       /* 0x10 data, flat */
+    { 0x1000, 0xfffff, 0x3, 1, 0, 1, 0 },  /* 0x18 data, base 0x1000 */
+    { 0x10000, 0xfffff, 0x3, 1, 0, 1, 0 }, /* 0x20 data, base 0x10000 */
+    { 0x1234, 0xfffff, 0x3, 1, 0, 1, 0 },  /* 0x28 data, base 0x1234 */
+    { 0, 0xfffff, 0xb, 0, 1, 1, 0 },       /* 0x30 code64 */
+    { 0, 0xffff, 0x3, 0, 0, 0, 0 },        /* 0x38 data16: a 16-bit stack */
+    { 0, 0xfffff, 0x2, 1, 0, 1, 0 },       /* 0x40 data, flat, not accessed */
+    { 0x10000, 0xfffff, 0x2, 1, 0, 1, 3 }, /* 0x48 data, DPL 3, not accessed */
+    { 0, 0xfffff, 0xa, 1, 0, 1, 0 },       /* 0x50 code32, not accessed */
 };
 
 static void seg_from_gdt(lc_segment *s, unsigned sel)
@@ -1450,6 +2003,7 @@ static void seg_from_gdt(lc_segment *s, unsigned sel)
     s->base = gdt[i].base;
     s->limit = gdt[i].g ? (gdt[i].limit << 12) | 0xfff : gdt[i].limit;
     s->type = gdt[i].type;
+    s->dpl = gdt[i].dpl;
     s->present = 1;
     s->s = 1;
     s->db = gdt[i].db;
@@ -1548,9 +2102,9 @@ static void init_state(gctx *g)
     }
     for (unsigned pa = STACK_PA; pa < STACK_PA + 0x1000; pa += 8)
         put64(c->ram, pa, rnd(g));
-    for (unsigned i = 1; i < 8; i++)
+    for (unsigned i = 1; i < GDT_N; i++)
         put_desc(c->ram, i, gdt[i].base, gdt[i].limit, gdt[i].type,
-                 gdt[i].db, gdt[i].l, gdt[i].g);
+                 gdt[i].db, gdt[i].l, gdt[i].g, gdt[i].dpl);
 
     for (unsigned i = 0; i < 16; i++) {
         uint64_t v = rnd(g);
@@ -1636,10 +2190,11 @@ static void init_state(gctx *g)
     }
     if (m != DM_REAL) {
         st->gdtr.base = GDT_PA;
-        st->gdtr.limit = 8 * 8 - 1;
+        st->gdtr.limit = GDT_N * 8 - 1;
     }
     if (m == DM_PAE || m == DM_LONG64)
         build_paging(g);
+    memcpy(g->cur, st->seg, sizeof g->cur);
     for (unsigned i = 0; i < N_MSRS; i++)
         c->msr[i] = (uint64_t)(int64_t)((int64_t)rnd(g) >> 17);  /* canonical */
     c->dev_seed = rnd(g);
@@ -1679,6 +2234,8 @@ void gen_case(dcase *c, int mode, uint64_t seed, uint64_t index,
             uint32_t len0 = c->code_len, n0 = c->ninsns;
             uint32_t undef0 = g.undef;
             int df0 = g.df, np0 = g.npend;
+            lc_segment cur0[6];
+            memcpy(cur0, g.cur, sizeof cur0);
             unsigned pick = rn(&g, total), i = 0;
             for (;; i++) {
                 if (tmpls[i].sys && c->native_ok)
@@ -1695,6 +2252,7 @@ void gen_case(dcase *c, int mode, uint64_t seed, uint64_t index,
             g.undef = undef0;
             g.df = df0;
             g.npend = np0;
+            memcpy(g.cur, cur0, sizeof cur0);
         }
         if (c->code_len > CODE_MAX - 80)
             break;
@@ -2199,9 +2757,6 @@ static int t_call(gctx *g)
     kj = emit(g, &jmp, LC_OP_JMP);
     if (kj < 0)
         return -1;
-    /* an indirect call may go straight to `over`: the body's flags are
-     * not defined there (OR-ed in below) */
-    uint32_t undef_skip = g->undef;
     f_off = c->code_len;
     /* a mispredicted indirect call goes straight to `over`: the flags the
      * body defines are not defined there (merged after the RET below) */
@@ -2242,8 +2797,6 @@ static int t_call(gctx *g)
     if (ind)
         g->undef |= undef0;
     over_off = c->code_len;
-    if (ind)
-        g->undef |= undef_skip;
     /* patch the jump over the function */
     if (over_off - (c->insn[kj].off + c->insn[kj].len) > 127)
         return -1;
@@ -2332,6 +2885,8 @@ static const struct { tmpl_fn fn; unsigned weight; } ctmpls[] = {
     { t_misc, 2 }, { t_flagop, 2 }, { t_branch, 9 }, { t_io, 10 },
     { t_strio, 3 }, { t_sys, 5 }, { t_mmio, 14 }, { t_loop, 14 },
     { t_smc, 3 }, { t_call, 10 }, { t_skip, 6 },
+    { t_div, 2 }, { t_bt, 3 }, { t_cli_sti, 2 }, { t_stackops, 2 },
+    { t_rdtsc, 1 }, { t_sreg, 4 }, { t_movdr, 1 },
 };
 #define NCTMPL (sizeof ctmpls / sizeof ctmpls[0])
 
@@ -2361,8 +2916,10 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
                         c->code_la + 0xf80 >= c->st.seg[LC_SS].base &&
                         c->code_la + 0xf80 - c->st.seg[LC_SS].base <=
                             c->st.seg[LC_SS].limit;
-    if (stack_on_code)
+    if (stack_on_code) {
         c->st.gpr[LC_RSP] = c->code_la + 0xf80 - c->st.seg[LC_SS].base;
+        g.stack_top = c->code_la + 0xf80;
+    }
 
     if (first_exit(&g) < 0) {
         /* cannot fail with the encoder in order; keep the case valid */
@@ -2386,6 +2943,8 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
             uint32_t len0 = c->code_len, n0 = c->ninsns;
             uint32_t undef0 = g.undef;
             int df0 = g.df, np0 = g.npend;
+            lc_segment cur0[6];
+            memcpy(cur0, g.cur, sizeof cur0);
             unsigned pick = rn(&g, total), i = 0;
             while (pick >= ctmpls[i].weight)
                 pick -= ctmpls[i++].weight;
@@ -2400,6 +2959,7 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
             g.undef = undef0;
             g.df = df0;
             g.npend = np0;
+            memcpy(g.cur, cur0, sizeof cur0);
         }
         if (c->code_len > CODE_MAX - 80)
             break;
@@ -2415,6 +2975,7 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
                        c->insn[i].len, &li) != LC_OK)
             continue;
         if (li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
+            li.info.op == LC_OP_PUSHA ||
             (li.info.op == LC_OP_MOV && li.mem.present && li.mem.write &&
              li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
             c->insn[i].flags |= GI_SMC;
@@ -2425,6 +2986,7 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
                        c->insn[i].len, &li) != LC_OK)
             continue;
         if (li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
+            li.info.op == LC_OP_PUSHA ||
             (li.info.op == LC_OP_MOV && li.mem.present && li.mem.write &&
              li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
             c->insn[i].flags |= GI_SMC;

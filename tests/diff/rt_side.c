@@ -53,7 +53,21 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns)
             r->trace_cl[r->ntrace] = st.gpr[LC_RCX];
         }
         r->ntrace++;
-        if (lcr_step(&v, &scratch) != LCR_DONE) {
+        uint32_t before = v.insns;
+        if (lcr_step(&v, &scratch) == LCR_DONE) {
+            /* STI, MOV SS, POP SS ran the next instruction in their
+             * interrupt shadow, in the same step */
+            if (v.insns - before == 2) {
+                if (r->ntrace < TRACE_MAX) {
+                    r->trace[r->ntrace] = la + scratch.info.length;
+                    /* none of the three writes rCX */
+                    r->trace_cl[r->ntrace] = r->trace_cl[r->ntrace - 1];
+                }
+                r->ntrace++;
+            }
+            continue;
+        }
+        {
             char txt[64] = "?";
             lc_insn_info info;
             uint64_t off = la - c->code_la;
@@ -78,6 +92,11 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns)
             r->gpr[i] = i < 8 ? (uint32_t)st.gpr[i] : 0;
     r->rip = st.seg[LC_CS].base + st.rip;
     r->rflags = st.rflags;
+    for (int s = 0; s < 6; s++)
+        r->sel[s] = st.seg[s].selector;
+    r->fs_base = st.seg[LC_FS].base;
+    r->gs_base = st.seg[LC_GS].base;
     memcpy(r->msr, r->dev.msr, sizeof r->msr);
+    memcpy(r->dr, r->dev.dr, sizeof r->dr);
     return 0;
 }

@@ -44,6 +44,8 @@ struct uc_side {
     run_result *r;
     unsigned   max_insns;
     unsigned   stop_after;    /* ucs_run_n: instructions to run, or 0 */
+    int        has_rdtsc;     /* the case has an RDTSC */
+    int        tsc_due;       /* the last instruction was an RDTSC */
 };
 
 /* Which instruction (trace index) made the device access just logged. */
@@ -110,12 +112,41 @@ static int hk_cpuid(uc_engine *uc, void *user)
     return 1;   /* skip QEMU's CPUID */
 }
 
+/*
+ * RDTSC cannot be hooked in 2.0.1 (UC_HOOK_INSN: IN, OUT, SYSCALL,
+ * SYSENTER, CPUID only) and QEMU answers it from the host clock. It
+ * writes only EDX:EAX (zeroing the upper halves in 64-bit mode), so the
+ * harness writes the case's TSC value there after it, before the next
+ * instruction (or at the end of the run): exactly an RDTSC that read
+ * that value (UNICORN_BUGS.md, workaround 10).
+ */
+static void tsc_fixup(uc_side *u)
+{
+    uint64_t v;
+
+    if (!u->tsc_due)
+        return;
+    u->tsc_due = 0;
+    v = dev_rdtsc(&u->r->dev);
+    tag(u);
+    if (u->mode == DM_LONG64) {
+        uint64_t lo = (uint32_t)v, hi = v >> 32;
+        uc_reg_write(u->uc, UC_X86_REG_RAX, &lo);
+        uc_reg_write(u->uc, UC_X86_REG_RDX, &hi);
+    } else {
+        uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+        uc_reg_write(u->uc, UC_X86_REG_EAX, &lo);
+        uc_reg_write(u->uc, UC_X86_REG_EDX, &hi);
+    }
+}
+
 static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
                     void *user)
 {
     uc_side *u = user;
     run_result *r = u->r;
     (void)size;
+    tsc_fixup(u);
     /* QEMU runs a REP string instruction as one block per iteration, and
      * the hook fires for each; the generated code never branches to the
      * same instruction otherwise */
@@ -139,6 +170,10 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
         r->trace_cl[r->ntrace] = rcx;
     }
     r->ntrace++;
+    if (u->has_rdtsc) {
+        int k = dcase_insn_at(u->c, address);
+        u->tsc_due = k >= 0 && u->c->insn[k].op == LC_OP_RDTSC;
+    }
 }
 
 static bool hk_unmapped(uc_engine *uc, uc_mem_type type, uint64_t address,
@@ -362,6 +397,10 @@ static int setup(uc_side *u, const dcase *c, run_result *r)
         uc_x86_msr m = { diff_msr_ids[i], c->msr[i] };
         CK(uc_reg_write(uc, UC_X86_REG_MSR, &m));
     }
+    for (int i = 0; i < 4; i++) {          /* the engine is reused */
+        uint64_t z = 0;
+        CK(uc_reg_write(uc, UC_X86_REG_DR0 + i, &z));
+    }
     return 0;
 }
 
@@ -370,6 +409,22 @@ static uint64_t collect(uc_side *u, const dcase *c, run_result *r)
 {
     uc_engine *uc = u->uc;
     uint64_t rip = 0;
+    tsc_fixup(u);
+    for (int s = 0; s < 6; s++) {
+        uint16_t sel = 0;
+        uc_reg_read(uc, uc_seg[s], &sel);
+        r->sel[s] = sel;
+    }
+    for (int i = 0; i < 4; i++) {
+        uint64_t v = 0;
+        uc_reg_read(uc, UC_X86_REG_DR0 + i, &v);
+        r->dr[i] = u->mode == DM_LONG64 ? v : (uint32_t)v;
+    }
+    r->fs_base = r->gs_base = 0;
+    if (u->mode == DM_LONG64) {
+        uc_reg_read(uc, UC_X86_REG_FS_BASE, &r->fs_base);
+        uc_reg_read(uc, UC_X86_REG_GS_BASE, &r->gs_base);
+    }
     if (u->mode == DM_LONG64) {
         uc_reg_read(uc, UC_X86_REG_RIP, &rip);
         for (int i = 0; i < 16; i++)
@@ -413,6 +468,11 @@ static int run_begin(uc_side *u, const dcase *c, run_result *r,
     u->c = c;
     u->r = r;
     u->max_insns = max_insns;
+    u->tsc_due = 0;
+    u->has_rdtsc = 0;
+    for (uint32_t i = 0; i < c->ninsns; i++)
+        if (c->insn[i].op == LC_OP_RDTSC)
+            u->has_rdtsc = 1;
     return setup(u, c, r);
 }
 

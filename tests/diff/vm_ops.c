@@ -5,7 +5,9 @@
  * harness devices answering from the case's seeded stream and logging in
  * order, CPUID, and the case's MSRs. The same device model as Unicorn's
  * side (uc_side.c), so the ordered logs can be compared. Only the
- * services Unicorn's side models are offered: the engine stops before
+ * services Unicorn's side models are offered (RDTSC's and DR0..DR3's
+ * too: the harness supplies the guest TSC and keeps the debug registers
+ * on both sides): the engine stops before
  * any other (HLT, debug registers, VMCS), as Unicorn's side does.
  */
 #include <string.h>
@@ -57,9 +59,30 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
         else
             d->msr[i] = a->value;
         return LC_CB_OK;
+    case 'd':
+    case 'D':
+        /* DR0..DR3 are plain storage on both sides (DR7 leaves every
+         * breakpoint disabled); the generator touches no other */
+        if (a->addr > 3)
+            return LC_CB_STOP;
+        if (a->kind == 'd')
+            a->value = d->dr[a->addr];
+        else
+            d->dr[a->addr] = a->value;
+        return LC_CB_OK;
     default:                    /* not in diff_vm_ops */
         return LC_CB_ERROR;
     }
+}
+
+/* RDTSC: the case's monotonic TSC stream, the same on Unicorn's side
+ * (uc_side.c overwrites EDX:EAX after each RDTSC). */
+static lc_cb_result diff_rdtsc(void *o, uint64_t *tsc)
+{
+    fvm *f = o;
+
+    *tsc = dev_rdtsc(f->ctx);
+    return LC_CB_OK;
 }
 
 void diff_vm_init(diff_vm *x, uint8_t *ram)
@@ -73,4 +96,7 @@ const lc_vm_ops diff_vm_ops = {
     .cpuid = fvm_cpuid,
     .rdmsr = fvm_rdmsr,
     .wrmsr = fvm_wrmsr,
+    .rdtsc = diff_rdtsc,
+    .dr_read = fvm_dr_read,
+    .dr_write = fvm_dr_write,
 };

@@ -158,25 +158,54 @@ static const dcase cases[] = {
     OK(LONG64, "0f 79 c1", 3, VMWRITE, STRONG, 64),
     OK(PROT32, "0f 79 c1", 3, VMWRITE, STRONG, 32),
     OK(LONG64, "0f 01 c1", 3, VMCALL, STRONG, 0),
-    /* Terminators: CR and segment loads, far and privileged control
-     * flow, LOCKed RMW, unnamed instructions. */
+    /* Terminators: CR loads, far and privileged control flow, LOCKed
+     * RMW, unnamed instructions. */
     OK(LONG64, "0f 20 c0", 3, MOV_CR,   TERMINATOR, 0),
     OK(LONG64, "0f 22 d8", 3, MOV_CR,   TERMINATOR, 0),
-    OK(REAL,   "8e d8",    2, MOV_SREG, TERMINATOR, 0),
     OK(LONG64, "f0 01 08", 3, ADD,      TERMINATOR, 32),
     OK(LONG64, "cd 80",    2, OTHER,    TERMINATOR, 0),
     OK(LONG64, "0f 0b",    2, OTHER,    TERMINATOR, 0),   /* UD2 */
     OK(LONG64, "f3 90",    2, OTHER,    TERMINATOR, 0),   /* PAUSE */
-    OK(LONG64, "0f 31",    2, OTHER,    TERMINATOR, 0),   /* RDTSC */
+    OK(LONG64, "0f 33",    2, OTHER,    TERMINATOR, 0),   /* RDPMC */
     OK(LONG64, "66 eb 00", 3, JMP,      TERMINATOR, 0),   /* vendor-dependent */
     OK(PROT32, "ea 00 00 00 00 08 00", 7, JMP, TERMINATOR, 0), /* jmp far */
     OK(LONG64, "ff 28",    2, JMP,      TERMINATOR, 0),   /* jmp far [rax] */
     OK(PROT32, "9a 00 00 00 00 08 00", 7, CALL, TERMINATOR, 0),
     OK(LONG64, "f3 a4",    2, OTHER,    TERMINATOR, 0),   /* rep movsb */
-    OK(PROT32, "06",       1, PUSH,     TERMINATOR, 32),  /* push es */
-    OK(PROT32, "1f",       1, POP,      TERMINATOR, 32),  /* pop ds */
-    OK(LONG64, "0f a0",    2, PUSH,     TERMINATOR, 64),  /* push fs */
     OK(PROT32, "66 0f c8", 3, BSWAP,    TERMINATOR, 16),  /* undefined */
+    OK(LONG64, "f0 0f ab 08", 4, BTS,   TERMINATOR, 32),  /* lock bts */
+    OK(LONG64, "f0 0f ba 30 03", 5, BTR, TERMINATOR, 32),
+    /* Segment register moves (issue 14): the runtime makes the descriptor
+     * checks; a load from or a push to memory is weakly exiting. CS is
+     * never loaded (8E /1 is invalid, POP CS does not exist). */
+    OK(REAL,   "8e d8",    2, MOV_SREG, GAP_FILLER, 0),   /* mov ds, ax */
+    OK(PROT32, "8e 10",    2, MOV_SREG, WEAK, 32),        /* mov ss, [eax] */
+    OK(PROT32, "8c c8",    2, MOV_SREG, GAP_FILLER, 32),  /* mov eax, cs */
+    OK(PROT32, "8c 18",    2, MOV_SREG, WEAK, 32),        /* mov [eax], ds */
+    OK(LONG64, "8e e0",    2, MOV_SREG, GAP_FILLER, 32),  /* mov fs, ax */
+    OK(PROT32, "06",       1, PUSH,     WEAK, 32),        /* push es */
+    OK(PROT32, "0e",       1, PUSH,     WEAK, 32),        /* push cs */
+    OK(PROT32, "1f",       1, POP,      WEAK, 32),        /* pop ds */
+    OK(REAL,   "17",       1, POP,      WEAK, 16),        /* pop ss */
+    OK(LONG64, "0f a0",    2, PUSH,     WEAK, 64),        /* push fs */
+    OK(LONG64, "66 0f a9", 3, POP,      WEAK, 16),        /* pop gs */
+    /* DIV, IDIV, BT*, CLI/STI, PUSHA/POPA, LEAVE, RDTSC (issue 14). */
+    OK(LONG64, "48 f7 f1",       3, DIV,   GAP_FILLER, 64),
+    OK(REAL,   "f6 f3",          2, DIV,   GAP_FILLER, 8),
+    OK(PROT32, "f7 3b",          2, IDIV,  WEAK, 32),
+    OK(LONG64, "0f a3 c8",       3, BT,    GAP_FILLER, 32),
+    OK(PROT32, "66 0f a3 08",    4, BT,    WEAK, 16),
+    OK(LONG64, "48 0f ab 08",    4, BTS,   WEAK, 64),
+    OK(LONG64, "0f ba f0 05",    4, BTR,   GAP_FILLER, 32),
+    OK(REAL,   "0f bb c8",       3, BTC,   GAP_FILLER, 16),
+    OK(PROT32, "fa",             1, CLI,   GAP_FILLER, 0),
+    OK(LONG64, "fb",             1, STI,   GAP_FILLER, 0),
+    OK(PROT32, "60",             1, PUSHA, WEAK, 32),
+    OK(REAL,   "61",             1, POPA,  WEAK, 16),
+    OK(PROT32, "66 61",          2, POPA,  WEAK, 16),
+    OK(LONG64, "c9",             1, LEAVE, WEAK, 64),
+    OK(REAL,   "c9",             1, LEAVE, WEAK, 16),
+    OK(LONG64, "0f 31",          2, RDTSC, GAP_FILLER, 0),
     /* Gap fillers and weakly exiting forms. */
     OK(LONG64, "48 8d 04 c8",    4, LEA,   GAP_FILLER, 64),
     OK(LONG64, "0f 1f 40 00",    4, NOP,   GAP_FILLER, 0),
@@ -230,6 +259,8 @@ static const dcase cases[] = {
     BAD(LONG64, "0f 78",         LC_ERR_DECODE_TRUNCATED),
     /* Invalid encodings. */
     BAD(LONG64, "06",            LC_ERR_DECODE_INVALID),  /* push es */
+    BAD(LONG64, "60",            LC_ERR_DECODE_INVALID),  /* pusha */
+    BAD(PROT32, "8e c8",         LC_ERR_DECODE_INVALID),  /* mov cs, ax */
     BAD(LONG64, "d6",            LC_ERR_DECODE_INVALID),  /* salc */
     BAD(LONG64, "0f 04",         LC_ERR_DECODE_INVALID),
     BAD(LONG64, "f0 90",         LC_ERR_DECODE_INVALID),  /* lock nop */

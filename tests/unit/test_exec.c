@@ -686,6 +686,517 @@ START_TEST(mov_dr4_with_cr4_de)
 }
 END_TEST
 
+/* ---- issue 14's gap fillers ------------------------------------------- */
+
+/* `hex` at 0x7000 in state `s`; one lcr_step with `ops`. */
+static int step_ops(fvm *f, lc_cpu_state *s, lcr_vcpu *v, const char *hex,
+                    const lc_vm_ops *ops)
+{
+    uint8_t b[32];
+    size_t n = lc_test_hex(hex, b, sizeof b);
+    lcd_insn in;
+
+    s->rip = 0x7000;
+    memcpy(f->ram + 0x7000, b, n);
+    memset(v, 0, sizeof *v);
+    v->insn_budget = 1000;
+    v->rep_budget = 1000;
+    lcr_begin(v, s, ops, f);
+    return lcr_step(v, &in);
+}
+
+static int step1(fvm *f, lc_cpu_state *s, lcr_vcpu *v, const char *hex)
+{
+    return step_ops(f, s, v, hex, &fvm_ops);
+}
+
+/* The step stopped before the instruction with `why` (and `vec`), and
+ * nothing changed. */
+static void stopped(lcr_vcpu *v, const lc_cpu_state *before,
+                    const lc_cpu_state *s, lc_stop_reason why, uint8_t vec,
+                    int line)
+{
+    ck_assert_msg(v->stop == why, "line %d: stop %s, want %s", line,
+                  lc_stop_reason_name(v->stop), lc_stop_reason_name(why));
+    if (why == LC_STOP_FAULT)
+        ck_assert_msg(v->fault_vector == vec, "line %d: vector %u, want %u",
+                      line, v->fault_vector, vec);
+    ck_assert_msg(!memcmp(before, s, sizeof *s), "line %d: state changed",
+                  line);
+    ck_assert_uint_eq(v->insns, 0);
+}
+
+#define STOPS(hex, why, vec) do { \
+    lc_cpu_state b_ = s; \
+    ck_assert_int_eq(step1(&f, &s, &v, hex), LCR_STOP); \
+    b_.rip = s.rip; \
+    stopped(&v, &b_, &s, why, vec, __LINE__); \
+} while (0)
+
+/* DIV and IDIV: quotient and remainder at every width, #DE for a zero
+ * divisor and for a quotient that does not fit (including the one signed
+ * case whose magnitude fits unsigned), flags left as they were. */
+START_TEST(div_idiv)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_real(&s);
+    s.rflags = 0x2 | LC_RFLAGS_ZF | LC_RFLAGS_CF;
+    s.gpr[LC_RAX] = 1000;
+    s.gpr[LC_RBX] = 7;
+    ck_assert_int_eq(step1(&f, &s, &v, "f6 f3"), LCR_DONE);   /* div bl */
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x068e);                 /* 142 r 6 */
+    ck_assert_uint_eq(s.rflags, 0x2 | LC_RFLAGS_ZF | LC_RFLAGS_CF);
+
+    fvm_state_prot32(&s, 0);
+    s.gpr[LC_RDX] = 1;
+    s.gpr[LC_RAX] = 5;
+    s.gpr[LC_RCX] = 0x10;
+    ck_assert_int_eq(step1(&f, &s, &v, "f7 f1"), LCR_DONE);   /* div ecx */
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x10000000);
+    ck_assert_uint_eq(s.gpr[LC_RDX], 5);
+    s.gpr[LC_RDX] = 0xffff;
+    s.gpr[LC_RAX] = 0xfff9;                                   /* -7 */
+    s.gpr[LC_RCX] = 2;
+    ck_assert_int_eq(step1(&f, &s, &v, "66 f7 f9"), LCR_DONE); /* idiv cx */
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0xfffd);                 /* -3 */
+    ck_assert_uint_eq(s.gpr[LC_RDX], 0xffff);                 /* -1 */
+    s.gpr[LC_RAX] = 0xff80;                                   /* -128 / 1 */
+    s.gpr[LC_RBX] = 1;
+    ck_assert_int_eq(step1(&f, &s, &v, "f6 fb"), LCR_DONE);   /* idiv bl */
+    ck_assert_uint_eq(s.gpr[LC_RAX] & 0xffff, 0x0080);
+    s.gpr[LC_RAX] = 0x0080;                                   /* 128 / 1 */
+    STOPS("f6 fb", LC_STOP_FAULT, LC_VEC_DE);
+    s.gpr[LC_RAX] = 0x1000;                                   /* 4096 / 1 */
+    STOPS("f6 f3", LC_STOP_FAULT, LC_VEC_DE);
+    s.gpr[LC_RCX] = 0;
+    STOPS("f7 f1", LC_STOP_FAULT, LC_VEC_DE);
+    STOPS("f7 f9", LC_STOP_FAULT, LC_VEC_DE);
+
+    fvm_state_long64(&f, &s);
+    s.gpr[LC_RDX] = ~0ull;
+    s.gpr[LC_RAX] = (uint64_t)-100;
+    s.gpr[LC_RCX] = 7;
+    ck_assert_int_eq(step1(&f, &s, &v, "48 f7 f9"), LCR_DONE); /* idiv rcx */
+    ck_assert_uint_eq(s.gpr[LC_RAX], (uint64_t)-14);
+    ck_assert_uint_eq(s.gpr[LC_RDX], (uint64_t)-2);
+    s.gpr[LC_RDX] = ~0ull;                      /* -2^63 / -1 */
+    s.gpr[LC_RAX] = 0x8000000000000000ull;
+    s.gpr[LC_RCX] = ~0ull;
+    STOPS("48 f7 f9", LC_STOP_FAULT, LC_VEC_DE);
+    s.gpr[LC_RDX] = 0x7;                        /* 7:2^64-1 / 8 fits */
+    s.gpr[LC_RAX] = ~0ull;
+    s.gpr[LC_RCX] = 8;
+    ck_assert_int_eq(step1(&f, &s, &v, "48 f7 f1"), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RAX], ~0ull);
+    ck_assert_uint_eq(s.gpr[LC_RDX], 7);
+    /* 32-bit DIV zero-extends both results */
+    s.gpr[LC_RDX] = 0xdead000000000000ull;
+    s.gpr[LC_RAX] = 0xbeef000000000009ull;
+    s.gpr[LC_RCX] = 2;
+    ck_assert_int_eq(step1(&f, &s, &v, "f7 f1"), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RAX], 4);
+    ck_assert_uint_eq(s.gpr[LC_RDX], 1);
+    /* a divisor in MMIO is read before the #DE check: left to the CPU */
+    s.gpr[LC_RBX] = FVM_MMIO;
+    STOPS("f7 33", LC_STOP_TERMINATOR, 0);
+    ck_assert_uint_eq(f.nlog, 0);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* BT, BTS, BTR, BTC: the register forms take the offset modulo the
+ * width; the memory form with a register offset addresses beyond the
+ * operand, downwards too; CF is the bit, ZF and the other flags stay. */
+START_TEST(bit_tests)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint32_t w;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.rflags = 0x2 | LC_RFLAGS_ZF;
+    s.gpr[LC_RAX] = 0x8;
+    s.gpr[LC_RCX] = 35;                                 /* bit 3 */
+    ck_assert_int_eq(step1(&f, &s, &v, "0f a3 c8"), LCR_DONE);  /* bt eax, ecx */
+    ck_assert_uint_eq(s.rflags, 0x2 | LC_RFLAGS_ZF | LC_RFLAGS_CF);
+    ck_assert_int_eq(step1(&f, &s, &v, "0f b3 c8"), LCR_DONE);  /* btr */
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0);
+    ck_assert_int_eq(step1(&f, &s, &v, "0f bb c8"), LCR_DONE);  /* btc */
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x8);
+    ck_assert(!(s.rflags & LC_RFLAGS_CF));
+    /* bt [eax], ecx with ecx = -1: bit 31 of the dword at eax - 4 */
+    s.gpr[LC_RAX] = 0x9004;
+    s.gpr[LC_RCX] = 0xffffffff;
+    w = 0x80000000u;
+    memcpy(f.ram + 0x9000, &w, 4);
+    ck_assert_int_eq(step1(&f, &s, &v, "0f a3 08"), LCR_DONE);
+    ck_assert(s.rflags & LC_RFLAGS_CF);
+    /* bts [eax], ecx with ecx = 33: bit 1 of the dword at eax + 4 */
+    s.gpr[LC_RCX] = 33;
+    ck_assert_int_eq(step1(&f, &s, &v, "0f ab 08"), LCR_DONE);
+    memcpy(&w, f.ram + 0x9008, 4);
+    ck_assert_uint_eq(w & 2, 2);
+    ck_assert(!(s.rflags & LC_RFLAGS_CF));
+    /* 16-bit, offset -17: bit 15 of the word at eax - 4 */
+    s.gpr[LC_RCX] = 0xffef;
+    memset(f.ram + 0x9000, 0, 2);
+    ck_assert_int_eq(step1(&f, &s, &v, "66 0f ab 08"), LCR_DONE); /* bts */
+    ck_assert_uint_eq(f.ram[0x9001], 0x80);
+    /* immediate offsets are taken modulo the width, no displacement */
+    ck_assert_int_eq(step1(&f, &s, &v, "0f ba 30 21"), LCR_DONE); /* btr [eax], 33 */
+    memcpy(&w, f.ram + 0x9004, 4);
+    ck_assert_uint_eq(w & 2, 0);
+    /* beyond the segment: #GP before it, nothing changed */
+    s.seg[LC_DS].limit = 0x9005;
+    s.gpr[LC_RCX] = 64;
+    STOPS("0f a3 08", LC_STOP_FAULT, LC_VEC_GP);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* CLI/STI need CPL <= IOPL; STI with IF clear runs the next instruction
+ * inside its shadow in the same step (no interrupt check between them),
+ * or is taken back if that one cannot run. */
+START_TEST(cli_sti_shadow)
+{
+    fvm f; lc_cpu_state s, before; lcr_vcpu v;
+    lcd_insn in;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 3);
+    s.rflags = 0x2 | LC_RFLAGS_IF;
+    STOPS("fa", LC_STOP_TERMINATOR, 0);                 /* CPL 3 > IOPL 0 */
+    s.rflags |= LC_RFLAGS_IOPL;
+    ck_assert_int_eq(step1(&f, &s, &v, "fa"), LCR_DONE);
+    ck_assert(!(s.rflags & LC_RFLAGS_IF));
+    ck_assert_uint_eq(s.rip, 0x7001);
+
+    fvm_state_real(&s);
+    s.rflags = 0x2 | LC_RFLAGS_IF;                      /* no shadow */
+    ck_assert_int_eq(step1(&f, &s, &v, "fb 90"), LCR_DONE);
+    ck_assert_uint_eq(s.rip, 0x7001);
+    ck_assert_uint_eq(v.insns, 1);
+    s.rflags = 0x2;                                     /* sti; inc ax */
+    s.gpr[LC_RAX] = 1;
+    ck_assert_int_eq(step1(&f, &s, &v, "fb 40"), LCR_DONE);
+    ck_assert_uint_eq(s.rip, 0x7002);
+    ck_assert_uint_eq(v.insns, 2);
+    ck_assert_uint_eq(s.gpr[LC_RAX], 2);
+    ck_assert(s.rflags & LC_RFLAGS_IF);
+    s.rflags = 0x2;                                     /* sti; ud2 */
+    STOPS("fb 0f 0b", LC_STOP_TERMINATOR, 0);
+    STOPS("fb 8e d0", LC_STOP_TERMINATOR, 0);           /* a shadow in one */
+    /* a second STI sees IF set: it opens no shadow of its own */
+    ck_assert_int_eq(step1(&f, &s, &v, "fb fb"), LCR_DONE);
+    ck_assert_uint_eq(v.insns, 2);
+    s.rflags = 0x2;
+    STOPS("fb 8b 87 ff ff", LC_STOP_FAULT, LC_VEC_GP);  /* its fault */
+    /* sti; hlt: the classic idle loop halts with the shadow honoured */
+    ck_assert_int_eq(step1(&f, &s, &v, "fb f4"), LCR_DONE);
+    ck_assert_int_eq(v.stop, LC_STOP_HALT);
+    ck_assert_uint_eq(s.rip, 0x7002);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert_int_eq(f.log[0].kind, 'h');
+    /* no budget for both: stop before the STI */
+    s.rflags = 0x2;
+    s.rip = 0x7000;
+    before = s;
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 1;
+    v.rep_budget = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_BUDGET);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    /* an interrupt pending: not taken between STI and the next one */
+    memcpy(f.ram + 0x7000, "\xfb\x40\x40", 3);
+    f.irq = 1;
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 10;
+    v.irq_check = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_uint_eq(s.rip, 0x7002);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_IRQ);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* PUSHA/POPA at both widths, LEAVE. */
+START_TEST(pusha_popa_leave)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint32_t d[8];
+    uint16_t w[8];
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    for (unsigned i = 0; i < 8; i++)
+        s.gpr[i] = 0x11111111u * (i + 1);
+    s.gpr[LC_RSP] = 0x8000;
+    ck_assert_int_eq(step1(&f, &s, &v, "60"), LCR_DONE);     /* pushad */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8000 - 32);
+    memcpy(d, f.ram + 0x8000 - 32, 32);
+    ck_assert_uint_eq(d[7], 0x11111111);                     /* eax first */
+    ck_assert_uint_eq(d[3], 0x8000);                         /* original esp */
+    ck_assert_uint_eq(d[0], 0x88888888);                     /* edi last */
+    for (unsigned i = 0; i < 8; i++)
+        if (i != LC_RSP)
+            s.gpr[i] = 0;
+    ck_assert_int_eq(step1(&f, &s, &v, "61"), LCR_DONE);     /* popad */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8000);
+    for (unsigned i = 0; i < 8; i++)
+        if (i != LC_RSP)
+            ck_assert_uint_eq(s.gpr[i], 0x11111111u * (i + 1));
+    ck_assert_int_eq(step1(&f, &s, &v, "66 60"), LCR_DONE);  /* pusha */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8000 - 16);
+    memcpy(w, f.ram + 0x8000 - 16, 16);
+    ck_assert_uint_eq(w[7], 0x1111);
+    ck_assert_uint_eq(w[3], 0x8000);
+    s.gpr[LC_RAX] = 0xabcd0000;
+    ck_assert_int_eq(step1(&f, &s, &v, "66 61"), LCR_DONE);  /* popa */
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0xabcd1111);            /* 16 bits */
+    /* a stack slot in MMIO: left to the CPU, nothing done */
+    s.gpr[LC_RSP] = FVM_MMIO + 0x10;
+    s.seg[LC_SS].limit = 0xffffffff;
+    STOPS("60", LC_STOP_TERMINATOR, 0);
+    STOPS("61", LC_STOP_TERMINATOR, 0);
+    ck_assert_uint_eq(f.nlog, 0);
+    /* leave: esp = ebp, pop ebp; 16-bit operand size pops bp only */
+    s.gpr[LC_RBP] = 0x8100;
+    d[0] = 0xcafef00d;
+    memcpy(f.ram + 0x8100, d, 4);
+    ck_assert_int_eq(step1(&f, &s, &v, "c9"), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8104);
+    ck_assert_uint_eq(s.gpr[LC_RBP], 0xcafef00d);
+    s.gpr[LC_RBP] = 0x8100;                             /* beyond SS: #SS */
+    s.seg[LC_SS].limit = 0x8000;
+    STOPS("c9", LC_STOP_FAULT, LC_VEC_SS);
+    fvm_fini(&f);
+}
+END_TEST
+
+static lc_cb_result tsc_cb(void *o, uint64_t *tsc)
+{
+    fvm *f = o;
+    fvm_log(f, 'T', 0, 8, 0x1122334455667788ull);
+    *tsc = 0x1122334455667788ull;
+    return LC_CB_OK;
+}
+
+/* RDTSC through the VMM's callback; CR4.TSD at CPL 3 is #GP before the
+ * callback; a table without the callback (an older VMM's smaller size)
+ * leaves RDTSC a terminator. */
+START_TEST(rdtsc_callback)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    lc_vm_ops ops = fvm_ops;
+
+    ops.rdtsc = tsc_cb;
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.gpr[LC_RAX] = s.gpr[LC_RDX] = ~0ull;
+    ck_assert_int_eq(step_ops(&f, &s, &v, "0f 31", &ops), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x55667788);
+    ck_assert_uint_eq(s.gpr[LC_RDX], 0x11223344);
+    ck_assert_uint_eq(v.exits_done, 0);                 /* not an exit */
+    fvm_state_prot32(&s, 3);
+    s.cr4 |= LC_CR4_TSD;
+    f.nlog = 0;
+    ck_assert_int_eq(step_ops(&f, &s, &v, "0f 31", &ops), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_FAULT);
+    ck_assert_uint_eq(v.fault_vector, LC_VEC_GP);
+    ck_assert_uint_eq(f.nlog, 0);
+    fvm_state_prot32(&s, 0);                            /* TSD at CPL 0 */
+    ck_assert_int_eq(step_ops(&f, &s, &v, "0f 31", &ops), LCR_DONE);
+    ck_assert_int_eq(step1(&f, &s, &v, "0f 31"), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* A GDT at 0x8000 for the segment-load tests. */
+static void put_desc(fvm *f, unsigned idx, uint32_t base, uint32_t limit,
+                     unsigned type, unsigned s, unsigned dpl, unsigned p,
+                     unsigned db, unsigned g)
+{
+    uint32_t lo = (limit & 0xffff) | (base & 0xffff) << 16;
+    uint32_t hi = ((base >> 16) & 0xff) | type << 8 | s << 12 | dpl << 13 |
+                  p << 15 | (limit & 0xf0000) | db << 22 | g << 23 |
+                  (base & 0xff000000u);
+    memcpy(f->ram + 0x8000 + idx * 8, &lo, 4);
+    memcpy(f->ram + 0x8000 + idx * 8 + 4, &hi, 4);
+}
+
+static void gdt_setup(fvm *f, lc_cpu_state *s)
+{
+    memset(f->ram + 0x8000, 0, 0x100);
+    put_desc(f, 1, 0, 0xfffff, 0xb, 1, 0, 1, 1, 1);     /* 0x08 code */
+    put_desc(f, 2, 0, 0xfffff, 0x3, 1, 0, 1, 1, 1);     /* 0x10 data */
+    put_desc(f, 3, 0x5000, 0xff, 0x2, 1, 3, 1, 0, 0);   /* 0x18 not accessed */
+    put_desc(f, 4, 0, 0xfffff, 0x3, 1, 0, 0, 1, 1);     /* 0x20 not present */
+    put_desc(f, 5, 0, 0xfffff, 0x3, 1, 0, 1, 1, 1);     /* 0x28 DPL 0 */
+    put_desc(f, 6, 0, 0xfffff, 0x9, 1, 0, 1, 1, 1);     /* 0x30 exec-only */
+    put_desc(f, 7, 0x9000, 0xff, 0x2, 0, 0, 1, 0, 0);   /* 0x38 system: LDT */
+    put_desc(f, 8, 0, 0xfffff, 0x1, 1, 0, 1, 1, 1);     /* 0x40 read-only */
+    put_desc(f, 9, 0x6000, 0xfff, 0x3, 1, 3, 1, 1, 0);  /* 0x48 DPL 3 */
+    put_desc(f, 10, 0, 0xfffff, 0x2, 1, 0, 1, 1, 1);    /* 0x50 not accessed */
+    s->gdtr.base = 0x8000;
+    s->gdtr.limit = 11 * 8 - 1;
+}
+
+/* MOV Sreg in real mode (base = selector << 4, limit kept) and with the
+ * protected-mode checks in the CPU's order: every failing check stops
+ * before the instruction with the CPU's vector and nothing written (the
+ * accessed bit included); a good load fills the hidden part and sets the
+ * descriptor's accessed bit. */
+START_TEST(segment_loads)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_real(&s);
+    s.seg[LC_DS].limit = 0xfffff;                       /* big real mode */
+    s.gpr[LC_RAX] = 0x1234;
+    ck_assert_int_eq(step1(&f, &s, &v, "8e d8"), LCR_DONE);  /* mov ds, ax */
+    ck_assert_uint_eq(s.seg[LC_DS].selector, 0x1234);
+    ck_assert_uint_eq(s.seg[LC_DS].base, 0x12340);
+    ck_assert_uint_eq(s.seg[LC_DS].limit, 0xfffff);
+    ck_assert(v.dirty & LC_DIRTY_SREGS);
+    ck_assert_int_eq(step1(&f, &s, &v, "8c da"), LCR_DONE);  /* mov dx, ds */
+    ck_assert_uint_eq(s.gpr[LC_RDX], 0x1234);
+
+    fvm_state_prot32(&s, 0);
+    gdt_setup(&f, &s);
+    s.gpr[LC_RAX] = 0x1b;                               /* RPL 3, DPL 3 */
+    ck_assert_int_eq(step1(&f, &s, &v, "8e d8"), LCR_DONE);
+    ck_assert_uint_eq(s.seg[LC_DS].base, 0x5000);
+    ck_assert_uint_eq(s.seg[LC_DS].limit, 0xff);
+    ck_assert_uint_eq(s.seg[LC_DS].type, 0x3);          /* accessed now */
+    ck_assert_uint_eq(s.seg[LC_DS].dpl, 3);
+    ck_assert_uint_eq(s.seg[LC_DS].db, 0);
+    ck_assert_uint_eq(f.ram[0x8000 + 3 * 8 + 5] & 0x1, 1);
+    f.ram[0x8000 + 3 * 8 + 5] &= 0xfe;
+    s.gpr[LC_RAX] = 0x08;                               /* readable code */
+    ck_assert_int_eq(step1(&f, &s, &v, "8e c0"), LCR_DONE);  /* mov es */
+    ck_assert_uint_eq(s.seg[LC_ES].type, 0xb);
+    s.gpr[LC_RAX] = 0x3;                                /* null: unusable */
+    ck_assert_int_eq(step1(&f, &s, &v, "8e e0"), LCR_DONE);  /* mov fs */
+    ck_assert(s.seg[LC_FS].unusable);
+    ck_assert_uint_eq(s.seg[LC_FS].selector, 3);
+    STOPS("64 8b 00", LC_STOP_FAULT, LC_VEC_GP);        /* then use it */
+    s.gpr[LC_RAX] = 0x20;
+    STOPS("8e d8", LC_STOP_FAULT, LC_VEC_NP);           /* not present */
+    s.gpr[LC_RAX] = 0x2b;
+    STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* RPL 3 > DPL 0 */
+    s.gpr[LC_RAX] = 0x30;
+    STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* execute-only */
+    s.gpr[LC_RAX] = 0x38;
+    STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* system */
+    s.gpr[LC_RAX] = 0x58;
+    STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* beyond the GDT */
+    /* SS from a descriptor whose accessed bit is clear: the CPU's (a
+     * load taken back with its shadow must leave memory alone) */
+    s.gpr[LC_RAX] = 0x50;
+    STOPS("8e d0 90", LC_STOP_TERMINATOR, 0);
+    ck_assert_uint_eq(f.ram[0x8000 + 10 * 8 + 5] & 0x1, 0);
+    s.gpr[LC_RAX] = 0x1c;
+    STOPS("8e d8", LC_STOP_FAULT, LC_VEC_GP);           /* LDT unusable */
+    s.gpr[LC_RAX] = 0x18;                               /* DPL 3, for SS */
+    STOPS("8e d0", LC_STOP_FAULT, LC_VEC_GP);           /* DPL != CPL */
+    s.gpr[LC_RAX] = 0x40;
+    STOPS("8e d0", LC_STOP_FAULT, LC_VEC_GP);           /* read-only SS */
+    s.gpr[LC_RAX] = 0x20;
+    STOPS("8e d0", LC_STOP_FAULT, LC_VEC_SS);           /* not present */
+    s.gpr[LC_RAX] = 0;
+    STOPS("8e d0", LC_STOP_FAULT, LC_VEC_GP);           /* null SS */
+    ck_assert_uint_eq(f.ram[0x8000 + 3 * 8 + 5] & 0x1, 0);
+    /* mov ss, ax opens the shadow: the next instruction runs with it */
+    s.gpr[LC_RAX] = 0x28;
+    s.gpr[LC_RCX] = 0;
+    ck_assert_int_eq(step1(&f, &s, &v, "8e d0 41"), LCR_DONE);
+    ck_assert_uint_eq(v.insns, 2);
+    ck_assert_uint_eq(s.seg[LC_SS].selector, 0x28);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 1);
+    ck_assert_uint_eq(s.rip, 0x7003);
+    s.gpr[LC_RAX] = 0x10;
+    STOPS("8e d0 0f 0b", LC_STOP_TERMINATOR, 0);        /* taken back */
+    /* a selector from memory (RAM only) */
+    s.seg[LC_DS] = s.seg[LC_ES];                        /* flat again */
+    memcpy(f.ram + 0x9000, "\x48\x00", 2);
+    s.gpr[LC_RBX] = 0x9000;
+    ck_assert_int_eq(step1(&f, &s, &v, "8e 2b"), LCR_DONE);  /* mov gs, [ebx] */
+    ck_assert_uint_eq(s.seg[LC_GS].base, 0x6000);
+    s.gpr[LC_RBX] = FVM_MMIO;
+    STOPS("8e 2b", LC_STOP_TERMINATOR, 0);
+    ck_assert_uint_eq(f.nlog, 0);
+
+    /* 64-bit mode: FS gets the descriptor's base; a null FS or SS is the
+     * CPU's (vendor-dependent hidden state) */
+    fvm_state_long64(&f, &s);
+    gdt_setup(&f, &s);
+    s.gpr[LC_RAX] = 0x48;
+    ck_assert_int_eq(step1(&f, &s, &v, "8e e0"), LCR_DONE);
+    ck_assert_uint_eq(s.seg[LC_FS].base, 0x6000);
+    s.gpr[LC_RAX] = 0;
+    STOPS("8e e0", LC_STOP_TERMINATOR, 0);
+    STOPS("8e d0", LC_STOP_TERMINATOR, 0);
+    ck_assert_int_eq(step1(&f, &s, &v, "8e d8"), LCR_DONE);  /* null DS */
+    ck_assert(s.seg[LC_DS].unusable);
+    ck_assert_int_eq(step1(&f, &s, &v, "8b 03"), LCR_DONE);  /* still usable */
+    fvm_fini(&f);
+}
+END_TEST
+
+/* PUSH/POP Sreg: a 32-bit push runs only where both of the CPU's
+ * behaviours agree (the slot's upper half already zero); POP SS opens the
+ * shadow. */
+START_TEST(push_pop_sreg)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint32_t d;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    gdt_setup(&f, &s);
+    s.gpr[LC_RSP] = 0x8800;
+    memset(f.ram + 0x87fc, 0, 4);
+    ck_assert_int_eq(step1(&f, &s, &v, "1e"), LCR_DONE);     /* push ds */
+    memcpy(&d, f.ram + 0x87fc, 4);
+    ck_assert_uint_eq(d, 0x10);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x87fc);
+    memset(f.ram + 0x87f8, 0xff, 4);
+    STOPS("06", LC_STOP_TERMINATOR, 0);                       /* push es */
+    ck_assert_int_eq(step1(&f, &s, &v, "66 06"), LCR_DONE);  /* 16-bit */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x87fa);
+    ck_assert_uint_eq(f.ram[0x87fa], 0x10);
+    ck_assert_uint_eq(f.ram[0x87f9], 0xff);                  /* untouched */
+    ck_assert_int_eq(step1(&f, &s, &v, "66 07"), LCR_DONE);  /* pop es */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x87fc);
+    d = 0x48;
+    memcpy(f.ram + 0x87fc, &d, 4);
+    ck_assert_int_eq(step1(&f, &s, &v, "0f a9"), LCR_DONE);  /* pop gs */
+    ck_assert_uint_eq(s.seg[LC_GS].base, 0x6000);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8800);
+    s.gpr[LC_RSP] = 0x87fc;
+    d = 0x20;                                                 /* not present */
+    memcpy(f.ram + 0x87fc, &d, 4);
+    STOPS("1f", LC_STOP_FAULT, LC_VEC_NP);
+    d = 0x28;
+    memcpy(f.ram + 0x87fc, &d, 4);
+    ck_assert_int_eq(step1(&f, &s, &v, "17 90"), LCR_DONE);  /* pop ss; nop */
+    ck_assert_uint_eq(v.insns, 2);
+    ck_assert_uint_eq(s.seg[LC_SS].selector, 0x28);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8800);
+    s.gpr[LC_RSP] = 0x87fc;
+    STOPS("17 17", LC_STOP_TERMINATOR, 0);                    /* pop ss twice */
+    fvm_fini(&f);
+}
+END_TEST
+
 static Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");
@@ -713,6 +1224,15 @@ static Suite *exec_suite(void)
     tcase_add_test(t, op_rows_match_decoder);
     tcase_add_test(t, canonical_edges);
     tcase_add_test(t, mov_dr4_with_cr4_de);
+    suite_add_tcase(s, t);
+    t = tcase_create("fillers");
+    tcase_add_test(t, div_idiv);
+    tcase_add_test(t, bit_tests);
+    tcase_add_test(t, cli_sti_shadow);
+    tcase_add_test(t, pusha_popa_leave);
+    tcase_add_test(t, rdtsc_callback);
+    tcase_add_test(t, segment_loads);
+    tcase_add_test(t, push_pop_sreg);
     suite_add_tcase(s, t);
     return s;
 }
