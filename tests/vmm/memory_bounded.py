@@ -33,19 +33,12 @@ import sys
 import tempfile
 import time
 
+from vmmtest import run_cases
+
 CAP = 4 << 20           # libcluster's default tcache_max_bytes
 LOAD = 0x100000
 SITES = 0x200000        # where the guest writes its sites, 16 bytes apart
 WINDOW = 0x100000       # ... wrapping within 1 MiB
-
-
-def kvm_usable():
-    try:
-        fd = os.open('/dev/kvm', os.O_RDWR)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
 
 
 def new_sites_image(n):
@@ -126,7 +119,6 @@ def peak_rss(cmd):
 
 def main():
     lcvmm, guest_dir = sys.argv[1:3]
-    kvm = kvm_usable()
     tmp = tempfile.mkdtemp()
     tests = []
 
@@ -200,20 +192,7 @@ def main():
                       flat(nic, f'guest-{nic}.bin', nic, 'cpl=3 irq=0',
                            (2000, 20000), 'exchanges'), True))
 
-    print(f'1..{len(tests)}')
-    failed = 0
-    for i, (name, fn, needs_kvm) in enumerate(tests, 1):
-        if needs_kvm and not kvm:
-            print(f'ok {i} - {name} # SKIP /dev/kvm is not usable')
-            continue
-        why = fn()
-        if why:
-            failed += 1
-            print(f'not ok {i} - {name}: {why}')
-        else:
-            print(f'ok {i} - {name}')
-        sys.stdout.flush()
-    return 1 if failed else 0
+    return run_cases(tests)
 
 
 if __name__ == '__main__':

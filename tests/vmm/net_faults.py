@@ -33,16 +33,9 @@ import subprocess
 import sys
 import tempfile
 
+from vmmtest import run_cases
+
 N = 300
-
-
-def kvm_usable():
-    try:
-        fd = os.open('/dev/kvm', os.O_RDWR)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
 
 
 def run(lcvmm, image, nic, params, net, cpu='kvm', extra=()):
@@ -92,7 +85,6 @@ def accounting(stats):
 def main():
     lcvmm, pcnet, e1000 = sys.argv[1:4]
     images = {'pcnet': pcnet, 'e1000': e1000}
-    kvm = kvm_usable()
     tests = []
 
     def case(name, fn, needs_kvm=True):
@@ -198,20 +190,7 @@ def main():
             return None
         case(f'--net {bad} refused', refused, False)
 
-    print(f'1..{len(tests)}')
-    failed = 0
-    for i, (name, fn, needs_kvm) in enumerate(tests, 1):
-        if needs_kvm and not kvm:
-            print(f'ok {i} - {name} # SKIP /dev/kvm is not usable')
-            continue
-        why = fn()
-        if why:
-            failed += 1
-            print(f'not ok {i} - {name}: {why}')
-        else:
-            print(f'ok {i} - {name}')
-        sys.stdout.flush()
-    return 1 if failed else 0
+    return run_cases(tests)
 
 
 if __name__ == '__main__':
