@@ -25,7 +25,6 @@ memory than the short one beyond what it must:
 
 TAP output; KVM cases skip where /dev/kvm is unusable.
 """
-import json
 import os
 import struct
 import subprocess
@@ -33,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from vmmtest import run_cases
+from vmmtest import read_stats, run_cases, stats_path
 
 CAP = 4 << 20           # libcluster's default tcache_max_bytes
 LOAD = 0x100000
@@ -91,30 +90,19 @@ def peak_rss(cmd):
     VmHWM read every 10 ms while lcvmm runs (monotonic, reset at exec;
     the rusage of a child would count the Python interpreter it was
     forked from)."""
-    with tempfile.NamedTemporaryFile(suffix='.json', delete=False) as f:
-        path = f.name
     peak = 0
-    try:
-        with tempfile.TemporaryFile() as out:
-            p = subprocess.Popen(cmd + ['--stats', 'json', '--stats-file',
-                                        path, '--timeout', '120'],
-                                 stdout=out, stderr=subprocess.DEVNULL,
-                                 env=ENV)
-            while p.poll() is None:
-                h = hwm_kib(p.pid)
-                if h:
-                    peak = max(peak, h)
-                time.sleep(0.01)
-            out.seek(0)
-            console = out.read().decode(errors='replace')
-        try:
-            with open(path) as f:
-                stats = json.load(f)
-        except ValueError:
-            stats = {}
-    finally:
-        os.unlink(path)
-    return p.returncode, peak, stats, console
+    with stats_path() as path, tempfile.TemporaryFile() as out:
+        p = subprocess.Popen(cmd + ['--stats', 'json', '--stats-file',
+                                    path, '--timeout', '120'],
+                             stdout=out, stderr=subprocess.DEVNULL, env=ENV)
+        while p.poll() is None:
+            h = hwm_kib(p.pid)
+            if h:
+                peak = max(peak, h)
+            time.sleep(0.01)
+        out.seek(0)
+        console = out.read().decode(errors='replace')
+        return p.returncode, peak, read_stats(path), console
 
 
 def main():

@@ -26,35 +26,23 @@ and UDP replies plus ignored == net tx_frames). Then, per kind of fault:
 
 TAP output. KVM cases skip where /dev/kvm is unusable.
 """
-import json
-import os
 import re
 import subprocess
 import sys
-import tempfile
 
-from vmmtest import run_cases
+from vmmtest import read_stats, run_cases, stats_path
 
 N = 300
 
 
 def run(lcvmm, image, nic, params, net, cpu='kvm', extra=()):
-    with tempfile.NamedTemporaryFile(suffix='.json', delete=False) as f:
-        path = f.name
-    cmd = [lcvmm, '-q', '-k', image, '--nic', nic, '--cpu', cpu, '-p', params,
-           '--net', net, '--stats', 'json', '--stats-file', path,
-           '--timeout', '60'] + list(extra)
-    try:
+    with stats_path() as path:
+        cmd = [lcvmm, '-q', '-k', image, '--nic', nic, '--cpu', cpu,
+               '-p', params, '--net', net, '--stats', 'json',
+               '--stats-file', path, '--timeout', '60'] + list(extra)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=120)
-        try:
-            with open(path) as f:
-                stats = json.load(f)
-        except ValueError:
-            stats = {}
-    finally:
-        os.unlink(path)
-    return cmd, p, stats
+        return cmd, p, read_stats(path)
 
 
 def result(p):
