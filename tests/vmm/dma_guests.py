@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from vmmtest import run_cases
+
 LOAD = 0x100000
 BAR = 0xFEBC0000
 PCI_CMD = 0x80000000 | 3 << 11 | 0x04       # 00:03.0 command/status
@@ -184,15 +186,6 @@ def pcnet_guest():
     return a.image()
 
 
-def kvm_usable():
-    try:
-        fd = os.open('/dev/kvm', os.O_RDWR)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
-
-
 def main():
     lcvmm = sys.argv[1]
     tmp = tempfile.mkdtemp()
@@ -203,14 +196,8 @@ def main():
             f.write(build())
     cases = [(nic, cpu, cl) for nic in ('e1000', 'pcnet')
              for cpu in ('kvm', 'unicorn') for cl in (False, True)]
-    print(f'1..{len(cases)}')
-    kvm, failed = kvm_usable(), 0
-    for i, (nic, cpu, cl) in enumerate(cases, 1):
-        name = f'{nic} rings at MMIO, {cpu}, ' + \
-            ('cluster' if cl else 'no-cluster')
-        if cpu == 'kvm' and not kvm:
-            print(f'ok {i} - {name} # SKIP /dev/kvm is not usable')
-            continue
+
+    def check(nic, cpu, cl):
         stats_path = os.path.join(tmp, 'stats.json')
         cmd = [lcvmm, '-q', '-k', images[nic], '--nic', nic, '--cpu', cpu,
                '--stats', 'json', '--stats-file', stats_path,
@@ -218,26 +205,22 @@ def main():
         p = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=120)
         err = p.stderr.decode(errors='replace')
-        why = None
         if p.returncode != 0:
-            why = f'exit status {p.returncode} (guest code ' + \
+            return f'exit status {p.returncode} (guest code ' + \
                 f'{p.returncode >> 1}): {err.strip()[-300:]}'
-        else:
-            with open(stats_path) as f:
-                st = json.load(f)
-            if st['nic']['dma_errors'] < 1:
-                why = f'no DMA error counted: {st["nic"]}'
-            elif nic == 'e1000' and st['net']['tx_offered'] != 1:
-                why = f'frames sent after recovery: {st["net"]}'
-            elif 'guest error' not in err:
-                why = 'no guest error reported on stderr'
-        if why:
-            failed += 1
-            print(f'not ok {i} - {name}: {why}')
-        else:
-            print(f'ok {i} - {name}')
-        sys.stdout.flush()
-    return 1 if failed else 0
+        with open(stats_path) as f:
+            st = json.load(f)
+        if st['nic']['dma_errors'] < 1:
+            return f'no DMA error counted: {st["nic"]}'
+        if nic == 'e1000' and st['net']['tx_offered'] != 1:
+            return f'frames sent after recovery: {st["net"]}'
+        if 'guest error' not in err:
+            return 'no guest error reported on stderr'
+        return None
+    return run_cases([(f'{nic} rings at MMIO, {cpu}, ' +
+                       ('cluster' if cl else 'no-cluster'),
+                       lambda c=(nic, cpu, cl): check(*c), cpu == 'kvm')
+                      for nic, cpu, cl in cases])
 
 
 if __name__ == '__main__':

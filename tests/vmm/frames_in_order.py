@@ -27,17 +27,10 @@ import subprocess
 import sys
 import tempfile
 
+from vmmtest import kvm_usable
+
 OPTS = ['none', 'latch', 'combine', 'combine-always', 'coalesce',
         'latch,combine,coalesce', 'latch,combine-always,coalesce']
-
-
-def kvm_usable():
-    try:
-        fd = os.open('/dev/kvm', os.O_RDWR)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
 
 
 def cases(images):

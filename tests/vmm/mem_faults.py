@@ -24,16 +24,9 @@ import os
 import subprocess
 import sys
 
+from vmmtest import Skip, run_cases
+
 BIOS = '/usr/share/seabios/bios.bin'
-
-
-def kvm_usable():
-    try:
-        fd = os.open('/dev/kvm', os.O_RDWR)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
 
 
 def run(lcvmm, preload, spec, args, timeout=60):
@@ -81,15 +74,10 @@ def main():
                               os.strerror(12)]))
     cases.append(('--bios: PAM remap refused while SeaBIOS runs', '9+',
                   fw + ['--no-cluster'], 2, ['cannot remap']))
-    print(f'1..{len(cases)}')
-    kvm, failed = kvm_usable(), 0
-    for i, (name, spec, args, want, words) in enumerate(cases, 1):
-        if not kvm:
-            print(f'ok {i} - {name} # SKIP /dev/kvm is not usable')
-            continue
+
+    def check(spec, args, want, words):
         if '--bios' in args and not have_bios:
-            print(f'ok {i} - {name} # SKIP no {BIOS} (Debian seabios)')
-            continue
+            raise Skip(f'no {BIOS} (Debian seabios)')
         rc, out, err = run(lcvmm, preload, spec, args)
         why = clean(rc, err)
         if not why and rc != want:
@@ -100,13 +88,9 @@ def main():
             last = [l for l in err.splitlines() if l.startswith('lcvmm:')]
             if not last or not all(w in last[-1] for w in words):
                 why = f'message {last[-1:]!r} does not name {words}'
-        if why:
-            failed += 1
-            print(f'not ok {i} - {name}: {why}')
-        else:
-            print(f'ok {i} - {name}')
-        sys.stdout.flush()
-    return 1 if failed else 0
+        return why
+    return run_cases([(name, lambda c=c: check(*c), True)
+                      for name, *c in cases])
 
 
 if __name__ == '__main__':

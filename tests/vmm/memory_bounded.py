@@ -25,7 +25,6 @@ memory than the short one beyond what it must:
 
 TAP output; KVM cases skip where /dev/kvm is unusable.
 """
-import json
 import os
 import struct
 import subprocess
@@ -33,19 +32,12 @@ import sys
 import tempfile
 import time
 
+from vmmtest import read_stats, run_cases, stats_path
+
 CAP = 4 << 20           # libcluster's default tcache_max_bytes
 LOAD = 0x100000
 SITES = 0x200000        # where the guest writes its sites, 16 bytes apart
 WINDOW = 0x100000       # ... wrapping within 1 MiB
-
-
-def kvm_usable():
-    try:
-        fd = os.open('/dev/kvm', os.O_RDWR)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
 
 
 def new_sites_image(n):
@@ -98,35 +90,23 @@ def peak_rss(cmd):
     VmHWM read every 10 ms while lcvmm runs (monotonic, reset at exec;
     the rusage of a child would count the Python interpreter it was
     forked from)."""
-    with tempfile.NamedTemporaryFile(suffix='.json', delete=False) as f:
-        path = f.name
     peak = 0
-    try:
-        with tempfile.TemporaryFile() as out:
-            p = subprocess.Popen(cmd + ['--stats', 'json', '--stats-file',
-                                        path, '--timeout', '120'],
-                                 stdout=out, stderr=subprocess.DEVNULL,
-                                 env=ENV)
-            while p.poll() is None:
-                h = hwm_kib(p.pid)
-                if h:
-                    peak = max(peak, h)
-                time.sleep(0.01)
-            out.seek(0)
-            console = out.read().decode(errors='replace')
-        try:
-            with open(path) as f:
-                stats = json.load(f)
-        except ValueError:
-            stats = {}
-    finally:
-        os.unlink(path)
-    return p.returncode, peak, stats, console
+    with stats_path() as path, tempfile.TemporaryFile() as out:
+        p = subprocess.Popen(cmd + ['--stats', 'json', '--stats-file',
+                                    path, '--timeout', '120'],
+                             stdout=out, stderr=subprocess.DEVNULL, env=ENV)
+        while p.poll() is None:
+            h = hwm_kib(p.pid)
+            if h:
+                peak = max(peak, h)
+            time.sleep(0.01)
+        out.seek(0)
+        console = out.read().decode(errors='replace')
+        return p.returncode, peak, read_stats(path), console
 
 
 def main():
     lcvmm, guest_dir = sys.argv[1:3]
-    kvm = kvm_usable()
     tmp = tempfile.mkdtemp()
     tests = []
 
@@ -200,20 +180,7 @@ def main():
                       flat(nic, f'guest-{nic}.bin', nic, 'cpl=3 irq=0',
                            (2000, 20000), 'exchanges'), True))
 
-    print(f'1..{len(tests)}')
-    failed = 0
-    for i, (name, fn, needs_kvm) in enumerate(tests, 1):
-        if needs_kvm and not kvm:
-            print(f'ok {i} - {name} # SKIP /dev/kvm is not usable')
-            continue
-        why = fn()
-        if why:
-            failed += 1
-            print(f'not ok {i} - {name}: {why}')
-        else:
-            print(f'ok {i} - {name}')
-        sys.stdout.flush()
-    return 1 if failed else 0
+    return run_cases(tests)
 
 
 if __name__ == '__main__':

@@ -26,42 +26,23 @@ and UDP replies plus ignored == net tx_frames). Then, per kind of fault:
 
 TAP output. KVM cases skip where /dev/kvm is unusable.
 """
-import json
-import os
 import re
 import subprocess
 import sys
-import tempfile
+
+from vmmtest import read_stats, run_cases, stats_path
 
 N = 300
 
 
-def kvm_usable():
-    try:
-        fd = os.open('/dev/kvm', os.O_RDWR)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
-
-
 def run(lcvmm, image, nic, params, net, cpu='kvm', extra=()):
-    with tempfile.NamedTemporaryFile(suffix='.json', delete=False) as f:
-        path = f.name
-    cmd = [lcvmm, '-q', '-k', image, '--nic', nic, '--cpu', cpu, '-p', params,
-           '--net', net, '--stats', 'json', '--stats-file', path,
-           '--timeout', '60'] + list(extra)
-    try:
+    with stats_path() as path:
+        cmd = [lcvmm, '-q', '-k', image, '--nic', nic, '--cpu', cpu,
+               '-p', params, '--net', net, '--stats', 'json',
+               '--stats-file', path, '--timeout', '60'] + list(extra)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=120)
-        try:
-            with open(path) as f:
-                stats = json.load(f)
-        except ValueError:
-            stats = {}
-    finally:
-        os.unlink(path)
-    return cmd, p, stats
+        return cmd, p, read_stats(path)
 
 
 def result(p):
@@ -92,7 +73,6 @@ def accounting(stats):
 def main():
     lcvmm, pcnet, e1000 = sys.argv[1:4]
     images = {'pcnet': pcnet, 'e1000': e1000}
-    kvm = kvm_usable()
     tests = []
 
     def case(name, fn, needs_kvm=True):
@@ -198,20 +178,7 @@ def main():
             return None
         case(f'--net {bad} refused', refused, False)
 
-    print(f'1..{len(tests)}')
-    failed = 0
-    for i, (name, fn, needs_kvm) in enumerate(tests, 1):
-        if needs_kvm and not kvm:
-            print(f'ok {i} - {name} # SKIP /dev/kvm is not usable')
-            continue
-        why = fn()
-        if why:
-            failed += 1
-            print(f'not ok {i} - {name}: {why}')
-        else:
-            print(f'ok {i} - {name}')
-        sys.stdout.flush()
-    return 1 if failed else 0
+    return run_cases(tests)
 
 
 if __name__ == '__main__':

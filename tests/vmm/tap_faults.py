@@ -28,6 +28,8 @@ import sys
 import tempfile
 import threading
 
+from vmmtest import run_cases
+
 IF = 'lcftap0'
 
 
@@ -147,19 +149,10 @@ def main():
     tests.append(('interface down (EIO from the kernel): frames counted as '
                   'dropped', down))
 
-    print(f'1..{len(tests)}')
-    failed = 0
-    for i, (name, fn) in enumerate(tests, 1):
-        why = fn()
-        if why:
-            failed += 1
-            print(f'not ok {i} - {name}: {why}')
-        else:
-            print(f'ok {i} - {name}')
-        sys.stdout.flush()
+    status = run_cases([(name, fn, False) for name, fn in tests])
     stop.set()
     server.join()
-    return 1 if failed else 0
+    return status
 
 
 if __name__ == '__main__':

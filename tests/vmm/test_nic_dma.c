@@ -19,6 +19,7 @@
 #include "hw/e1000_regs.h"
 #include "hw/pcnet_regs.h"
 #include "nic_fake.h"
+#include "pcnet_fake.h"
 #include "platform.h"
 
 #define RING    0x2000
@@ -47,23 +48,6 @@ static const bad_base bad32[] = {
 #define NBAD32 (sizeof bad32 / sizeof bad32[0])
 
 /* ---- PCnet ----------------------------------------------------------- */
-
-static void csr_w(fake *f, unsigned r, uint16_t v)
-{
-    reg_wr(f, PCNET_RAP, 2, r);
-    reg_wr(f, PCNET_RDP, 2, v);
-}
-
-static uint16_t csr_r(fake *f, unsigned r)
-{
-    reg_wr(f, PCNET_RAP, 2, r);
-    return (uint16_t)reg_rd(f, PCNET_RDP, 2);
-}
-
-static uint16_t bcnt(size_t len)
-{
-    return (uint16_t)(0xf000 | ((0x1000 - len) & 0x0fff));
-}
 
 /* Style 2 rings of 8 at rx/tx (the init block at 0x1000), receive
  * descriptors given in RAM only when the ring is in RAM. */

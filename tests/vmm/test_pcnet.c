@@ -9,6 +9,7 @@
 #include "../unit/harness.h"
 #include "hw/pcnet_regs.h"
 #include "nic_fake.h"
+#include "pcnet_fake.h"
 #include "nic_model.h"       /* nic.sc: the combining policy's state */
 
 /* guest memory layout */
@@ -19,18 +20,6 @@
 #define TXB(i)  (0x80000u + (i) * 0x800u)
 
 static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-
-static void csr_w(fake *f, unsigned r, uint16_t v)
-{
-    reg_wr(f, PCNET_RAP, 2, r);
-    reg_wr(f, PCNET_RDP, 2, v);
-}
-
-static uint16_t csr_r(fake *f, unsigned r)
-{
-    reg_wr(f, PCNET_RAP, 2, r);
-    return (uint16_t)reg_rd(f, PCNET_RDP, 2);
-}
 
 static void bcr_w(fake *f, unsigned r, uint16_t v)
 {
@@ -60,11 +49,6 @@ static void write_ib(fake *f, unsigned rlog, unsigned tlog, uint16_t mode)
     memcpy(f->ram + IB + 4, fake_mac, 6);
     mem_w32(f, IB + 20, RXR);
     mem_w32(f, IB + 24, TXR);
-}
-
-static uint16_t bcnt(size_t len)
-{
-    return (uint16_t)(0xf000 | ((0x1000 - len) & 0x0fff));
 }
 
 /* Give receive descriptor i (style 2) with a buffer of buflen bytes. */
