@@ -148,7 +148,7 @@ typedef struct lc_vm_ops {
      * With this callback RDTSC is a gap filler (it never exits under a
      * conventional VMX/SVM set-up); without it RDTSC ends a cluster.
      * At CPL > 0 with CR4.TSD the engine stops before the RDTSC and the
-     * guest takes its #GP; the callback is not called. */
+     * guest takes its \#GP; the callback is not called. */
     lc_cb_result (*rdtsc)(void *opaque, uint64_t *tsc);
 } lc_vm_ops;
 
