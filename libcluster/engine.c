@@ -86,12 +86,16 @@ lc_status lc_engine_create(const lc_config *cfg, const lc_vm_ops *ops,
      * library's lc_vm_ops: take what both know; what the VMM's table does
      * not have stays NULL (calloc), which every callback but gpa_map may
      * be (ops.h). Copied, so the VMM's table need not outlive the call.
-     * Every field before accepts_wide is pointer-sized: a size that ends
-     * inside one of them leaves that one out too. */
+     * Every field before accepts_wide is pointer-sized, and so is rdtsc
+     * after it: a size that ends inside one of them leaves that one out
+     * too. */
     {
         size_t n = ops->size < sizeof(e->ops) ? ops->size : sizeof(e->ops);
         if (n < offsetof(lc_vm_ops, accepts_wide))
             n &= ~(sizeof(ops->pio) - 1);
+        else if (n > offsetof(lc_vm_ops, rdtsc) &&
+                 n < offsetof(lc_vm_ops, rdtsc) + sizeof(ops->rdtsc))
+            n = offsetof(lc_vm_ops, rdtsc);     /* half a pointer: none */
         memcpy(&e->ops, ops, n);
         e->ops.size = sizeof(e->ops);
     }

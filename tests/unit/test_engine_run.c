@@ -416,6 +416,63 @@ START_TEST(vm_ops_size_is_honoured)
 }
 END_TEST
 
+/* lc_vm_ops.rdtsc is the one callback after accepts_wide: a size that
+ * ends inside it must leave it out (NULL: RDTSC ends the cluster), never
+ * keep half a pointer. With the whole table, RDTSC is a gap filler. */
+static unsigned rdtsc_calls;
+static lc_cb_result count_rdtsc(void *opaque, uint64_t *tsc)
+{
+    (void)opaque;
+    rdtsc_calls++;
+    *tsc = 0x1122334455667788ull;
+    return LC_CB_OK;
+}
+
+START_TEST(vm_ops_size_inside_rdtsc)
+{
+    static const uint8_t code[] = { 0xe6, 0x80, 0x0f, 0x31, 0xe6, 0x80 };
+    static const size_t sizes[] = {
+        sizeof(lc_vm_ops),
+        offsetof(lc_vm_ops, rdtsc) + 4,         /* ends inside rdtsc */
+    };
+    rig r; lc_cpu_state s; lc_result res;
+    lc_exit x;
+    lc_vm_ops ops;
+
+    for (unsigned i = 0; i < 2; i++) {
+        ops = fvm_ops;
+        ops.rdtsc = count_rdtsc;
+        ops.size = sizes[i];
+        rdtsc_calls = 0;
+        fvm_init(&r.f);
+        ck_assert_int_eq(lc_engine_create(NULL, &ops, &r.e), LC_OK);
+        ck_assert_int_eq(lc_vcpu_create(r.e, 0, &r.f, &r.v), LC_OK);
+        memcpy(r.f.ram + 0x7000, code, sizeof code);
+        x = io_exit(0x80, 1, 1);
+        for (int k = 0; k < 3; k++) {   /* translated once the site is hot */
+            fvm_state_prot32(&s, 0);
+            s.rip = 0x7000;
+            r.f.nlog = 0;
+            rdtsc_calls = 0;
+            ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+            ck_assert_int_eq(res.disposition, LC_HANDLED);
+        }
+        if (i == 0) {               /* out; rdtsc; out in one exit */
+            ck_assert_uint_eq(rdtsc_calls, 1);
+            ck_assert_uint_eq(r.f.nlog, 2);
+            ck_assert_uint_eq(s.rip, 0x7006);
+            ck_assert_uint_eq(s.gpr[LC_RAX], 0x55667788u);
+            ck_assert_uint_eq(s.gpr[LC_RDX], 0x11223344u);
+        } else {                    /* no rdtsc: the run ends before it */
+            ck_assert_uint_eq(rdtsc_calls, 0);
+            ck_assert_uint_eq(r.f.nlog, 1);
+            ck_assert_uint_eq(s.rip, 0x7002);
+        }
+        rig_down(&r);
+    }
+}
+END_TEST
+
 /* Section 5: a stream of ever-new exiting instructions (an address-space
  * randomized reboot loop, a JIT) makes the FIFOs leak; the leak guard
  * forces translation, and the cache's cap keeps memory bounded. */
@@ -769,6 +826,7 @@ static Suite *suite(void)
     tcase_add_test(t, exit_facts_cross_checked);
     tcase_add_test(t, mmio_facts_cross_checked);
     tcase_add_test(t, vm_ops_size_is_honoured);
+    tcase_add_test(t, vm_ops_size_inside_rdtsc);
     tcase_add_test(t, leak_guard_and_memory_cap);
     tcase_add_test(t, techniques_switch);
     tcase_add_test(t, pae_pair_two_writes);
