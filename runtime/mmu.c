@@ -800,6 +800,22 @@ static void pwc_store(lcr_vcpu *v, uint64_t gpa)
         lcr_pwc_forget(v);
 }
 
+/* Keep the VMM's gpa_map answer `m` for the RAM fragment `f` in entry `e`
+ * (up to the end of its page), good for reads, and for writes too if `wr`
+ * (the VMM was asked with is_write). */
+static void pwc_keep_map(lcr_pwc_ent *e, const lcr_frag *f,
+                         const lc_gpa_map *m, unsigned wr)
+{
+    uint64_t end = (f->gpa | PAGE_MASK) + 1;
+
+    e->map_lo = f->gpa;
+    e->map_hi = m->span < end - f->gpa ? f->gpa + m->span : end;
+    e->map_hva = m->hva;
+    e->mapped = (uint8_t)(1 + wr);
+    e->traced = f->traced;
+    e->readonly = m->readonly != 0;
+}
+
 /* The translation of an access within one page from the cache: 1 done
  * (x filled), 0 not cached (walk), -1 stopped (the VMM's answer for the
  * data page refuses it, exactly as after a walk). */
@@ -845,16 +861,8 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
 
         if (r != M_OK)
             return mres_stop(v, r, la);
-        if (f->kind == LC_GPA_RAM && !v->route) {
-            uint64_t end = (gpa | PAGE_MASK) + 1;
-
-            e->map_lo = gpa;
-            e->map_hi = m.span < end - gpa ? gpa + m.span : end;
-            e->map_hva = m.hva;
-            e->mapped = (uint8_t)(1 + wr);
-            e->traced = f->traced;
-            e->readonly = m.readonly != 0;
-        }
+        if (f->kind == LC_GPA_RAM && !v->route)
+            pwc_keep_map(e, f, &m, wr);
     }
     x->la = la;
     x->len = len;
@@ -945,16 +953,8 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
      * this access was a write (commit_ad() just set it). */
     e->dirty = (uint8_t)(w->dirty || wr);
     e->mapped = 0;
-    if (f->kind == LC_GPA_RAM && !v->route && m->kind == LC_GPA_RAM) {
-        uint64_t end = (f->gpa | PAGE_MASK) + 1;
-
-        e->map_lo = f->gpa;
-        e->map_hi = m->span < end - f->gpa ? f->gpa + m->span : end;
-        e->map_hva = m->hva;
-        e->mapped = (uint8_t)(1 + wr);
-        e->traced = f->traced;
-        e->readonly = m->readonly != 0;
-    }
+    if (f->kind == LC_GPA_RAM && !v->route && m->kind == LC_GPA_RAM)
+        pwc_keep_map(e, f, m, wr);
 }
 
 int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,

@@ -2489,6 +2489,24 @@ static int poll_read(gctx *g)
     return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
 }
 
+
+/* The end of a polling loop's iteration: a device read, `test al, bit`,
+ * and a Jcc back to `head` taken on one value of the bit. */
+static int poll_tail(gctx *g, uint32_t head)
+{
+    ZydisEncoderRequest rq;
+
+    if (poll_read(g) < 0)
+        return -1;
+    req_init(&rq, ZYDIS_MNEMONIC_TEST);
+    op_reg(&rq, ZYDIS_REGISTER_AL);
+    op_imm(&rq, 1u << rn(g, 8));
+    if (emit(g, &rq, LC_OP_TEST) < 0)
+        return -1;
+    req_init(&rq, chance(g, 50) ? ZYDIS_MNEMONIC_JNZ : ZYDIS_MNEMONIC_JZ);
+    return emit_back(g, &rq, LC_OP_JCC, head) < 0 ? -1 : 0;
+}
+
 /* A poll whose exit test comes before the device read (translator/
  * cflow.c, calls.c): `[jmp 2f;] 1: dec ecx; jz 3f; 2: body; read; test
  * al,bit; jnz 1b; 3:` with a count of 1..5. Entered at 2 (a loop rotated
@@ -2530,15 +2548,7 @@ static int t_poll_count_first(gctx *g)
     for (unsigned i = 0; i < nbody; i++)
         if (loop_item(g) < 0)
             return -1;
-    if (poll_read(g) < 0)
-        return -1;
-    req_init(&rq, ZYDIS_MNEMONIC_TEST);
-    op_reg(&rq, ZYDIS_REGISTER_AL);
-    op_imm(&rq, 1u << rn(g, 8));
-    if (emit(g, &rq, LC_OP_TEST) < 0)
-        return -1;
-    req_init(&rq, chance(g, 50) ? ZYDIS_MNEMONIC_JNZ : ZYDIS_MNEMONIC_JZ);
-    if (emit_back(g, &rq, LC_OP_JCC, head) < 0)
+    if (poll_tail(g, head) < 0)
         return -1;
     g->undef |= undef_jz;           /* the count ran out */
     if (patch_rel(g, &jz, kz, c->code_len) < 0 ||
@@ -2579,15 +2589,7 @@ static int t_loop(gctx *g)
         for (unsigned i = 0; i < nbody; i++)
             if (loop_item(g) < 0)
                 return -1;
-        if (poll_read(g) < 0)
-            return -1;
-        req_init(&rq, ZYDIS_MNEMONIC_TEST);
-        op_reg(&rq, ZYDIS_REGISTER_AL);
-        op_imm(&rq, 1u << rn(g, 8));
-        if (emit(g, &rq, LC_OP_TEST) < 0)
-            return -1;
-        req_init(&rq, chance(g, 50) ? ZYDIS_MNEMONIC_JNZ : ZYDIS_MNEMONIC_JZ);
-        if (emit_back(g, &rq, LC_OP_JCC, head) < 0)
+        if (poll_tail(g, head) < 0)
             return -1;
     }
     for (uint32_t i = n0; i < c->ninsns; i++)
