@@ -320,6 +320,10 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "net", "tx_retries", t->tx_retries);
     put(ctx, "net", "tx_short", t->tx_short);
     put(ctx, "net", "faults", t->faults);
+    /* every frame the host offered: rx_frames + rx_dropped + rx_queued */
+    put(ctx, "net", "rx_offered", t->rx_offered);
+    put(ctx, "net", "rx_queued", t->rx_queued);
+    put(ctx, "net", "rx_faults", t->rx_faults);
     put(ctx, "net", "arp_replies", t->arp_replies);
     put(ctx, "net", "icmp_replies", t->icmp_replies);
     put(ctx, "net", "udp_replies", t->udp_replies);

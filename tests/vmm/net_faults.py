@@ -4,10 +4,13 @@
 
 Runs the NIC guests on the reference VMM with faults injected into the
 built-in peer's transmit path (--net peer,fault=KIND:P%,fault-seed=N;
-backends/fault.c) and checks per run that every frame the guest handed
-the NIC is accounted for:
+backends/fault.c) and its receive stage (rxfault=KIND:P%) and checks per
+run that every frame the guest handed the NIC is accounted for:
 
   NIC tx_frames == net tx_offered == tx_frames + tx_dropped + tx_queued
+
+and every reply the peer made too (rx_offered == rx_frames + rx_dropped
++ rx_queued); replies dropped on receive stop the guest, counted;
 
 and that the peer answered exactly the frames delivered to it (ARP, ICMP
 and UDP replies plus ignored == net tx_frames). Then, per kind of fault:
@@ -67,6 +70,13 @@ def accounting(stats):
         net['udp_replies'] + net['ignored']
     if answered != net['tx_frames']:
         return f'peer saw {answered} frames, delivered {net["tx_frames"]}'
+    # the other direction: every reply the peer made is handed to the NIC,
+    # dropped (counted) or held back
+    rx = net['rx_frames'] + net['rx_dropped'] + net['rx_queued']
+    if net['rx_offered'] != rx:
+        return (f'peer offered {net["rx_offered"]} != to the NIC '
+                f'{net["rx_frames"]} + dropped {net["rx_dropped"]} + held '
+                f'{net["rx_queued"]}')
     return None
 
 
@@ -134,6 +144,37 @@ def main():
             case(f'{nic}: {spec.split(",")[1]} stops the guest, losses '
                  'counted', lossy)
 
+        def rx_lossy(nic=nic):
+            spec = 'peer,rxfault=drop:2%,fault-seed=5'
+            cmd, p, st = run(lcvmm, images[nic], nic, params, spec)
+            r = result(p)
+            if p.returncode != 5:
+                return f'status {p.returncode}, want 5 (replies lost)'
+            if not r or r[0] >= N:
+                return f'the guest finished despite lost replies: {r}'
+            net = st['net']
+            if net['rx_dropped'] < 1 or net['rx_faults'] != net['rx_dropped']:
+                return f'lost replies not counted: {net}'
+            return accounting(st)
+        case(f'{nic}: replies lost on receive (rxfault=drop) stop the '
+             'guest, counted', rx_lossy)
+
+        def rx_reorder(nic=nic):
+            # one datagram in flight: never a second reply behind the
+            # first, so nothing is reordered and nothing changes
+            spec = 'peer,rxfault=reorder:50%,fault-seed=6'
+            cmd, p, st = run(lcvmm, images[nic], nic, params, spec)
+            r = result(p)
+            if p.returncode != 0 or not r or r[:2] != (N, N):
+                return f'status {p.returncode}, {r}'
+            if nic in base and r[2] != base[nic]:
+                return f'checksum {r[2]}, without faults {base[nic]}'
+            if st['net']['rx_faults'] or st['net']['rx_dropped']:
+                return f'reordered with nothing behind: {st["net"]}'
+            return accounting(st)
+        case(f'{nic}: rxfault=reorder with one reply in flight changes '
+             'nothing', rx_reorder)
+
         def stuck(nic=nic):
             cmd, p, st = run(lcvmm, images[nic], nic, params,
                              'peer,fault=eagain:100%')
@@ -167,7 +208,8 @@ def main():
                 'peer,fault=eagain', 'peer,fault=eagain:60%,fault=drop:50%',
                 'peer,fault=drop:1%,fault=drop:2%', 'peer,fault-seed=x',
                 'peer,fault-seed=1,fault-seed=2', 'peer,fault=',
-                'tap,ifname=lcx0,fault=nope:1'):
+                'tap,ifname=lcx0,fault=nope:1', 'peer,rxfault=eagain:5%',
+                'peer,rxfault=short:1%', 'peer,rxfault=drop'):
         def refused(bad=bad):
             p = subprocess.run([lcvmm, '-q', '-k', pcnet, '--net', bad,
                                 '--stats', 'none'], stdout=subprocess.PIPE,

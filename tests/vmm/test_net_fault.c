@@ -3,7 +3,9 @@
  * tests/vmm/test_net_fault.c: the backends' shared transmit path and its
  * fault injection (examples/vmm/backends/fault.c) against a scripted
  * host: every frame handed over ends delivered, dropped (counted) or
- * queued, in order, whatever the host answers.
+ * queued, in order, whatever the host answers; and the shared receive
+ * stage: every frame the host offers ends handed to the NIC once,
+ * dropped (counted) or held, whatever faults are injected.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -293,6 +295,188 @@ START_TEST(peer_with_faults)
 }
 END_TEST
 
+/* --- the receive stage ---------------------------------------------- */
+
+/* A host with frames waiting in order: sequence numbers first..last. */
+typedef struct rxhost {
+    net_backend be;
+    net_rxq rxq;
+    uint32_t next, last;
+} rxhost;
+
+static size_t rxhost_recv(net_backend *be, uint8_t *buf, size_t cap)
+{
+    rxhost *h = (rxhost *)be;
+
+    if (h->next >= h->last || cap < 64)
+        return 0;
+    be->stats.rx_offered++;
+    memset(buf, 0, 64);
+    memcpy(buf, &h->next, 4);
+    h->next++;
+    return 64;
+}
+
+static void rx_invariant(const rxhost *h)
+{
+    const net_stats *s = &h->be.stats;
+    ck_assert_uint_eq(s->rx_offered, s->rx_frames + s->rx_dropped +
+                      s->rx_queued);
+}
+
+/* One pull; the sequence number taken, or -1 when none came. */
+static long rx_pull(rxhost *h)
+{
+    uint8_t buf[NET_FRAME_MAX];
+    uint32_t seq;
+    size_t n = net_rxq_rx(&h->be, &h->rxq, rxhost_recv, buf, sizeof buf);
+
+    rx_invariant(h);
+    if (!n)
+        return -1;
+    ck_assert_uint_eq(n, 64);
+    memcpy(&seq, buf, 4);
+    return seq;
+}
+
+static void rx_setup(rxhost *h, const char *const *items, unsigned seed)
+{
+    net_fault f = { 0 };
+    char err[160];
+
+    memset(h, 0, sizeof *h);
+    h->be.ops = &fake_ops;
+    h->be.rxq = &h->rxq;
+    for (; items && *items; items++)
+        ck_assert_int_eq(net_fault_add(&f, *items, err, sizeof err), 0);
+    f.seed = seed;
+    f.seeded = true;
+    net_rxq_set_faults(&h->rxq, &f);
+}
+
+START_TEST(rx_reorder_needs_a_frame_behind)
+{
+    static const char *const reorder[] = { "reorder:100%", NULL };
+    rxhost h;
+
+    rx_setup(&h, reorder, 1);
+    /* one frame waiting: nothing can overtake it */
+    h.last = 1;
+    ck_assert_int_eq(rx_pull(&h), 0);
+    ck_assert_uint_eq(h.be.stats.rx_faults, 0);
+    /* two waiting: the second goes first, the first right after */
+    h.last = 3;
+    ck_assert_int_eq(rx_pull(&h), 2);
+    ck_assert_uint_eq(h.be.stats.rx_queued, 1);
+    ck_assert_int_eq(rx_pull(&h), 1);
+    ck_assert_uint_eq(h.be.stats.rx_queued, 0);
+    ck_assert_uint_eq(h.be.stats.rx_faults, 1);
+    ck_assert_int_eq(rx_pull(&h), -1);
+    ck_assert_uint_eq(h.be.stats.rx_frames, 3);
+}
+END_TEST
+
+START_TEST(rx_faults_account_for_every_frame)
+{
+    static const char *const all[] = { "eagain:10%", "drop:5%",
+                                       "reorder:20%", NULL };
+    static uint8_t seen[20000];
+    rxhost h;
+    unsigned reordered = 0, empties = 0;
+    long prev = -1;
+
+    rx_setup(&h, all, 7);
+    memset(seen, 0, sizeof seen);
+    /* frames arrive in bursts of 1-5; the NIC pulls until told none */
+    while (h.last < sizeof seen || h.rxq.held || h.next < h.last) {
+        long seq;
+
+        if (h.next == h.last && h.last < sizeof seen)
+            h.last += 1 + h.last % 5;
+        if (h.last > sizeof seen)
+            h.last = sizeof seen;
+        seq = rx_pull(&h);
+        if (seq < 0) {
+            ck_assert_uint_lt(++empties, 100000);
+            continue;
+        }
+        ck_assert_uint_lt(seq, sizeof seen);
+        ck_assert_uint_eq(seen[seq], 0);       /* never twice */
+        seen[seq] = 1;
+        reordered += seq < prev;
+        prev = seq;
+    }
+    rx_invariant(&h);
+    ck_assert_uint_eq(h.be.stats.rx_offered, sizeof seen);
+    ck_assert_uint_eq(h.be.stats.rx_queued, 0);
+    /* every frame handed over once, or counted as dropped */
+    {
+        unsigned got = 0;
+        for (size_t i = 0; i < sizeof seen; i++)
+            got += seen[i];
+        ck_assert_uint_eq(got, h.be.stats.rx_frames);
+        ck_assert_uint_eq(got + h.be.stats.rx_dropped, sizeof seen);
+    }
+    ck_assert_uint_gt(h.be.stats.rx_dropped, 500);      /* ~5% of 20000 */
+    ck_assert_uint_gt(reordered, 500);
+    ck_assert_uint_gt(empties, 1000);                   /* eagain answers */
+    /* a held frame when the backend goes is counted as dropped */
+    rx_setup(&h, (const char *const[]){ "reorder:100%", NULL }, 1);
+    h.next = 0;
+    h.last = 2;
+    ck_assert_int_eq(rx_pull(&h), 1);
+    net_rxq_fini(&h.be, &h.rxq);
+    ck_assert_uint_eq(h.be.stats.rx_dropped, 1);
+    rx_invariant(&h);
+}
+END_TEST
+
+START_TEST(peer_with_rx_faults)
+{
+    char err[200];
+    uint8_t frame[60] = { 0 }, buf[NET_FRAME_MAX];
+    net_backend *be;
+    /* an ARP request for the peer's 10.0.2.2 from 10.0.2.15 */
+    static const uint8_t arp[42] = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x52, 0x54, 0, 0x12, 0x34, 0x56,
+        0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1,
+        0x52, 0x54, 0, 0x12, 0x34, 0x56, 10, 0, 2, 15,
+        0, 0, 0, 0, 0, 0, 10, 0, 2, 2 };
+
+    memcpy(frame, arp, sizeof arp);
+    be = net_backend_from_arg("peer,rxfault=drop:100%", err, sizeof err);
+    ck_assert_msg(be != NULL, "%s", err);
+    for (int i = 0; i < 10; i++) {
+        net_tx(be, frame, sizeof frame);
+        ck_assert_uint_eq(net_rx(be, buf, sizeof buf), 0);
+    }
+    ck_assert_uint_eq(be->stats.arp_replies, 10);
+    ck_assert_uint_eq(be->stats.rx_offered, 10);
+    ck_assert_uint_eq(be->stats.rx_dropped, 10);
+    ck_assert_uint_eq(be->stats.rx_faults, 10);
+    ck_assert_uint_eq(be->stats.rx_frames, 0);
+    net_destroy(be);
+    /* without rxfault= the replies arrive */
+    be = net_backend_from_arg("peer,fault-seed=3", err, sizeof err);
+    ck_assert_msg(be != NULL, "%s", err);
+    net_tx(be, frame, sizeof frame);
+    ck_assert_uint_eq(net_rx(be, buf, sizeof buf), 60);
+    ck_assert_uint_eq(be->stats.rx_frames, 1);
+    ck_assert_uint_eq(be->stats.rx_offered, 1);
+    net_destroy(be);
+    /* kinds that are not receive faults, and eagain without a descriptor */
+    ck_assert_ptr_null(net_backend_from_arg("peer,rxfault=short:5%", err,
+                                            sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "not a receive fault"));
+    ck_assert_ptr_null(net_backend_from_arg("peer,rxfault=eagain:5%", err,
+                                            sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "file descriptor"));
+    ck_assert_ptr_null(net_backend_from_arg("peer,rxfault=", err,
+                                            sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "rxfault"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("net_fault");
@@ -305,6 +489,11 @@ int main(void)
     tcase_add_test(t, same_seed_same_faults);
     tcase_add_test(t, fault_spec_parsing);
     tcase_add_test(t, peer_with_faults);
+    suite_add_tcase(s, t);
+    t = tcase_create("rxq");
+    tcase_add_test(t, rx_reorder_needs_a_frame_behind);
+    tcase_add_test(t, rx_faults_account_for_every_frame);
+    tcase_add_test(t, peer_with_rx_faults);
     suite_add_tcase(s, t);
     return lc_test_run(s);
 }

@@ -121,9 +121,8 @@ static uint64_t fault_rand(net_fault *f)
     return x * 0x2545f4914f6cdd1dull;
 }
 
-static int fault_draw(net_txq *q)
+static int draw(net_fault *f)
 {
-    net_fault *f = &q->fault;
     uint32_t r, acc = 0;
 
     if (!f->on)
@@ -137,13 +136,24 @@ static int fault_draw(net_txq *q)
     return NET_FAULT_NONE;
 }
 
+static int fault_draw(net_txq *q)
+{
+    return draw(&q->fault);
+}
+
+/* The generator's start for a seed; `stream` keeps the directions apart
+ * (one seed, two independent sequences). xorshift must not start at 0. */
+static void seed_state(net_fault *f, uint64_t stream)
+{
+    f->state = ((f->seeded ? f->seed : 1) ^ stream) * 0x9e3779b97f4a7c15ull + 1;
+    if (!f->state)
+        f->state = 1;
+}
+
 void net_txq_set_faults(net_txq *q, const net_fault *f)
 {
     q->fault = *f;
-    /* xorshift must not start from 0 */
-    q->fault.state = (f->seeded ? f->seed : 1) * 0x9e3779b97f4a7c15ull + 1;
-    if (!q->fault.state)
-        q->fault.state = 1;
+    seed_state(&q->fault, 0);
 }
 
 const char *net_fault_kind_name(int kind)
@@ -334,4 +344,98 @@ void net_txq_fini(net_backend *be, net_txq *q)
     q->count = 0;
     q->held = false;
     update_queued(be, q);
+}
+
+/* --- the receive stage ---------------------------------------------- */
+
+int net_rxq_check(const net_fault *f, bool has_fd, char *err, size_t errlen)
+{
+    static const int not_rx[] = { NET_FAULT_ENOBUFS, NET_FAULT_SHORT };
+
+    for (size_t i = 0; i < sizeof not_rx / sizeof not_rx[0]; i++)
+        if (f->ppm[not_rx[i]]) {
+            net_set_err(err, errlen, "rxfault '%s': not a receive fault "
+                        "(valid: eagain, drop, reorder)",
+                        kind_names[not_rx[i]]);
+            return -1;
+        }
+    /* a poll answered "nothing" must be asked again by someone: the I/O
+     * thread does, while the frame keeps the descriptor readable; the
+     * peer's frames wait for the NIC's next pull, which may never come */
+    if (f->ppm[NET_FAULT_EAGAIN] && !has_fd) {
+        net_set_err(err, errlen, "rxfault 'eagain': only for a backend whose "
+                    "frames wait in a file descriptor (tap)");
+        return -1;
+    }
+    return 0;
+}
+
+void net_rxq_set_faults(net_rxq *q, const net_fault *f)
+{
+    q->fault = *f;
+    seed_state(&q->fault, 0x5258ull);           /* "RX" */
+}
+
+static void rx_count_delivered(net_backend *be, size_t len)
+{
+    be->stats.rx_frames++;
+    be->stats.rx_bytes += len;
+}
+
+size_t net_rxq_rx(net_backend *be, net_rxq *q, net_recv_fn *recv,
+                  uint8_t *buf, size_t cap)
+{
+    size_t len, next;
+
+    if (q->held) {              /* the frame that was overtaken goes now */
+        if (!buf || q->held_frame.len > cap)
+            return 0;
+        len = q->held_frame.len;
+        memcpy(buf, q->held_frame.data, len);
+        q->held = false;
+        be->stats.rx_queued = 0;
+        rx_count_delivered(be, len);
+        return len;
+    }
+    for (;;) {
+        int v = draw(&q->fault);
+
+        if (v == NET_FAULT_EAGAIN) {
+            be->stats.rx_faults++;
+            return 0;
+        }
+        len = recv(be, buf, cap);
+        if (!len)
+            return 0;
+        if (v == NET_FAULT_DROP) {
+            be->stats.rx_faults++;
+            be->stats.rx_dropped++;
+            continue;           /* as if it never arrived: the next one */
+        }
+        if (v != NET_FAULT_REORDER || len > sizeof q->held_frame.data)
+            break;
+        /* hold this one if another waits behind it, which goes first */
+        memcpy(q->held_frame.data, buf, len);
+        q->held_frame.len = (uint16_t)len;
+        next = recv(be, buf, cap);
+        if (!next) {            /* nothing to overtake it: no reorder */
+            memcpy(buf, q->held_frame.data, len);
+            break;
+        }
+        be->stats.rx_faults++;
+        q->held = true;
+        be->stats.rx_queued = 1;
+        len = next;
+        break;
+    }
+    rx_count_delivered(be, len);
+    return len;
+}
+
+void net_rxq_fini(net_backend *be, net_rxq *q)
+{
+    if (q->held)
+        be->stats.rx_dropped++;
+    q->held = false;
+    be->stats.rx_queued = 0;
 }

@@ -12,7 +12,7 @@
  *
  * and, on either, the test hook of fault.c, as QEMU repeats hostfwd=:
  *
- *   ...,fault=eagain:10%,fault=drop:0.5%,fault-seed=7
+ *   ...,fault=eagain:10%,fault=drop:0.5%,rxfault=reorder:5%,fault-seed=7
  *
  * Unknown backends and options are rejected with a message that lists
  * the valid ones, so a typo never silently selects a default.
@@ -140,7 +140,8 @@ static void list_keys(const net_kind *k, char *buf, size_t len)
  * kind's key list. 0 on success, -1 with the message in err.
  */
 static int parse_options(const net_kind *k, char *opts, const char **vals,
-                         net_fault *fault, char *err, size_t errlen)
+                         net_fault *fault, net_fault *rxfault, char *err,
+                         size_t errlen)
 {
     char valid[128];
     bool seeded = false;
@@ -162,6 +163,17 @@ static int parse_options(const net_kind *k, char *opts, const char **vals,
             return -1;
         }
         /* the fault injection options every backend takes */
+        if (!strcmp(opts, "rxfault")) {
+            if (!eq || !eq[1]) {
+                net_set_err(err, errlen, "%s: option 'rxfault' needs a value "
+                            "(rxfault=KIND:PERCENT)", k->name);
+                return -1;
+            }
+            if (net_fault_add(rxfault, eq + 1, err, errlen) < 0)
+                return -1;
+            opts = next;
+            continue;
+        }
         if (!strcmp(opts, "fault") || !strcmp(opts, "fault-seed")) {
             bool seed = opts[5] != 0;
             if (!eq || !eq[1]) {
@@ -208,7 +220,7 @@ static int parse_options(const net_kind *k, char *opts, const char **vals,
 net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen)
 {
     const char *vals[MAX_KEYS] = { 0 };
-    net_fault fault = { 0 };
+    net_fault fault = { 0 }, rxfault = { 0 };
     const net_kind *k;
     net_backend *be = NULL;
     char *copy, *opts;
@@ -230,8 +242,25 @@ net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen)
     if (!k)
         net_set_err(err, errlen, "unknown network backend '%s' (valid: "
                     VALID_BACKENDS ")", copy);
-    else if (parse_options(k, opts, vals, &fault, err, errlen) == 0)
+    else if (parse_options(k, opts, vals, &fault, &rxfault, err,
+                           errlen) == 0)
         be = k->create(vals, err, errlen);
+    if (be && rxfault.on) {
+        rxfault.seed = fault.seed;
+        rxfault.seeded = fault.seeded;
+        if (!be->rxq) {
+            net_set_err(err, errlen, "%s: no receive fault injection in this "
+                        "backend", copy);
+            net_destroy(be);
+            be = NULL;
+        } else if (net_rxq_check(&rxfault, be->ops->poll_fd(be) >= 0, err,
+                                 errlen) < 0) {
+            net_destroy(be);
+            be = NULL;
+        } else {
+            net_rxq_set_faults(be->rxq, &rxfault);
+        }
+    }
     if (be && (fault.on || fault.seeded)) {
         if (!be->txq) {
             net_set_err(err, errlen, "%s: no fault injection in this "

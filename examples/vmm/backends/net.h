@@ -60,6 +60,12 @@ typedef struct net_stats {
     uint64_t faults;              /* faults injected (fault=) */
     /* peer only: what it answered */
     uint64_t arp_replies, icmp_replies, udp_replies, ignored;
+    /* receive accounting: every frame the host offered (read from the
+     * TAP, or made by the peer) is rx_frames (handed to the NIC),
+     * rx_dropped (lost, counted) or rx_queued (held back here now) */
+    uint64_t rx_offered;
+    uint64_t rx_queued;
+    uint64_t rx_faults;           /* receive faults injected (rxfault=) */
 } net_stats;
 
 /*
@@ -122,12 +128,45 @@ void net_txq_poll(net_backend *be, net_txq *q, net_send_fn *send);
 void net_txq_fini(net_backend *be, net_txq *q);
 void net_txq_set_faults(net_txq *q, const net_fault *f);
 
+/*
+ * Receive faults, the same test hook on the other direction
+ * (--net ...,rxfault=KIND:P%): per frame the host offers, with
+ * probability P% each, `drop` loses it before the NIC sees it (counted
+ * in rx_dropped), `reorder` hands the next waiting frame over first (when
+ * none waits, nothing is reordered), and `eagain` answers one receive
+ * poll with "nothing waiting" while a frame waits (only for a backend
+ * whose frames wait in a file descriptor the VMM polls: TAP). The draws
+ * come from their own generator, seeded from fault-seed.
+ */
+typedef struct net_rxq {
+    net_fault fault;
+    net_txq_frame held_frame;       /* reorder: after the one behind it */
+    bool held;
+} net_rxq;
+
+/* A backend's raw receive: the next frame the host offers into buf (cap
+ * bytes), its length, or 0 when none waits. It counts rx_offered for
+ * every frame it takes from the host and rx_dropped for those it cannot
+ * hand over; net_rxq_rx counts the rest. */
+typedef size_t net_recv_fn(net_backend *be, uint8_t *buf, size_t cap);
+
+/* The receive kinds valid for a backend: eagain only with a poll_fd. */
+int  net_rxq_check(const net_fault *f, bool has_fd, char *err, size_t errlen);
+void net_rxq_set_faults(net_rxq *q, const net_fault *f);
+/* The backend's rx(): the next frame for the NIC, through the faults. */
+size_t net_rxq_rx(net_backend *be, net_rxq *q, net_recv_fn *recv,
+                  uint8_t *buf, size_t cap);
+/* At destroy: a held frame is counted as dropped. */
+void net_rxq_fini(net_backend *be, net_rxq *q);
+
 struct net_backend {
     const net_backend_ops *ops;
     net_stats stats;
     /* The shared transmit path, or NULL for a backend without one (then
      * faults cannot be injected into it). */
     net_txq *txq;
+    /* The shared receive stage, or NULL (then no rxfault=). */
+    net_rxq *rxq;
 };
 
 static inline int net_tx(net_backend *be, const uint8_t *f, size_t len)
@@ -164,8 +203,9 @@ net_backend *net_peer_create_boot(const char *ip, const char *tftp_dir,
 net_backend *net_tap_create(const char *ifname, char *err, size_t errlen);
 
 /* Parse a --net argument: "peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE]",
- * "tap,ifname=NAME"; both take the test hook ",fault=KIND:P%" (repeated
- * for several kinds) and ",fault-seed=N". */
+ * "tap,ifname=NAME"; both take the test hooks ",fault=KIND:P%" and
+ * ",rxfault=KIND:P%" (each repeated for several kinds) and
+ * ",fault-seed=N". */
 net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen);
 
 static inline void net_destroy(net_backend *be)

@@ -82,6 +82,7 @@ typedef struct peer {
     unsigned head, count;       /* FIFO of replies */
     peer_frame q[PEER_QUEUE];
     net_txq txq;                /* frames from the guest (net.h) */
+    net_rxq rxq;                /* replies on their way to the NIC */
 } peer;
 
 /* A parsed, validated IPv4 datagram addressed to the peer. */
@@ -129,6 +130,7 @@ static uint8_t *reply_alloc(peer *p, size_t len)
     peer_frame *f;
 
     if (p->count == PEER_QUEUE) {
+        p->be.stats.rx_offered++;
         p->be.stats.rx_dropped++;
         return NULL;
     }
@@ -577,19 +579,18 @@ static int peer_tx(net_backend *be, const uint8_t *frame, size_t len)
     return net_txq_tx(be, &to_peer(be)->txq, peer_send, frame, len);
 }
 
-static size_t peer_rx(net_backend *be, uint8_t *buf, size_t cap)
+/* The next reply off the queue (net_recv_fn). */
+static size_t peer_recv(net_backend *be, uint8_t *buf, size_t cap)
 {
     peer *p = to_peer(be);
 
-    /* frames held back (busy host, reordering) go first: their replies
-     * come back in this same pull when the NIC has buffers */
-    net_txq_poll(be, &p->txq, peer_send);
     while (p->count) {
         const peer_frame *f = &p->q[p->head];
         size_t len = f->len;
 
         p->head = (p->head + 1) % PEER_QUEUE;
         p->count--;
+        be->stats.rx_offered++;
         /* net.h promises cap >= NET_FRAME_MAX; a caller that breaks that
          * loses the frame rather than getting a truncated one. */
         if (!buf || len > cap) {
@@ -597,11 +598,19 @@ static size_t peer_rx(net_backend *be, uint8_t *buf, size_t cap)
             continue;
         }
         memcpy(buf, f->data, len);
-        be->stats.rx_frames++;
-        be->stats.rx_bytes += len;
         return len;
     }
     return 0;
+}
+
+static size_t peer_rx(net_backend *be, uint8_t *buf, size_t cap)
+{
+    peer *p = to_peer(be);
+
+    /* frames held back (busy host, reordering) go first: their replies
+     * come back in this same pull when the NIC has buffers */
+    net_txq_poll(be, &p->txq, peer_send);
+    return net_rxq_rx(be, &p->rxq, peer_recv, buf, cap);
 }
 
 static int peer_poll_fd(net_backend *be)
@@ -613,6 +622,7 @@ static int peer_poll_fd(net_backend *be)
 static void peer_destroy(net_backend *be)
 {
     net_txq_fini(be, &to_peer(be)->txq);
+    net_rxq_fini(be, &to_peer(be)->rxq);
     tftp_destroy(to_peer(be)->tftp);
     free(be);
 }
@@ -656,6 +666,7 @@ net_backend *net_peer_create_boot(const char *ip, const char *tftp_dir,
     }
     p->be.ops = &peer_ops;
     p->be.txq = &p->txq;
+    p->be.rxq = &p->rxq;
     memcpy(p->ip, addr, 4);
     /* the lease: the guests' address (.15) on the peer's /24 */
     memcpy(p->dhcp.server, addr, 4);

@@ -39,6 +39,7 @@ typedef struct tap {
     int fd;
     uint8_t rbuf[TAP_READ_MAX];
     net_txq txq;                /* frames to write (net.h) */
+    net_rxq rxq;                /* frames read, on their way to the NIC */
 } tap;
 
 static tap *to_tap(net_backend *be)
@@ -65,11 +66,11 @@ static int tap_tx(net_backend *be, const uint8_t *frame, size_t len)
     return net_txq_tx(be, &to_tap(be)->txq, tap_send, frame, len);
 }
 
-static size_t tap_rx(net_backend *be, uint8_t *buf, size_t cap)
+/* The next frame the kernel has for us (net_recv_fn). */
+static size_t tap_recv(net_backend *be, uint8_t *buf, size_t cap)
 {
     tap *t = to_tap(be);
 
-    net_txq_poll(be, &t->txq, tap_send);    /* what waited for the host */
     for (;;) {
         ssize_t n = read(t->fd, t->rbuf, sizeof t->rbuf);
 
@@ -80,6 +81,7 @@ static size_t tap_rx(net_backend *be, uint8_t *buf, size_t cap)
         }
         if (n == 0)
             return 0;
+        be->stats.rx_offered++;
         /* Frames outside what net.h allows (oversize after an MTU change,
          * or larger than the caller's buffer) are dropped, not cut. */
         if ((size_t)n < NET_FRAME_MIN || (size_t)n > NET_FRAME_MAX ||
@@ -88,10 +90,16 @@ static size_t tap_rx(net_backend *be, uint8_t *buf, size_t cap)
             continue;
         }
         memcpy(buf, t->rbuf, (size_t)n);
-        be->stats.rx_frames++;
-        be->stats.rx_bytes += (uint64_t)n;
         return (size_t)n;
     }
+}
+
+static size_t tap_rx(net_backend *be, uint8_t *buf, size_t cap)
+{
+    tap *t = to_tap(be);
+
+    net_txq_poll(be, &t->txq, tap_send);    /* what waited for the host */
+    return net_rxq_rx(be, &t->rxq, tap_recv, buf, cap);
 }
 
 static int tap_poll_fd(net_backend *be)
@@ -104,6 +112,7 @@ static void tap_destroy(net_backend *be)
     tap *t = to_tap(be);
 
     net_txq_fini(be, &t->txq);
+    net_rxq_fini(be, &t->rxq);
     close(t->fd);
     free(t);
 }
@@ -174,6 +183,7 @@ net_backend *net_tap_create(const char *ifname, char *err, size_t errlen)
     }
     t->be.ops = &tap_ops;
     t->be.txq = &t->txq;
+    t->be.rxq = &t->rxq;
     t->fd = fd;
     return &t->be;
 }
