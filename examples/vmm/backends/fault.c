@@ -23,6 +23,12 @@
  * what a real wire loses, but a test must be able to add it up); reorder
  * holds the frame back and sends it after the next one (or after two
  * receive polls when no other frame comes).
+ *
+ * The receive stage (net_rxq_rx) is the same on the other direction:
+ * every frame the host offers is handed to the NIC, dropped (counted) or
+ * held back (reorder, behind the frame that overtakes it), and the
+ * rxfault= kinds drop, reorder and eagain are drawn per frame from a
+ * generator of their own.
  */
 #include <errno.h>
 #include <stdio.h>
