@@ -753,6 +753,17 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         report(x, c, k, e, ru, what, idx, ex2);
         return 0;
     }
+    /* a HLT the run executed is its last instruction, and the result
+     * says so (lc_result.halted: the VMM marks the vCPU halted) */
+    int kl = n && n <= TRACE_MAX ? dcase_insn_at(c, ru->trace[n - 1]) : -1;
+    int hlt = kl >= 0 && c->insn[kl].op == LC_OP_HLT;
+    if (hlt != (res->halted != 0) || (hlt && res->stop != LC_STOP_HALT)) {
+        snprintf(what, sizeof what, "halt: the run's last instruction %s a "
+                 "HLT, the engine says halted %u, stop %s", hlt ? "is" : "is "
+                 "not", res->halted, lc_stop_reason_name(res->stop));
+        report(x, c, k, e, ru, what, idx, NULL);
+        return 0;
+    }
     int smc = first_smc(c, ru, n);
     if (k->cfg.techniques & LC_TECH_SMC) {
         if (smc >= 0 && ((unsigned)smc != n - 1 ||

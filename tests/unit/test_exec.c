@@ -325,6 +325,9 @@ static const stop_case stops[] = {
     { __LINE__, "ee",      2, LC_STOP_TERMINATOR, 0 }, /* CPL3 IOPL0 */
     { __LINE__, "0f 32",   2, LC_STOP_FAULT, LC_VEC_GP }, /* rdmsr CPL3 */
     { __LINE__, "f4",      2, LC_STOP_FAULT, LC_VEC_GP }, /* hlt CPL3 */
+    /* vmread/vmwrite CPL3: they exit, and the VMM raises the #GP */
+    { __LINE__, "0f 78 d8", 2, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "0f 79 c3", 2, LC_STOP_FAULT, LC_VEC_GP },
     { __LINE__, "0f 23 e0", 1, LC_STOP_NONE, 0 }, /* mov dr4: aliases dr6 */
     /* jmp rbx, non-canonical */
     { __LINE__, "ff e3",   3, LC_STOP_FAULT, LC_VEC_GP },
