@@ -4,7 +4,9 @@
  * engine API (lc_engine_create, lc_vcpu_handle_exit) against Unicorn.
  *
  * A case (gen_cluster_case) starts with a strongly exiting instruction
- * (IN/OUT, CPUID, RDMSR/WRMSR; c->xfirst describes its exit, RIP at it)
+ * (IN/OUT, CPUID, RDMSR/WRMSR, HLT, VMCALL, VMREAD/VMWRITE, or a weakly
+ * exiting MMIO access; c->xfirst describes its exit, RIP at it; a first
+ * VMREAD/VMWRITE the fake VMM fails must be declined, state untouched)
  * and goes on with more exiting instructions, MMIO accesses, gap fillers,
  * forward branches, small loops and stores into the code page. Each case
  * gets its own configuration (control-flow method, technique subset,

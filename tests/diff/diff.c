@@ -16,8 +16,11 @@
  * undefined by the last instruction that wrote them on the executed path
  * are masked: see flag_effect() in common.c), DF and IF, every RAM byte
  * (accessed/dirty bits in the page tables included), the harness MSRs and
- * the ordered log of port, MMIO and CPUID accesses. Exit status 0 only if
- * nothing differed.
+ * the ordered log of port, MMIO, CPUID, RDTSC, HLT, VMREAD, VMWRITE and
+ * VMCALL accesses (the last four against the fake VMM of common.c). A
+ * case may end early on both sides: after a HLT, or before an instruction
+ * the library must decline (GI_STOP). Exit status 0 only if nothing
+ * differed.
  */
 #include <stdio.h>
 #include <stdlib.h>
