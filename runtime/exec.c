@@ -148,6 +148,11 @@ static int prepare_mem(lcr_vcpu *v, lcr_ectx *c)
                         in->mem.bytes, access);
 }
 
+int lcr_prepare_mem(lcr_vcpu *v, lcr_ectx *c)
+{
+    return prepare_mem(v, c);
+}
+
 /* The executors return LCR_DONE or LCR_STOP; helpers return 0 or -1. */
 #define DONE_IF(ok) ((ok) ? LCR_DONE : LCR_STOP)
 
@@ -1447,7 +1452,7 @@ static int ex_rdtsc(lcr_vcpu *v, lcr_ectx *c)
 #define ROW_MOV_DR   PLAIN(ex_mov_dr)
 #define ROW_RDMSR    PLAIN(ex_rdmsr)
 #define ROW_WRMSR    PLAIN(ex_wrmsr)
-#define ROW_VMREAD   PLAIN(lcr_ex_vmread)       /* vmcs.c, section 8 */
+#define ROW_VMREAD   OWNMEM(lcr_ex_vmread)      /* vmcs.c, section 8 */
 #define ROW_VMWRITE  PLAIN(lcr_ex_vmwrite)
 #define ROW_VMCALL   PLAIN(ex_vmcall)
 /* never run: mode and paging changes */

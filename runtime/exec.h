@@ -133,6 +133,10 @@ static inline int lcr_cpl0_only(lcr_vcpu *v)
     return 0;
 }
 
+/* Phase one for the explicit memory operand (translation, A/D bits),
+ * for OWNMEM executors that must do it after a check of their own. */
+int lcr_prepare_mem(lcr_vcpu *v, lcr_ectx *c);
+
 /* Executors living outside exec.c (paper section 8: vmcs.c). */
 int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c);
 int lcr_ex_vmwrite(lcr_vcpu *v, lcr_ectx *c);

@@ -4,7 +4,9 @@
  * engine API (lc_engine_create, lc_vcpu_handle_exit) against Unicorn.
  *
  * A case (gen_cluster_case) starts with a strongly exiting instruction
- * (IN/OUT, CPUID, RDMSR/WRMSR; c->xfirst describes its exit, RIP at it)
+ * (IN/OUT, CPUID, RDMSR/WRMSR, HLT, VMCALL, VMREAD/VMWRITE, or a weakly
+ * exiting MMIO access; c->xfirst describes its exit, RIP at it; a first
+ * VMREAD/VMWRITE the fake VMM fails must be declined, state untouched)
  * and goes on with more exiting instructions, MMIO accesses, gap fillers,
  * forward branches, small loops and stores into the code page. Each case
  * gets its own configuration (control-flow method, technique subset,
@@ -465,6 +467,8 @@ typedef struct cstats {
     uint64_t bound_checked;          /* runs with a static lower bound > 1 */
     uint64_t past_runs;              /* LC_EXIT_RIP_PAST calls handled */
     uint64_t declined_past;          /* ... declined (nothing to run) */
+    uint64_t declined_vmfail;        /* first VMREAD/VMWRITE the VMM
+                                      * failed, declined cleanly */
     uint64_t max_insns, max_saved;
     uint64_t cflow_runs[4];
     uint64_t first_kind[LC_EXIT_KIND_COUNT_]; /* agreed calls per exit kind */
@@ -540,7 +544,9 @@ static const char *cflow_violation(const dcase *c, const run_result *ru,
     for (unsigned t = 0; t < n && t < TRACE_MAX; t++) {
         int k = dcase_insn_at(c, ru->trace[t]);
         lc_insn_info info;
-        if (k < 0 || !decode_at(c, k, &info) || info.cflow == LC_CF_NONE)
+        /* HLT (LC_CF_HALT) ends the run after it: no branch */
+        if (k < 0 || !decode_at(c, k, &info) || info.cflow == LC_CF_NONE ||
+            info.cflow == LC_CF_HALT)
             continue;
         *at = t;
         if (cf == LC_CFLOW_NONE)
@@ -583,12 +589,18 @@ static unsigned static_extent(const dcase *c, const lc_config *f)
 
     if (!(f->techniques & LC_TECH_STATIC) || !(f->techniques & LC_TECH_SINGLE))
         return 1;
+    /* a HLT ends the run after it */
+    if (c->ninsns && c->insn[0].op == LC_OP_HLT)
+        return 1;
     for (uint32_t i = 1; i < c->ninsns && i < window; i++) {
         lc_insn_info info;
+        /* the run stops before a declined instruction and before a
+         * VMREAD/VMWRITE the VMM fails (LC_CB_STOP) */
         if (c->insn[i].off != c->insn[i - 1].off + c->insn[i - 1].len ||
             !decode_at(c, (int)i, &info) ||
             info.exit_class == LC_CLASS_TERMINATOR ||
-            info.cflow != LC_CF_NONE || (c->insn[i].flags & GI_SMC))
+            info.cflow != LC_CF_NONE ||
+            (c->insn[i].flags & (GI_SMC | GI_STOP | GI_VMFAIL)))
             break;
         if (info.exit_class == LC_CLASS_STRONG) {
             last = i;
@@ -680,6 +692,23 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         x->s.declined_past++;     /* nothing to run after it: fine */
         return 1;
     }
+    if (c->xfirst_declined && !pre) {
+        /* the VMM failed the exiting VMREAD/VMWRITE (LC_CB_STOP): the
+         * engine must decline it and leave the state alone, so that the
+         * VMM emulates the failure on this exit */
+        if (res->disposition == LC_DECLINED && !e->untouched_bad) {
+            x->s.declined_vmfail++;
+            return 1;
+        }
+        snprintf(what, sizeof what, "the VMM failed the exiting %s, yet the "
+                 "engine %s (stop %s, %u instructions)%s",
+                 lc_exit_kind_name(c->xfirst.kind),
+                 res->disposition == LC_HANDLED ? "handled it" : "declined",
+                 lc_stop_reason_name(res->stop), res->insns,
+                 e->untouched_bad ? " and changed the state" : "");
+        report(x, c, k, e, e->r, what, idx, NULL);
+        return 0;
+    }
     if (res->disposition != LC_HANDLED || res->insns == 0) {
         snprintf(what, sizeof what, "the engine declined the exit (stop %s)%s",
                  lc_stop_reason_name(res->stop),
@@ -724,6 +753,17 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         snprintf(ex2, sizeof ex2, "weakly exiting and string I/O ones "
                  "executed:%s", extra);
         report(x, c, k, e, ru, what, idx, ex2);
+        return 0;
+    }
+    /* a HLT the run executed is its last instruction, and the result
+     * says so (lc_result.halted: the VMM marks the vCPU halted) */
+    int kl = n && n <= TRACE_MAX ? dcase_insn_at(c, ru->trace[n - 1]) : -1;
+    int hlt = kl >= 0 && c->insn[kl].op == LC_OP_HLT;
+    if (hlt != (res->halted != 0) || (hlt && res->stop != LC_STOP_HALT)) {
+        snprintf(what, sizeof what, "halt: the run's last instruction %s a "
+                 "HLT, the engine says halted %u, stop %s", hlt ? "is" : "is "
+                 "not", res->halted, lc_stop_reason_name(res->stop));
+        report(x, c, k, e, ru, what, idx, NULL);
         return 0;
     }
     int smc = first_smc(c, ru, n);
@@ -874,7 +914,7 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     int a_ok = check_call(x, c, 0, &k, &a, idx, 0);
 
     /* code replacement on the same engine */
-    if (a_ok && k.replace) {
+    if (a_ok && k.replace && !c->xfirst_declined) {
         char what[128];
         run_result *ru = uc_get(x->u, &x->q, c, 0, a.res.insns, &(int){ 0 });
         if (replace_code(c, ru, a.res.insns, &k, x->c2, what, sizeof what)) {
@@ -1024,7 +1064,8 @@ int cdiff_main(const cdiff_opts *o)
                "saved in all, at most %llu in one run), longest run %llu "
                "instructions, %llu runs took a backward branch, %llu SMC "
                "stops, %llu code replacements, %llu runs held to a static "
-               "lower bound, %llu RIP-past runs (%llu declined)\n",
+               "lower bound, %llu RIP-past runs (%llu declined), %llu "
+               "failing first VMREAD/VMWRITE declined\n",
                (unsigned long long)s->clusters, (unsigned long long)s->multi,
                (unsigned long long)s->saved, (unsigned long long)s->max_saved,
                (unsigned long long)s->max_insns,
@@ -1033,7 +1074,8 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->replaced,
                (unsigned long long)s->bound_checked,
                (unsigned long long)s->past_runs,
-               (unsigned long long)s->declined_past);
+               (unsigned long long)s->declined_past,
+               (unsigned long long)s->declined_vmfail);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],

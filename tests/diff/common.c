@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <Zydis/Zydis.h>
+
 #include "diff.h"
 
 const char *dmode_name(int m)
@@ -119,6 +121,13 @@ void flag_effect(unsigned op, unsigned bits, int count, uint32_t *def,
     case LC_OP_DIV: case LC_OP_IDIV: case LC_OP_MOV_DR:
         *und = FL_STATUS;
         break;
+    /* VMREAD/VMWRITE: VMsucceed clears CF PF AF ZF SF OF, VMfailInvalid
+     * sets CF and VMfailValid ZF, clearing the rest (SDM vol. 3,
+     * "Conventions" of the VMX instruction reference). VMCALL: the
+     * fake VMM changes no flag. */
+    case LC_OP_VMREAD: case LC_OP_VMWRITE:
+        *def = FL_STATUS;
+        break;
     /* BT/BTS/BTR/BTC: "The CF flag contains the value of the selected
      * bit. The ZF flag is unaffected. The OF, SF, AF, and PF flags are
      * undefined." */
@@ -201,6 +210,122 @@ void dev_init(dev_side *d, const dcase *c)
     xo_seed(d->rng, c->dev_seed);
     memcpy(d->msr, c->msr, sizeof d->msr);
     d->tsc = splitmix64(&(uint64_t){ c->dev_seed ^ 0x747363ull });
+    d->long64 = c->mode == DM_LONG64;
+    d->vmcs_valid = c->vmcs_valid;
+    uint64_t x = c->dev_seed ^ 0x766d6373ull;
+    for (int i = 0; i < VMX_NFIELDS; i++) {
+        uint64_t v = splitmix64(&x);
+        unsigned w = (vmx_fields[i] >> 13) & 3;
+        d->vmcs[i] = w == 0 ? v & 0xffff : w == 2 ? v & 0xffffffffu : v;
+    }
+}
+
+/* ---- the fake VMCS (diff.h) --------------------------------------------- */
+
+/* Encodings (SDM vol. 3, appendix "Field Encoding in VMCS"): bits 14:13
+ * width (0 16-bit, 1 64-bit, 2 32-bit, 3 natural), 11:10 type (1:
+ * read-only data), bit 0 the high access of a 64-bit field. */
+const uint32_t vmx_fields[VMX_NFIELDS] = {
+    0x0000,   /* VPID (16, control) */
+    0x0802,   /* guest CS selector (16, guest) */
+    0x0c00,   /* host ES selector (16, host) */
+    0x2000,   /* I/O bitmap A (64, control) */
+    0x2800,   /* VMCS link pointer (64, guest) */
+    0x2400,   /* guest-physical address (64, read-only) */
+    0x4002,   /* primary processor-based controls (32, control) */
+    0x4826,   /* guest activity state (32, guest) */
+    0x4400,   /* VM-instruction error (32, read-only) */
+    0x4402,   /* exit reason (32, read-only) */
+    0x6000,   /* CR0 guest/host mask (natural, control) */
+    0x6400,   /* exit qualification (natural, read-only) */
+    0x6800,   /* guest CR0 (natural, guest) */
+    0x681e,   /* guest RIP (natural, guest) */
+    0x6c00,   /* host CR0 (natural, host) */
+    0x6c16,   /* host RIP (natural, host) */
+};
+
+int vmx_field_index(uint64_t field)
+{
+    /* bits 63:15 are reserved: no field has them (in 64-bit mode "if bits
+     * 63:32 of the source operand are not zero" VMREAD/VMWRITE fail) */
+    if (field >> 15)
+        return -1;
+    /* the access-type bit is for 64-bit fields only */
+    if ((field & 1) && ((field >> 13) & 3) != 1)
+        return -1;
+    for (int i = 0; i < VMX_NFIELDS; i++)
+        if (vmx_fields[i] == (field & ~1ull))
+            return i;
+    return -1;
+}
+
+int vmx_check(const dev_side *d, int is_write, uint64_t field)
+{
+    int i;
+
+    if (!d->vmcs_valid)
+        return VMX_FAIL_INVALID;
+    if ((i = vmx_field_index(field)) < 0)
+        return 12;   /* VMREAD/VMWRITE from/to unsupported VMCS component */
+    if (is_write && ((vmx_fields[i] >> 10) & 3) == 1)
+        return 13;   /* VMWRITE to read-only VMCS component */
+    return 0;
+}
+
+void vmx_do(dev_side *d, int is_write, uint64_t field, uint64_t *val)
+{
+    int i = vmx_field_index(field);
+    unsigned w;
+    uint64_t *f;
+
+    if (i < 0)
+        return;
+    w = (vmx_fields[i] >> 13) & 3;
+    f = &d->vmcs[i];
+    if (!is_write) {
+        *val = (field & 1) ? *f >> 32 : *f;
+    } else if (w == 0) {
+        *f = *val & 0xffff;       /* "bits 15:0 of the source operand" */
+    } else if (w == 2) {
+        *f = *val & 0xffffffffu;
+    } else if (field & 1) {       /* high access: bits 63:32 of the field */
+        *f = (*f & 0xffffffffu) | (*val & 0xffffffffu) << 32;
+    } else {
+        /* full access, 64-bit and natural width: a 32-bit source clears
+         * the high bits ("if the VMCS field is longer, then the high bits
+         * of the field are cleared to 0"): *val is zero-extended */
+        *f = *val;
+    }
+    dev_log(d, is_write ? AK_VMWRITE : AK_VMREAD, is_write, 0, field, *val);
+}
+
+uint64_t vmx_fail(dev_side *d, int is_write, uint64_t field, int code,
+                  uint64_t rflags)
+{
+    rflags &= ~(uint64_t)FL_STATUS;
+    if (code == VMX_FAIL_INVALID) {
+        rflags |= FL_CF;          /* VMfailInvalid */
+    } else {
+        rflags |= FL_ZF;          /* VMfailValid(code) */
+        for (int i = 0; i < VMX_NFIELDS; i++)
+            if (vmx_fields[i] == VMX_INSN_ERROR)
+                d->vmcs[i] = (uint32_t)code;
+    }
+    dev_log(d, is_write ? AK_VMWRITE : AK_VMREAD, is_write,
+            code == VMX_FAIL_INVALID ? 0xff : (unsigned)code, field, 0);
+    return rflags;
+}
+
+void vmx_vmcall(dev_side *d, uint64_t gpr[16], int long64)
+{
+    uint64_t m = long64 ? ~0ull : 0xffffffffu;
+    uint64_t x = (gpr[LC_RAX] & m) ^ (gpr[LC_RBX] & m) * 3 ^
+                 (gpr[LC_RCX] & m) * 5;
+    uint64_t in = gpr[LC_RAX] & m;
+
+    gpr[LC_RAX] = splitmix64(&x) & m;
+    gpr[LC_RDX] = (in + 1) & m;
+    dev_log(d, AK_VMCALL, 0, 0, in, gpr[LC_RAX]);
 }
 
 uint64_t dev_answer(dev_side *d, unsigned size)
@@ -229,4 +354,75 @@ void cpuid_answer(uint32_t leaf, uint32_t sub, uint32_t out[4])
     uint64_t x = ((uint64_t)leaf << 32 | sub) ^ 0x5DEECE66Dull;
     for (int i = 0; i < 4; i++)
         out[i] = (uint32_t)splitmix64(&x);
+}
+
+/* Register number of a general-purpose register (16, 32, 64 bits), -2
+ * for RIP/EIP, -1 for none or anything else. */
+static int zgpr(ZydisRegister r)
+{
+    switch (ZydisRegisterGetClass(r)) {
+    case ZYDIS_REGCLASS_GPR16:
+    case ZYDIS_REGCLASS_GPR32:
+    case ZYDIS_REGCLASS_GPR64:
+        return ZydisRegisterGetId(r);
+    case ZYDIS_REGCLASS_IP:
+        return -2;
+    default:
+        return -1;
+    }
+}
+
+int vmx_decode(int mode, const uint8_t *code, size_t n, vmx_insn *out)
+{
+    ZydisDecoder dec;
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+    const ZydisDecodedOperand *fo, *vo;
+
+    memset(out, 0, sizeof *out);
+    if (ZYAN_FAILED(ZydisDecoderInit(&dec,
+            mode == DM_LONG64 ? ZYDIS_MACHINE_MODE_LONG_64
+            : mode == DM_REAL ? ZYDIS_MACHINE_MODE_REAL_16
+                              : ZYDIS_MACHINE_MODE_LEGACY_32,
+            mode == DM_LONG64 ? ZYDIS_STACK_WIDTH_64
+            : mode == DM_REAL ? ZYDIS_STACK_WIDTH_16 : ZYDIS_STACK_WIDTH_32)) ||
+        ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, code, n, &in, op)))
+        return -1;
+    out->len = in.length;
+    out->opbits = mode == DM_LONG64 ? 64 : 32;
+    switch (in.mnemonic) {
+    case ZYDIS_MNEMONIC_VMCALL:
+        out->op = LC_OP_VMCALL;
+        return 0;
+    case ZYDIS_MNEMONIC_VMREAD:
+        out->op = LC_OP_VMREAD;
+        vo = &op[0];
+        fo = &op[1];
+        break;
+    case ZYDIS_MNEMONIC_VMWRITE:
+        out->op = LC_OP_VMWRITE;
+        fo = &op[0];
+        vo = &op[1];
+        break;
+    default:
+        return -1;
+    }
+    if (fo->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+        (out->field_reg = zgpr(fo->reg.value)) < 0)
+        return -1;
+    out->val_reg = -1;
+    if (vo->type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        if ((out->val_reg = zgpr(vo->reg.value)) < 0)
+            return -1;
+        return 0;
+    }
+    if (vo->type != ZYDIS_OPERAND_TYPE_MEMORY)
+        return -1;
+    out->base = zgpr(vo->mem.base);
+    out->index = zgpr(vo->mem.index);
+    out->scale = vo->mem.scale ? vo->mem.scale : 1;
+    out->disp = vo->mem.disp.value;
+    out->abits = in.address_width;
+    out->seg = (unsigned)(vo->mem.segment - ZYDIS_REGISTER_ES);
+    return out->seg < 6 ? 0 : -1;
 }

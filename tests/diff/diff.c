@@ -16,8 +16,11 @@
  * undefined by the last instruction that wrote them on the executed path
  * are masked: see flag_effect() in common.c), DF and IF, every RAM byte
  * (accessed/dirty bits in the page tables included), the harness MSRs and
- * the ordered log of port, MMIO and CPUID accesses. Exit status 0 only if
- * nothing differed.
+ * the ordered log of port, MMIO, CPUID, RDTSC, HLT, VMREAD, VMWRITE and
+ * VMCALL accesses (the last four against the fake VMM of common.c). A
+ * case may end early on both sides: after a HLT, or before an instruction
+ * the library must decline (GI_STOP). Exit status 0 only if nothing
+ * differed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +44,11 @@ static struct {
 } opt = { -1, 1000, 1, 0, 0, -1, 12, 0, 5, 2000 };
 
 static uint64_t exec_cov[DM_COUNT][LC_OP_COUNT_][4];
+/* Agreed cases that ended at the decline they expected (GI_STOP), per
+ * operation, and VMREAD/VMWRITEs the fake VMM failed and emulated on the
+ * exit (GI_VMFAIL). */
+static uint64_t declined_ok[DM_COUNT][LC_OP_COUNT_];
+static uint64_t vmfail_ok[DM_COUNT];
 
 /* Comparing with the host CPU: no trace, no page-table/code RAM (the
  * host's page tables are not the guest's), no MSRs, IF not comparable. */
@@ -77,6 +85,10 @@ static const char *ak_name(int k)
     case AK_MMIO: return "mmio";
     case AK_CPUID: return "cpuid";
     case AK_RDTSC: return "rdtsc";
+    case AK_HLT: return "hlt";
+    case AK_VMREAD: return "vmread";
+    case AK_VMWRITE: return "vmwrite";
+    case AK_VMCALL: return "vmcall";
     default: return "?";
     }
 }
@@ -86,6 +98,11 @@ static void fmt_access(char *b, size_t n, const dev_access *a)
     if (a->kind == AK_CPUID)
         snprintf(b, n, "cpuid leaf 0x%x subleaf 0x%x", (unsigned)a->addr,
                  (unsigned)(a->addr >> 32));
+    else if (a->kind == AK_VMREAD || a->kind == AK_VMWRITE)
+        snprintf(b, n, "%s field 0x%llx value 0x%llx %s", ak_name(a->kind),
+                 (unsigned long long)a->addr, (unsigned long long)a->value,
+                 a->size == 0 ? "VMsucceed" : a->size == 0xff
+                 ? "VMfailInvalid" : "VMfailValid");
     else
         snprintf(b, n, "%s %s size %u addr 0x%llx value 0x%llx",
                  ak_name(a->kind), a->is_write ? "write" : "read", a->size,
@@ -384,6 +401,13 @@ static void print_coverage(int m)
             printf(" %s", lc_op_name((lc_op)op));
     }
     printf("\n");
+    printf("  declines agreed (the run stopped before it):");
+    for (unsigned op = 0; op < LC_OP_COUNT_; op++)
+        if (declined_ok[m][op])
+            printf(" %s:%llu", lc_op_name((lc_op)op),
+                   (unsigned long long)declined_ok[m][op]);
+    printf("; VMREAD/VMWRITE failed by the VMM and emulated on the exit: "
+           "%llu\n", (unsigned long long)vmfail_ok[m]);
     int sk = 0;
     for (unsigned op = 0; op < LC_OP_COUNT_; op++)
         if (gen_skipped[m][op]) {
@@ -563,7 +587,12 @@ int main(int argc, char **argv)
                     int k = dcase_insn_at(c, rr->trace[t]);
                     if (k >= 0)
                         exec_cov[m][c->insn[k].op][width_index(c->insn[k].bits)]++;
+                    if (k >= 0 && (c->insn[k].flags & GI_VMFAIL))
+                        vmfail_ok[m]++;
                 }
+                int ks = dcase_insn_at(c, rr->rip);
+                if (ks >= 0 && (c->insn[ks].flags & GI_STOP))
+                    declined_ok[m][c->insn[ks].op]++;
                 if (opt.verbose && opt.one_case >= 0) {
                     printf("case %llu agrees\n", (unsigned long long)idx);
                     print_case(c, rr);

@@ -84,6 +84,14 @@ typedef struct gen_insn {
 #define GI_SMC      0x02u /* a store into the code page */
 #define GI_SMC_CODE 0x04u /* ... possibly onto code bytes */
 #define GI_LOOP     0x08u /* a backward branch (loop) */
+#define GI_STOP     0x10u /* the library must stop before it, leaving the
+                           * state as the CPU has it there (MOV CR, a
+                           * VMX instruction in real mode: #UD); both
+                           * sides end the run there */
+#define GI_VMFAIL   0x20u /* a VMREAD/VMWRITE the fake VMM fails
+                           * (VMfailInvalid/VMfailValid): the library
+                           * stops before it, the VMM emulates it on the
+                           * exit (rt_side.c) */
 
 #define GEN_MAX_INSNS 96
 
@@ -104,6 +112,11 @@ typedef struct dcase {
                                * accesses (can run on the host CPU) */
     lc_exit      xfirst;      /* engine mode: the exit the first
                                * instruction causes */
+    uint8_t      xfirst_declined; /* engine mode: the VMM fails the first
+                               * instruction (a failing VMREAD/VMWRITE):
+                               * the engine must decline, state untouched */
+    uint8_t      vmcs_valid;  /* the fake VMM's current-VMCS pointer is
+                               * valid (else VMfailInvalid) */
 } dcase;
 
 /* Options of the generator. */
@@ -154,7 +167,8 @@ uint32_t flag_uses(unsigned op, unsigned cond);
 
 /* ---- devices: answer stream and access log ------------------------------ */
 
-enum { AK_PIO = 1, AK_MMIO, AK_CPUID, AK_RDMSR, AK_WRMSR, AK_RDTSC };
+enum { AK_PIO = 1, AK_MMIO, AK_CPUID, AK_RDMSR, AK_WRMSR, AK_RDTSC,
+       AK_HLT, AK_VMREAD, AK_VMWRITE, AK_VMCALL };
 
 typedef struct dev_access {
     uint8_t  kind;
@@ -176,6 +190,9 @@ typedef struct dev_side {
     uint64_t   msr[N_MSRS];
     uint64_t   tsc;       /* the next RDTSC's answer (monotonic) */
     uint64_t   dr[4];     /* DR0..DR3 (MOV DR; start at 0) */
+    uint8_t    long64;            /* the case's mode is long64 */
+    uint8_t    vmcs_valid;        /* the fake VMCS (see vmx_*) */
+    uint64_t   vmcs[16];
 } dev_side;
 
 void dev_init(dev_side *d, const dcase *c);
@@ -186,6 +203,55 @@ void dev_log(dev_side *d, int kind, int is_write, unsigned size,
              uint64_t addr, uint64_t value);
 void cpuid_answer(uint32_t leaf, uint32_t sub, uint32_t out[4]);
 int msr_index(uint32_t msr);
+/*
+ * The fake VMM's nested-virtualization state (paper section 8): the VMCS
+ * it keeps for its guest hypervisor, served to libcluster through
+ * lc_vm_ops.vmcs_read/vmcs_write and to Unicorn's side by the #UD hook
+ * (uc_side.c), with the field semantics of the SDM (vol. 3, "VMREAD,
+ * VMWRITE, and Encodings of VMCS Fields"): 16-, 32-, 64-bit (full and
+ * high access) and natural-width fields, read-only fields, an unsupported
+ * encoding failing with VMfailValid(12), a write to a read-only field
+ * with VMfailValid(13), no current VMCS with VMfailInvalid.
+ */
+#define VMX_NFIELDS 16
+extern const uint32_t vmx_fields[VMX_NFIELDS];
+#define VMX_INSN_ERROR 0x4400u    /* VM-instruction error (read-only) */
+#define VMX_FAIL_INVALID (-1)
+/* 0 if the access succeeds, VMX_FAIL_INVALID, or the VMfailValid error
+ * number; no side effect. */
+int vmx_check(const dev_side *d, int is_write, uint64_t field);
+/* A successful VMREAD (*val out) or VMWRITE (*val in: the source operand
+ * zero-extended from the operand size); logged. */
+void vmx_do(dev_side *d, int is_write, uint64_t field, uint64_t *val);
+/* A failed one: the VM-instruction error field for VMfailValid; logged.
+ * Returns RFLAGS after it (VMfailInvalid: CF; VMfailValid: ZF; the other
+ * status flags cleared). */
+uint64_t vmx_fail(dev_side *d, int is_write, uint64_t field, int code,
+                  uint64_t rflags);
+/* VMCALL: the fake VMM's hypercall (RAX in, RAX and RDX out, 32 bits
+ * outside 64-bit mode); logged. */
+void vmx_vmcall(dev_side *d, uint64_t gpr[16], int long64);
+/* A field the fake VMCS has (index), or -1. */
+int vmx_field_index(uint64_t field);
+
+/* A VMREAD, VMWRITE or VMCALL as the harness's own decode (Zydis, not the
+ * library's decoder) sees it: what the oracle (uc_side.c) and the fake
+ * VMM's exit handler (rt_side.c) need. Operands in Intel order: VMREAD
+ * r/m(value), r(field); VMWRITE r(field), r/m(value). */
+typedef struct vmx_insn {
+    unsigned op;          /* LC_OP_VMREAD, LC_OP_VMWRITE, LC_OP_VMCALL */
+    unsigned len;
+    unsigned opbits;      /* 64 in 64-bit mode, else 32 (SDM) */
+    int      field_reg;   /* GPR number */
+    int      val_reg;     /* GPR number, or -1: memory */
+    /* the memory operand */
+    int      base, index; /* GPR numbers, -1 none, -2 RIP */
+    unsigned scale, abits, seg;
+    int64_t  disp;
+} vmx_insn;
+/* 0, or -1 if the bytes are not one of the three. */
+int vmx_decode(int mode, const uint8_t *code, size_t n, vmx_insn *out);
+
 /* Monotonic seconds, for soak timing. */
 double diff_now(void);
 /* Index of the case's instruction at linear address `la`, or -1. */

@@ -123,6 +123,8 @@ typedef struct gctx {
     int      force_seg;    /* mk_mem: this segment + 1, or 0 */
     uint64_t stack_top;    /* engine mode: the stack's top when it lies in
                             * the code page (linear), or 0 */
+    int      allow_term;   /* the next emit may be a terminator (GI_STOP) */
+    int      cluster;      /* gen_cluster_case (engine mode) */
 } gctx;
 
 static uint64_t rnd(gctx *g) { return xo_next(g->r); }
@@ -345,7 +347,7 @@ static int emit(gctx *g, ZydisEncoderRequest *rq, unsigned want_op)
      * 0F 18..0F 1E hint space, which QEMU partly treats as #UD) */
     if (want_op == LC_OP_NOP && len > 1 && !memmem(buf, len, "\x0f\x1f", 2))
         return -1;
-    if (info.exit_class == LC_CLASS_TERMINATOR ||
+    if ((info.exit_class == LC_CLASS_TERMINATOR && !g->allow_term) ||
         (want_op && info.op != want_op)) {
         gen_skipped[g->mode][want_op ? want_op : info.op]++;
         return -1;
@@ -1658,6 +1660,140 @@ static int t_movdr(gctx *g)
     return emit(g, &rq, LC_OP_MOV_DR) < 0 ? -1 : 0;
 }
 
+/* HLT (issue 16): the fake VMM's halt; the run ends after it on both
+ * sides (runtime/exec.c; QEMU leaves uc_emu_start there). */
+static int t_hlt(gctx *g)
+{
+    ZydisEncoderRequest rq;
+
+    req_init(&rq, ZYDIS_MNEMONIC_HLT);
+    return emit(g, &rq, LC_OP_HLT) < 0 ? -1 : 0;
+}
+
+/* Emit `rq` (an instruction the library must decline) flagged GI_STOP:
+ * both sides end the run before it, and everything up to it must agree. */
+static int emit_stop(gctx *g, ZydisEncoderRequest *rq, unsigned op,
+                     const memspec *m)
+{
+    g->allow_term = 1;
+    int k = emit_m(g, rq, op, m);
+    g->allow_term = 0;
+    if (k >= 0)
+        g->c->insn[k].flags |= GI_STOP;
+    return k;
+}
+
+/* MOV to and from CR0, CR2, CR3, CR4 (and CR8 in 64-bit mode): never run
+ * by the library (decoder/optable.c: paging and mode changes are not
+ * spanned, paper section 8), so each is a clean decline: the run stops
+ * before it with everything before it done (GI_STOP). */
+static int t_movcr(gctx *g)
+{
+    static const ZydisRegister CR[5] = {
+        ZYDIS_REGISTER_CR0, ZYDIS_REGISTER_CR2, ZYDIS_REGISTER_CR3,
+        ZYDIS_REGISTER_CR4, ZYDIS_REGISTER_CR8,
+    };
+    ZydisEncoderRequest rq;
+    unsigned w = is64(g) ? 64 : 32, n = rn(g, is64(g) ? 5 : 4);
+
+    req_init(&rq, ZYDIS_MNEMONIC_MOV);
+    if (chance(g, 50)) {
+        op_reg(&rq, CR[n]);
+        op_reg(&rq, src_reg(g, w));
+    } else {
+        op_reg(&rq, dst_reg(g, w));
+        op_reg(&rq, CR[n]);
+    }
+    return emit_stop(g, &rq, LC_OP_MOV_CR, NULL) < 0 ? -1 : 0;
+}
+
+/* A VMCS field encoding for the next VMREAD/VMWRITE: mostly one the fake
+ * VMCS has (common.c; the high access of a 64-bit one too), else one it
+ * has not (an unused encoding, the access-type bit on a field that is
+ * not 64 bits wide, bits above 31 in 64-bit mode), or for VMWRITE a
+ * read-only one. */
+static uint64_t pick_field(gctx *g, int wr)
+{
+    unsigned k = rn(g, 100);
+    uint64_t f = vmx_fields[rn(g, VMX_NFIELDS)];
+
+    if (k < 75) {
+        if (((f >> 13) & 3) == 1 && chance(g, 30))
+            f |= 1;
+        return f;
+    }
+    if (k < 82)
+        return 0x4000 | (rn(g, 0x100) << 1) | 0x200;   /* 32-bit, unused */
+    if (k < 88)
+        return ((f >> 13) & 3) == 1 ? 0x4001 : f | 1;
+    if (k < 92 && is64(g))
+        return f | (uint64_t)(1 + rn(g, 0xffff)) << 32;
+    if (wr)
+        return chance(g, 50) ? VMX_INSN_ERROR : 0x6400;
+    return f;
+}
+
+/* VMREAD, VMWRITE (paper section 8: runtime/vmcs.c against the VMM's
+ * VMCS) and VMCALL. The field register is loaded right before; the value
+ * operand is a register or RAM (32 bits outside 64-bit mode, 64 in it).
+ * One the fake VMM fails is GI_VMFAIL: the library stops before it and
+ * the VMM's exit handler makes it fail (rt_side.c); in real mode VMREAD
+ * and VMWRITE are #UD, left to the CPU (GI_STOP). */
+static int t_vmx(gctx *g)
+{
+    dcase *c = g->c;
+    ZydisEncoderRequest rq;
+    memspec ms;
+    unsigned k = rn(g, 5), w = is64(g) ? 64 : 32;
+
+    if (k == 0) {
+        if (chance(g, 60) &&
+            emit_setup(g, gpr(32, LC_RAX), (uint32_t)rnd(g)) < 0)
+            return -1;
+        req_init(&rq, ZYDIS_MNEMONIC_VMCALL);
+        return emit(g, &rq, LC_OP_VMCALL) < 0 ? -1 : 0;
+    }
+    int wr = k >= 3;
+    uint64_t field = pick_field(g, wr);
+    int code = !c->vmcs_valid ? VMX_FAIL_INVALID
+             : vmx_field_index(field) < 0 ? 12
+             : wr && ((vmx_fields[vmx_field_index(field)] >> 10) & 3) == 1
+                 ? 13 : 0;
+    /* The runtime reads a VMWRITE's memory source before it asks the VMM
+     * (runtime/vmcs.c: the callback needs the value), which sets the
+     * page's accessed bits. The CPU reads it too before it looks at the
+     * field, but not under VMfailInvalid; and where the engine stops
+     * before a failing one (a cluster), nothing has read it yet on
+     * Unicorn's side. Neither is generated (docs/differential.md). */
+    int um = chance(g, 40) &&
+             !(wr && (code == VMX_FAIL_INVALID || (code && g->cluster)));
+    if (um && mk_mem(g, w / 8, (wr ? MK_READ : MK_WRITE) | MK_NOMMIO,
+                     &ms) < 0)
+        return -1;
+    ZydisRegister fr = free_reg(g, w, um ? &ms : NULL, -1, -1);
+    if (fr == ZYDIS_REGISTER_NONE || emit_setup(g, fr, field) < 0)
+        return -1;
+    req_init(&rq, wr ? ZYDIS_MNEMONIC_VMWRITE : ZYDIS_MNEMONIC_VMREAD);
+    if (wr)
+        op_reg(&rq, fr);
+    if (um)
+        op_mem(&rq, &ms);
+    else if (wr)
+        op_reg(&rq, src_reg(g, w));
+    else
+        op_reg(&rq, dst_reg(g, w));
+    if (!wr)
+        op_reg(&rq, fr);
+    unsigned op = wr ? LC_OP_VMWRITE : LC_OP_VMREAD;
+    int i = g->mode == DM_REAL ? emit_stop(g, &rq, op, um ? &ms : NULL)
+                               : emit_m(g, &rq, op, um ? &ms : NULL);
+    if (i < 0)
+        return -1;
+    if (code && g->mode != DM_REAL)
+        c->insn[i].flags |= GI_VMFAIL;
+    return 0;
+}
+
 static int t_rdtsc(gctx *g)
 {
     ZydisEncoderRequest rq;
@@ -1919,6 +2055,7 @@ static const struct { tmpl_fn fn; unsigned weight; int sys; } tmpls[] = {
     { t_branch, 8, 0 }, { t_io, 5, 1 }, { t_strio, 5, 1 }, { t_sys, 4, 1 },
     { t_div, 4, 0 }, { t_bt, 5, 0 }, { t_cli_sti, 2, 1 }, { t_stackops, 3, 1 },
     { t_rdtsc, 1, 1 }, { t_sreg, 6, 1 }, { t_movdr, 2, 1 },
+    { t_hlt, 1, 1 }, { t_movcr, 1, 1 }, { t_vmx, 4, 1 },
 };
 #define NTMPL (sizeof tmpls / sizeof tmpls[0])
 
@@ -2198,6 +2335,10 @@ static void init_state(gctx *g)
     for (unsigned i = 0; i < N_MSRS; i++)
         c->msr[i] = (uint64_t)(int64_t)((int64_t)rnd(g) >> 17);  /* canonical */
     c->dev_seed = rnd(g);
+    /* the fake VMM has a current VMCS (else every VMREAD/VMWRITE fails
+     * with VMfailInvalid) */
+    c->vmcs_valid = !chance(g, 10);
+    c->xfirst_declined = 0;
 }
 
 /* ---- the case ------------------------------------------------------------- */
@@ -2606,7 +2747,7 @@ static int first_exit(gctx *g)
     lc_cpu_state *st = &c->st;
     lc_exit *x = &c->xfirst;
     ZydisEncoderRequest rq;
-    unsigned k = rn(g, 20);
+    unsigned k = rn(g, 24);
     int i;
 
     memset(x, 0, sizeof *x);
@@ -2695,6 +2836,54 @@ static int first_exit(gctx *g)
         if ((i = emit(g, &rq, LC_OP_CPUID)) < 0)
             return -1;
         x->kind = LC_EXIT_CPUID;
+    } else if (k >= 20) {
+        /* HLT, VMCALL, VMREAD, VMWRITE (issue 16); VMREAD/VMWRITE are #UD
+         * in real mode, no exit: VMCALL there. Their registers are set in
+         * the initial state (no helper before the first instruction). */
+        unsigned kk = k - 20, w = is64(g) ? 64 : 32;
+        if (kk >= 2 && g->mode == DM_REAL)
+            kk = 1;
+        if (kk == 0) {
+            req_init(&rq, ZYDIS_MNEMONIC_HLT);
+            if ((i = emit(g, &rq, LC_OP_HLT)) < 0)
+                return -1;
+            x->kind = LC_EXIT_HLT;
+        } else if (kk == 1) {
+            req_init(&rq, ZYDIS_MNEMONIC_VMCALL);
+            if ((i = emit(g, &rq, LC_OP_VMCALL)) < 0)
+                return -1;
+            x->kind = LC_EXIT_VMCALL;
+        } else {
+            int wr = kk == 3;
+            /* rAX, rCX or rDX: t_call leaves them to the first exit's
+             * facts in the initial state (it may load the others there) */
+            unsigned fr = rn(g, 3);
+            uint64_t field = pick_field(g, wr);
+            memspec m;
+            int um = chance(g, 40) && !(wr && !c->vmcs_valid);
+            st->gpr[fr] = field;
+            req_init(&rq, wr ? ZYDIS_MNEMONIC_VMWRITE : ZYDIS_MNEMONIC_VMREAD);
+            if (wr)
+                op_reg(&rq, gpr(w, fr));
+            if (um) {
+                if (mk_mem(g, w / 8, (wr ? MK_READ : MK_WRITE) | MK_ABS |
+                           MK_NOMMIO, &m) < 0)
+                    return -1;
+                op_mem(&rq, &m);
+            } else {
+                op_reg(&rq, gpr(w, rn(g, 3)));
+            }
+            if (!wr)
+                op_reg(&rq, gpr(w, fr));
+            if ((i = emit_m(g, &rq, wr ? LC_OP_VMWRITE : LC_OP_VMREAD,
+                            um ? &m : NULL)) < 0)
+                return -1;
+            x->kind = wr ? LC_EXIT_VMWRITE : LC_EXIT_VMREAD;
+            /* the VMM fails it: the engine must decline the exit */
+            if (vmx_check(&(dev_side){ .vmcs_valid = c->vmcs_valid }, wr,
+                          field))
+                c->xfirst_declined = 1;
+        }
     } else {
         int wr = chance(g, 50);
         uint32_t msr = diff_msr_ids[rn(g, N_MSRS)];
@@ -2889,6 +3078,7 @@ static const struct { tmpl_fn fn; unsigned weight; } ctmpls[] = {
     { t_smc, 3 }, { t_call, 10 }, { t_skip, 6 },
     { t_div, 2 }, { t_bt, 3 }, { t_cli_sti, 2 }, { t_stackops, 2 },
     { t_rdtsc, 1 }, { t_sreg, 4 }, { t_movdr, 1 },
+    { t_hlt, 1 }, { t_movcr, 1 }, { t_vmx, 4 },
 };
 #define NCTMPL (sizeof ctmpls / sizeof ctmpls[0])
 
@@ -2909,6 +3099,7 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
     c->code_len = 0;
     c->ninsns = 0;
     c->native_ok = 0;
+    g.cluster = 1;
     init_state(&g);
     build_regions(&g);
     /* Now and then the stack lies in the code page, above the code: every
@@ -2930,6 +3121,7 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
         c->ninsns = 0;
         req_init(&rq, ZYDIS_MNEMONIC_CPUID);
         emit(&g, &rq, LC_OP_CPUID);
+        c->xfirst_declined = 0;
         memset(&c->xfirst, 0, sizeof c->xfirst);
         c->xfirst.kind = LC_EXIT_CPUID;
     }

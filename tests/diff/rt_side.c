@@ -17,6 +17,33 @@
 #include "../../runtime/rt.h"
 #include "diff.h"
 
+/* The fake VMM's handling of the exit on a VMREAD/VMWRITE it failed
+ * (vm_ops.c answered LC_CB_STOP, runtime/vmcs.c stopped before it): the
+ * instruction as the SDM has it fail, VMfailInvalid or VMfailValid with
+ * the error number in the VM-instruction error field, no operand
+ * written, RIP past it. Returns 0, or -1 if it does not fail (then the
+ * stop is the runtime's and stays a difference). */
+static int vmm_vmfail(const dcase *c, lc_cpu_state *st, dev_side *d,
+                      uint64_t la)
+{
+    vmx_insn vi;
+    uint64_t off = la - c->code_la, field;
+    int code;
+
+    if (off >= c->code_len ||
+        vmx_decode(c->mode, c->code + off, c->code_len - off, &vi) < 0 ||
+        vi.op == LC_OP_VMCALL)
+        return -1;
+    field = st->gpr[vi.field_reg] & (vi.opbits == 64 ? ~0ull : 0xffffffffu);
+    code = vmx_check(d, vi.op == LC_OP_VMWRITE, field);
+    if (!code)
+        return -1;
+    st->rflags = vmx_fail(d, vi.op == LC_OP_VMWRITE, field, code,
+                          st->rflags);
+    st->rip += vi.len;
+    return 0;
+}
+
 int rts_run(const dcase *c, run_result *r, unsigned max_insns)
 {
     lc_cpu_state st = c->st;
@@ -65,6 +92,27 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns)
                 }
                 r->ntrace++;
             }
+            if (v.stop == LC_STOP_HALT) {
+                /* the HLT completed and ends the run (runtime/exec.c) */
+                r->ok = 1;
+                break;
+            }
+            continue;
+        }
+        int k = dcase_insn_at(c, la);
+        if (k >= 0 && (c->insn[k].flags & GI_STOP)) {
+            /* the decline the case expects: Unicorn's side ends here
+             * too, and everything up to here must agree */
+            r->ntrace--;
+            r->ok = 1;
+            break;
+        }
+        if (k >= 0 && (c->insn[k].flags & GI_VMFAIL) &&
+            v.stop == LC_STOP_CALLBACK &&
+            vmm_vmfail(c, &st, &r->dev, la) == 0) {
+            /* the VMM took the exit and emulated the failure; the guest
+             * resumes and the next exit starts a new run */
+            lcr_begin(&v, &st, &diff_vm_ops, &x);
             continue;
         }
         {

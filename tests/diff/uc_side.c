@@ -46,6 +46,10 @@ struct uc_side {
     unsigned   stop_after;    /* ucs_run_n: instructions to run, or 0 */
     int        has_rdtsc;     /* the case has an RDTSC */
     int        tsc_due;       /* the last instruction was an RDTSC */
+    int        has_special;   /* the case has a HLT or a GI_STOP */
+    int        xstop;         /* stopped before a GI_STOP instruction */
+    int        halted;        /* ran a HLT (Unicorn stops after it) */
+    int        resume;        /* the #UD hook emulated an instruction */
 };
 
 /* Which instruction (trace index) made the device access just logged. */
@@ -157,6 +161,23 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
         uc_emu_stop(uc);    /* before this instruction */
         return;
     }
+    if (u->has_special) {
+        int k = dcase_insn_at(u->c, address);
+        if (k >= 0 && (u->c->insn[k].flags & GI_STOP)) {
+            /* the library declines it: the run ends before it */
+            u->xstop = 1;
+            uc_emu_stop(uc);
+            return;
+        }
+        if (k >= 0 && u->c->insn[k].op == LC_OP_HLT) {
+            /* QEMU completes the HLT and leaves uc_emu_start with RIP
+             * past it (EXCP_HLT); the fake VMM logs it as the runtime's
+             * halt callback does */
+            u->halted = 1;
+            dev_log(&r->dev, AK_HLT, 0, 0, 0, 0);
+            tag(u);
+        }
+    }
     if (r->ntrace < TRACE_MAX) {
         uint64_t rcx = 0;
         if (u->mode == DM_LONG64) {
@@ -174,6 +195,224 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
         int k = dcase_insn_at(u->c, address);
         u->tsc_due = k >= 0 && u->c->insn[k].op == LC_OP_RDTSC;
     }
+}
+
+/* ---- the VMX instructions: architectural semantics in the #UD hook ------ */
+
+static const int uc_seg_id[6] = {
+    UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS, UC_X86_REG_DS,
+    UC_X86_REG_FS, UC_X86_REG_GS,
+};
+static const int uc_gpr64_id[16] = {
+    UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
+    UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
+    UC_X86_REG_R8, UC_X86_REG_R9, UC_X86_REG_R10, UC_X86_REG_R11,
+    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
+};
+static const int uc_gpr32_id[8] = {
+    UC_X86_REG_EAX, UC_X86_REG_ECX, UC_X86_REG_EDX, UC_X86_REG_EBX,
+    UC_X86_REG_ESP, UC_X86_REG_EBP, UC_X86_REG_ESI, UC_X86_REG_EDI,
+};
+
+static void gprs_read(uc_side *u, uint64_t g[16])
+{
+    memset(g, 0, 16 * sizeof g[0]);
+    for (int i = 0; i < (u->mode == DM_LONG64 ? 16 : 8); i++) {
+        if (u->mode == DM_LONG64) {
+            uc_reg_read(u->uc, uc_gpr64_id[i], &g[i]);
+        } else {   /* 2.0.1 reads no 64-bit register outside UC_MODE_64 */
+            uint32_t v = 0;
+            uc_reg_read(u->uc, uc_gpr32_id[i], &v);
+            g[i] = v;
+        }
+    }
+}
+
+static void gpr_write(uc_side *u, int i, uint64_t v)
+{
+    if (u->mode == DM_LONG64) {
+        uc_reg_write(u->uc, uc_gpr64_id[i], &v);
+    } else {
+        uint32_t w = (uint32_t)v;
+        uc_reg_write(u->uc, uc_gpr32_id[i], &w);
+    }
+}
+
+/* The base of segment register `s`: Unicorn 2.0.1 exposes only
+ * selectors, so it is what loading the selector gives (real mode:
+ * selector * 16; protected mode: the descriptor in the case's GDT, which
+ * no generated store touches; 64-bit mode: 0 but FS/GS). */
+static uint64_t seg_base(uc_side *u, unsigned s)
+{
+    uint16_t sel = 0;
+    uint64_t b = 0;
+
+    uc_reg_read(u->uc, uc_seg_id[s], &sel);
+    if (u->mode == DM_REAL)
+        return (uint64_t)sel << 4;
+    if (u->mode == DM_LONG64) {
+        if (s == LC_FS)
+            uc_reg_read(u->uc, UC_X86_REG_FS_BASE, &b);
+        else if (s == LC_GS)
+            uc_reg_read(u->uc, UC_X86_REG_GS_BASE, &b);
+        return b;
+    }
+    const uint8_t *d = u->ram + GDT_PA + (sel & ~7u);
+    return (uint64_t)d[2] | (uint64_t)d[3] << 8 | (uint64_t)d[4] << 16 |
+           (uint64_t)d[7] << 24;
+}
+
+/* Accessed and dirty bits for an access Unicorn's page walk does not see
+ * (uc_mem_read/write bypass it): the SDM (vol. 3, "Accessed and Dirty
+ * Flags") sets A in every paging-structure entry used and D in the one
+ * that maps the page, on a write. PAE PDPTEs have neither. */
+static void ad_bits(uc_side *u, uint64_t la, unsigned len, int write)
+{
+    const uint64_t am = 0x000ffffffffff000ull;
+    uint64_t pages[2] = { la & ~0xfffull, (la + len - 1) & ~0xfffull };
+
+    if (u->mode != DM_PAE && u->mode != DM_LONG64)
+        return;
+    for (int p = 0; p < (pages[0] == pages[1] ? 1 : 2); p++) {
+        uint64_t a = pages[p], e, ta;
+        int lvl;
+        if (u->mode == DM_LONG64) {
+            ta = (u->c->st.cr3 & am) + ((a >> 39) & 511) * 8;
+            lvl = 4;
+        } else {
+            ta = (u->c->st.cr3 & ~0x1full) + ((a >> 30) & 3) * 8;
+            memcpy(&e, u->ram + ta, 8);
+            ta = (e & am) + ((a >> 21) & 511) * 8;
+            lvl = 2;
+        }
+        for (; lvl >= 1; lvl--) {
+            if (ta + 8 > RAM_SIZE)
+                return;
+            memcpy(&e, u->ram + ta, 8);
+            e |= 0x20;                               /* A */
+            int leaf = lvl == 1 || (lvl == 2 && (e & 0x80));
+            if (leaf && write)
+                e |= 0x40;                           /* D */
+            memcpy(u->ram + ta, &e, 8);
+            if (leaf)
+                break;
+            unsigned sh = lvl == 4 ? 30 : lvl == 3 ? 21 : 12;
+            ta = (e & am) + ((a >> sh) & 511) * 8;
+        }
+    }
+}
+
+/*
+ * VMREAD, VMWRITE and VMCALL raise #UD in Unicorn (QEMU's TCG has no
+ * VMX); this hook is where the harness applies what the CPU does in VMX
+ * non-root operation with the fake VMM of common.c behind it: VMCALL
+ * always exits (the hypercall); VMREAD/VMWRITE are #UD with CR0.PE = 0
+ * (left to Unicorn: the case stops before them, GI_STOP) and #GP at CPL
+ * > 0, else they exit and the VMM emulates them from the SDM's
+ * operation section: no current VMCS, VMfailInvalid; then VMWRITE reads
+ * its source (register or memory, 32 bits outside 64-bit mode, 64 in
+ * it); an unsupported field, VMfailValid(12); VMWRITE to a read-only
+ * one, VMfailValid(13); else the access and VMsucceed. Unicorn stops
+ * after the hook whatever it answers (cpu-exec.c), so the run goes on
+ * with a new uc_emu_start (u->resume).
+ */
+static bool hk_invalid(uc_engine *uc, void *user)
+{
+    uc_side *u = user;
+    const dcase *c = u->c;
+    uint64_t g[16], rip = 0, fl = 0, la = 0, val = 0, field;
+    uint64_t om;
+    vmx_insn vi;
+    int code, l64 = u->mode == DM_LONG64;
+    uint16_t cs = 0;
+
+    if (l64) {
+        uc_reg_read(uc, UC_X86_REG_RIP, &rip);
+        uc_reg_read(uc, UC_X86_REG_RFLAGS, &fl);
+    } else {
+        uint32_t v = 0;
+        uc_reg_read(uc, UC_X86_REG_EIP, &v);
+        rip = v + c->st.seg[LC_CS].base;
+        v = 0;
+        uc_reg_read(uc, UC_X86_REG_EFLAGS, &v);
+        fl = v;
+    }
+    if (rip - c->code_la >= c->code_len ||
+        vmx_decode(u->mode, c->code + (rip - c->code_la),
+                   c->code_len - (rip - c->code_la), &vi) < 0)
+        return false;
+    gprs_read(u, g);
+    if (vi.op == LC_OP_VMCALL) {
+        vmx_vmcall(&u->r->dev, g, l64);
+        tag(u);
+        gpr_write(u, LC_RAX, g[LC_RAX]);
+        gpr_write(u, LC_RDX, g[LC_RDX]);
+        goto done;
+    }
+    uc_reg_read(uc, UC_X86_REG_CS, &cs);
+    if (u->mode == DM_REAL || (cs & 3))
+        return false;                    /* #UD, #GP: not emulated */
+    om = vi.opbits == 64 ? ~0ull : 0xffffffffu;
+    field = g[vi.field_reg] & om;
+    if (vi.val_reg < 0) {
+        uint64_t ea = vi.disp;
+        if (vi.base == -2)
+            ea += rip + vi.len;
+        else if (vi.base >= 0)
+            ea += g[vi.base];
+        if (vi.index >= 0)
+            ea += g[vi.index] * vi.scale;
+        ea &= vi.abits == 64 ? ~0ull : vi.abits == 32 ? 0xffffffffu : 0xffff;
+        la = seg_base(u, vi.seg) + ea;
+        if (!l64)
+            la &= 0xffffffffu;
+    }
+    int wr = vi.op == LC_OP_VMWRITE;
+    code = vmx_check(&u->r->dev, wr, field);
+    if (code != VMX_FAIL_INVALID && wr) {
+        /* the source is read before the field is looked at */
+        if (vi.val_reg >= 0) {
+            val = g[vi.val_reg] & om;
+        } else {
+            ad_bits(u, la, vi.opbits / 8, 0);
+            if (uc_mem_read(uc, la, &val, vi.opbits / 8))
+                return false;
+        }
+    }
+    if (code) {
+        fl = vmx_fail(&u->r->dev, wr, field, code, fl);
+        tag(u);
+    } else {
+        vmx_do(&u->r->dev, wr, field, &val);
+        tag(u);
+        fl &= ~(uint64_t)FL_STATUS;          /* VMsucceed */
+        if (!wr) {
+            val &= om;
+            if (vi.val_reg >= 0) {
+                gpr_write(u, vi.val_reg, val);
+            } else {
+                ad_bits(u, la, vi.opbits / 8, 1);
+                if (uc_mem_write(uc, la, &val, vi.opbits / 8))
+                    return false;
+            }
+        }
+    }
+    if (l64) {
+        uc_reg_write(uc, UC_X86_REG_RFLAGS, &fl);
+    } else {
+        uint32_t f32 = (uint32_t)fl;
+        uc_reg_write(uc, UC_X86_REG_EFLAGS, &f32);
+    }
+done:
+    rip += vi.len;
+    if (l64) {
+        uc_reg_write(uc, UC_X86_REG_RIP, &rip);
+    } else {
+        uint32_t e32 = (uint32_t)(rip - c->st.seg[LC_CS].base);
+        uc_reg_write(uc, UC_X86_REG_EIP, &e32);
+    }
+    u->resume = 1;
+    return true;
 }
 
 static bool hk_unmapped(uc_engine *uc, uc_mem_type type, uint64_t address,
@@ -297,6 +536,8 @@ uc_side *ucs_open(int mode, const uint8_t perm[16])
         uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_cpuid, u, 1, 0,
                     UC_X86_INS_CPUID) ||
         uc_hook_add(u->uc, &h, UC_HOOK_CODE, (void *)hk_code, u, 1, 0) ||
+        uc_hook_add(u->uc, &h, UC_HOOK_INSN_INVALID, (void *)hk_invalid, u,
+                    1, 0) ||
         uc_hook_add(u->uc, &h, UC_HOOK_MEM_UNMAPPED, (void *)hk_unmapped, u,
                     1, 0))
         goto fail;
@@ -470,21 +711,57 @@ static int run_begin(uc_side *u, const dcase *c, run_result *r,
     u->max_insns = max_insns;
     u->tsc_due = 0;
     u->has_rdtsc = 0;
-    for (uint32_t i = 0; i < c->ninsns; i++)
+    u->has_special = 0;
+    u->xstop = u->halted = u->resume = 0;
+    for (uint32_t i = 0; i < c->ninsns; i++) {
         if (c->insn[i].op == LC_OP_RDTSC)
             u->has_rdtsc = 1;
+        if (c->insn[i].op == LC_OP_HLT || (c->insn[i].flags & GI_STOP))
+            u->has_special = 1;
+    }
     return setup(u, c, r);
+}
+
+/* The linear RIP now. */
+static uint64_t cur_rip(uc_side *u, const dcase *c)
+{
+    uint64_t rip = 0;
+
+    if (u->mode == DM_LONG64) {
+        uc_reg_read(u->uc, UC_X86_REG_RIP, &rip);
+        return rip;
+    }
+    uint32_t v = 0;
+    uc_reg_read(u->uc, UC_X86_REG_EIP, &v);
+    return v + c->st.seg[LC_CS].base;
+}
+
+/* uc_emu_start from `begin`, and again after each instruction the #UD
+ * hook emulated (Unicorn stops after it), until the end, a stop or
+ * `budget` instructions (0: no limit of ours). */
+static uc_err emu_run(uc_side *u, const dcase *c, uint64_t begin,
+                      size_t count, unsigned budget)
+{
+    uc_err e = uc_emu_start(u->uc, begin, c->end_la, 0, count);
+
+    while (e == UC_ERR_OK && u->resume && !u->xstop && !u->halted) {
+        uint64_t rip = cur_rip(u, c);
+        u->resume = 0;
+        if (rip == c->end_la || (budget && u->r->ntrace >= budget) ||
+            (u->stop_after && u->r->ntrace >= u->stop_after))
+            break;
+        e = uc_emu_start(u->uc, rip, c->end_la, 0, count);
+    }
+    return e;
 }
 
 int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
 {
-    uc_engine *uc = u->uc;
-
     if (run_begin(u, c, r, max_insns) < 0)
         return -1;
     uc_err e = UC_ERR_OK;
     if (c->code_len)
-        e = uc_emu_start(uc, c->code_la, c->end_la, 0, max_insns);
+        e = emu_run(u, c, c->code_la, max_insns, max_insns);
     uint64_t rip = collect(u, c, r);
     if (e != UC_ERR_OK) {
         if (!r->why[0])
@@ -492,7 +769,7 @@ int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
                      uc_strerror(e), (unsigned long long)rip);
         return 0;
     }
-    if (rip != c->end_la) {
+    if (rip != c->end_la && !u->xstop && !u->halted) {
         snprintf(r->why, sizeof r->why,
                  "unicorn: stopped at 0x%llx after %u instructions (end 0x%llx)",
                  (unsigned long long)rip, r->ntrace,
@@ -505,14 +782,12 @@ int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
 
 int ucs_run_n(uc_side *u, const dcase *c, run_result *r, unsigned n)
 {
-    uc_engine *uc = u->uc;
-
     if (run_begin(u, c, r, n) < 0)
         return -1;
     /* a constant non-zero count (UNICORN_BUGS.md, workaround 9); the code
      * hook stops the run before instruction n + 1 */
     u->stop_after = n;
-    uc_err e = uc_emu_start(uc, c->code_la, c->end_la, 0, 1u << 24);
+    uc_err e = emu_run(u, c, c->code_la, 1u << 24, 0);
     u->stop_after = 0;
     uint64_t rip = collect(u, c, r);
     if (e != UC_ERR_OK) {

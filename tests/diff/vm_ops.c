@@ -7,8 +7,8 @@
  * side (uc_side.c), so the ordered logs can be compared. Only the
  * services Unicorn's side models are offered (RDTSC's and DR0..DR3's
  * too: the harness supplies the guest TSC and keeps the debug registers
- * on both sides): the engine stops before
- * any other (HLT, debug registers, VMCS), as Unicorn's side does.
+ * on both sides; HLT, VMREAD, VMWRITE and VMCALL against the fake VMM's
+ * state in common.c, which Unicorn's side applies in its #UD hook).
  */
 #include <string.h>
 
@@ -70,6 +70,18 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
         else
             d->dr[a->addr] = a->value;
         return LC_CB_OK;
+    case 'h':
+        dev_log(d, AK_HLT, 0, 0, 0, 0);
+        return LC_CB_OK;
+    case 'v':
+    case 'V':
+        /* the fake VMCS (common.c): a VMREAD/VMWRITE that fails is the
+         * VMM's to emulate on the exit it takes (runtime/vmcs.c), so the
+         * engine is told to stop before it */
+        if (vmx_check(d, a->kind == 'V', a->addr))
+            return LC_CB_STOP;
+        vmx_do(d, a->kind == 'V', a->addr, &a->value);
+        return LC_CB_OK;
     default:                    /* not in diff_vm_ops */
         return LC_CB_ERROR;
     }
@@ -82,6 +94,16 @@ static lc_cb_result diff_rdtsc(void *o, uint64_t *tsc)
     fvm *f = o;
 
     *tsc = dev_rdtsc(f->ctx);
+    return LC_CB_OK;
+}
+
+/* VMCALL: the fake VMM's hypercall on the registers (common.c). */
+static lc_cb_result diff_vmcall(void *o, lc_cpu_state *s)
+{
+    fvm *f = o;
+    dev_side *d = f->ctx;
+
+    vmx_vmcall(d, s->gpr, d->long64);
     return LC_CB_OK;
 }
 
@@ -99,4 +121,8 @@ const lc_vm_ops diff_vm_ops = {
     .rdtsc = diff_rdtsc,
     .dr_read = fvm_dr_read,
     .dr_write = fvm_dr_write,
+    .halt = fvm_halt,
+    .vmcs_read = fvm_vmread,
+    .vmcs_write = fvm_vmwrite,
+    .vmcall = diff_vmcall,
 };

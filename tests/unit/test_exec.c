@@ -109,6 +109,101 @@ START_TEST(passmark_debug_registers)
 }
 END_TEST
 
+/* VMREAD and VMWRITE are #UD with CR0.PE = 0 and in compatibility mode
+ * (SDM vol. 2, VMREAD "Operation": before the VM exit), so they never
+ * reach the VMM there: the runtime stops before them, state untouched and
+ * no VMCS access made (lc-diff found the runtime running them in real
+ * mode through the VMM's vmcs_write). */
+START_TEST(vmx_ud_outside_protected_mode)
+{
+    static const uint8_t code[2][3] = {
+        { 0x0f, 0x78, 0xd8 },   /* vmread eax, ebx */
+        { 0x0f, 0x79, 0xc3 },   /* vmwrite eax, ebx */
+    };
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+
+    fvm_init(&f);
+    for (int mode = 0; mode < 2; mode++)
+        for (int k = 0; k < 2; k++) {
+            if (mode == 0) {
+                fvm_state_real(&s);
+            } else {                /* long mode, CS.L = 0, CS.D = 1 */
+                fvm_state_long64(&f, &s);
+                s.seg[LC_CS].l = 0;
+                s.seg[LC_CS].db = 1;
+            }
+            s.rip = 0x8000;
+            s.gpr[LC_RBX] = 0x6800;
+            memcpy(f.ram + 0x8000, code[k], 3);
+            f.nlog = 0;
+            before = s;
+            begin(&v, &f, &s);
+            ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+            /* Zydis does not decode 0F 78 in 16-bit code: a terminator
+             * there, which is as good */
+            if (!(mode == 0 && k == 0)) {
+                ck_assert_int_eq(v.stop, LC_STOP_FAULT);
+                ck_assert_uint_eq(v.fault_vector, LC_VEC_UD);
+            }
+            ck_assert_mem_eq(&before, &s, sizeof s);
+            ck_assert_uint_eq(f.nlog, 0);
+        }
+    fvm_fini(&f);
+}
+END_TEST
+
+/* A VMM that fails every VMREAD (LC_CB_STOP: it emulates VMfailInvalid or
+ * VMfailValid on the real exit). */
+static lc_cb_result vmread_fails(fvm *f, fvm_access *a)
+{
+    if (a->kind == 'v')
+        return LC_CB_STOP;
+    return fvm_default_device(f, a);
+}
+
+/* A failing VMREAD to memory writes nothing, and its destination is only
+ * accessed once the field is known good (SDM, VMREAD: "faults resulting
+ * from accessing a memory destination operand can occur only after
+ * determining ... that the specified VMCS field is supported"): the stop
+ * before it leaves the page tables' accessed and dirty bits alone (lc-diff
+ * found the runtime translating the destination, A and D set, before the
+ * VMM's answer). When the VMM answers, the store sets them. */
+START_TEST(vmread_fail_leaves_no_dirty_bit)
+{
+    static const uint8_t code[] = { 0x0f, 0x78, 0x1f };  /* vmread [rdi], rbx */
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+    uint64_t pde, pde0;
+    const uint64_t pd = 0x3000 + (0x200000 >> 21) * 8;  /* maps 2..4 MiB */
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.rip = 0x8000;
+    s.gpr[LC_RBX] = 0x6800;
+    s.gpr[LC_RDI] = 0x200100;
+    memcpy(f.ram + 0x8000, code, sizeof code);
+    memcpy(&pde0, f.ram + pd, 8);
+    ck_assert_uint_eq(pde0 & 0x60, 0);            /* A and D clear */
+    f.device = vmread_fails;
+    before = s;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_CALLBACK);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde, pde0);
+    /* the VMM answers: the value is stored, A and D set */
+    f.device = NULL;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde & 0x60, 0x60);
+    uint64_t got;
+    memcpy(&got, f.ram + 0x200100, 8);
+    ck_assert_uint_eq(got, 0x6800 * 3 + 1);
+    fvm_fini(&f);
+}
+END_TEST
+
 /* Section 5: SLES. The device store goes to MMIO; the table load that
  * follows it is plain RAM and takes no exit. */
 START_TEST(sles_mmio_stores)
@@ -230,6 +325,9 @@ static const stop_case stops[] = {
     { __LINE__, "ee",      2, LC_STOP_TERMINATOR, 0 }, /* CPL3 IOPL0 */
     { __LINE__, "0f 32",   2, LC_STOP_FAULT, LC_VEC_GP }, /* rdmsr CPL3 */
     { __LINE__, "f4",      2, LC_STOP_FAULT, LC_VEC_GP }, /* hlt CPL3 */
+    /* vmread/vmwrite CPL3: they exit, and the VMM raises the #GP */
+    { __LINE__, "0f 78 d8", 2, LC_STOP_FAULT, LC_VEC_GP },
+    { __LINE__, "0f 79 c3", 2, LC_STOP_FAULT, LC_VEC_GP },
     { __LINE__, "0f 23 e0", 1, LC_STOP_NONE, 0 }, /* mov dr4: aliases dr6 */
     /* jmp rbx, non-canonical */
     { __LINE__, "ff e3",   3, LC_STOP_FAULT, LC_VEC_GP },
@@ -1206,6 +1304,8 @@ static Suite *exec_suite(void)
     tcase_add_test(t, passmark_debug_registers);
     tcase_add_test(t, sles_mmio_stores);
     tcase_add_test(t, vmware_vmreads);
+    tcase_add_test(t, vmx_ud_outside_protected_mode);
+    tcase_add_test(t, vmread_fail_leaves_no_dirty_bit);
     tcase_add_test(t, win7_loop_traced);
     suite_add_tcase(s, t);
     t = tcase_create("contract");
