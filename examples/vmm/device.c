@@ -22,7 +22,15 @@ static int register_ranges(vmm *vm, vmm_device *d)
     return 0;
 }
 
-int vmm_devices_init(vmm *vm, char *err, size_t errlen)
+/* The states vmm_devices_reset keeps (keep_on_reset devices), by
+ * descriptor. */
+typedef struct kept_state {
+    const vmm_device_ops *ops;
+    void *state;
+} kept_state;
+
+static int devices_build(vmm *vm, const kept_state *kept, unsigned nkept,
+                         char *err, size_t errlen)
 {
     bus_init(&vm->pio, "pio");
     bus_init(&vm->mmio, "mmio");
@@ -33,6 +41,7 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     for (const vmm_device_ops *const *o = vmm_board; *o; o++) {
         vmm_device *d;
         int rc = 0;
+        unsigned k;
 
         if (vm->ndev == VMM_MAX_DEVICES) {
             snprintf(err, errlen, "too many devices");
@@ -40,7 +49,11 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
         }
         d = &vm->dev[vm->ndev];
         *d = (vmm_device){ .ops = *o, .vm = vm };
-        if ((*o)->init)
+        for (k = 0; k < nkept && kept[k].ops != *o; k++)
+            ;
+        if (k < nkept)
+            d->state = kept[k].state;       /* through the reset as it was */
+        else if ((*o)->init)
             rc = (*o)->init(vm, d, err, errlen);
         if (rc == VMM_DEVICE_ABSENT)
             continue;
@@ -56,6 +69,39 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     /* what the devices mapped at creation is no news to the engine */
     atomic_store(&vm->map_changed, false);
     return 0;
+}
+
+int vmm_devices_init(vmm *vm, char *err, size_t errlen)
+{
+    return devices_build(vm, NULL, 0, err, errlen);
+}
+
+/* A reset as a PC's RESET# line: every device back to its power-on state
+ * by undoing it and making it again from the board's list (the models
+ * themselves have no reset entry points of their own), except the
+ * keep_on_reset ones, which a reset does not reach. The buses' counts of
+ * unclaimed accesses are the run's, not a boot's: they carry over. */
+int vmm_devices_reset(vmm *vm, char *err, size_t errlen)
+{
+    kept_state kept[VMM_MAX_DEVICES];
+    unsigned nkept = 0;
+    uint64_t pio_unclaimed = vm->pio.unclaimed,
+             mmio_unclaimed = vm->mmio.unclaimed;
+    int rc;
+
+    vmm_devices_flush(vm);      /* held transmits: delivered, not lost */
+    while (vm->ndev) {
+        vmm_device *d = &vm->dev[--vm->ndev];
+        if (d->ops->keep_on_reset)
+            kept[nkept++] = (kept_state){ d->ops, d->state };
+        else if (d->ops->exit)
+            d->ops->exit(vm, d);
+        d->state = NULL;
+    }
+    rc = devices_build(vm, kept, nkept, err, errlen);
+    vm->pio.unclaimed += pio_unclaimed;
+    vm->mmio.unclaimed += mmio_unclaimed;
+    return rc;
 }
 
 void vmm_devices_fini(vmm *vm)
