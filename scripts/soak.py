@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Long soaks of the reference VMM with its resident memory sampled.
 
-  soak.py BUILD_DIR [--workload pcnet|e1000|bios16|sites]... [-n UNITS]
+  soak.py BUILD_DIR [--workload pcnet|e1000|bios16|sites|reboot]...
+          [-n UNITS]
           [--interval SECONDS] [--cpu kvm|unicorn] [--json FILE]
           [--markdown]
 
@@ -12,7 +13,10 @@ enumeration, whose BAR sizing moves the NIC's BAR twice a pass, so the
 VMM flushes libcluster's translations every pass, the engine flush a
 guest reboot causes; sites: a guest, built by tests/vmm/memory_bounded.py,
 that writes n new exiting sites and runs each until it is translated, so
-every exit is at code the cache has not seen). While it runs, /proc/PID/status VmRSS is read
+every exit is at code the cache has not seen; reboot: guest-reboot under
+`lcvmm --reboot`, n resets and boots, each one making the KVM VM, the
+devices and libcluster's vCPU contexts anew and flushing the engine,
+with new exit sites every boot). While it runs, /proc/PID/status VmRSS is read
 every --interval seconds. Printed per workload: units done, wall time,
 RSS at the first sample after 2 s and a tenth of the run (start-up
 done), its peak and at the
@@ -40,6 +44,8 @@ GUESTS = {
     'bios16': ('guest-bios16.bin', 'pcnet', '', 'passes'),
     # built here (tests/vmm/memory_bounded.py): n new exiting sites
     'sites': (None, 'none', '', 'sites'),
+    # lcvmm --reboot: n guest resets and boots (examples/guests/reboot.c)
+    'reboot': ('guest-reboot.bin', 'none', '', 'boots'),
 }
 
 
@@ -77,6 +83,8 @@ def soak(lcvmm, guest_dir, name, n, interval, cpu):
                '--stats', 'json', '--stats-file', stats_file]
         if cpu:
             cmd += ['--cpu', cpu]
+        if name == 'reboot':
+            cmd += ['--reboot']
         samples = []
         t0 = time.monotonic()
         with open(out_file, 'wb') as out:
@@ -101,8 +109,8 @@ def soak(lcvmm, guest_dir, name, n, interval, cpu):
                 stats = json.load(f)
         except (OSError, ValueError):
             stats = {}
-    m = re.search(r'\b%s=(\d+)' % ('passes' if unit == 'passes'
-                                   else 'exchanges'), console)
+    m = re.search(r'\b%s=(\d+)' % {'passes': 'passes', 'boots': 'boots'}.get(
+        unit, 'exchanges'), console)
     done = int(m.group(1)) if m else 0
     if unit == 'sites':     # the image prints nothing: it ran to its end
         done = n if p.returncode == 0 else 0
@@ -122,6 +130,7 @@ def soak(lcvmm, guest_dir, name, n, interval, cpu):
                 translations=lc.get('translations'),
                 evictions=lc.get('evictions'),
                 exits=stats.get('vmm', {}).get('exits'),
+                reboots=stats.get('vmm', {}).get('reboots'),
                 exits_saved=lc.get('exits_saved'),
                 net=stats.get('net', {}),
                 stderr=err.strip()[-400:])
