@@ -556,6 +556,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     if (mmap_size <= 0)
         FAIL("KVM_GET_VCPU_MMAP_SIZE: %s", strerror(errno));
     k->ncpu = vm->opt.vcpus;
+    vmm_engine_vcpus_made(vm);
     for (unsigned i = 0; i < k->ncpu; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
         c->core.vm = vm;
@@ -641,6 +642,7 @@ out:
         vmm_stats_live_kvm(vm, NULL);
     else
         vmm_stats_live_stop(vm);
+    vmm_engine_vcpus_gone(vm);
     for (unsigned i = 0; i < VMM_MAX_VCPUS; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
         lc_kvm_stats ks;

@@ -55,6 +55,7 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
  * again (vmm_reset_pending). */
 void vmm_request_reset(vmm *vm, int code, const char *why)
 {
+    uint64_t done;
     bool reboot;
 
     pthread_mutex_lock(&vm->stop_lock);
@@ -62,8 +63,9 @@ void vmm_request_reset(vmm *vm, int code, const char *why)
         pthread_mutex_unlock(&vm->stop_lock);
         return;
     }
+    done = __atomic_load_n(&vm->stats.reboots, __ATOMIC_RELAXED);
     reboot = vm->opt.reboot &&
-             (!vm->opt.max_reboots || vm->stats.reboots < vm->opt.max_reboots);
+             (!vm->opt.max_reboots || done < vm->opt.max_reboots);
     if (reboot) {
         vm->reset_pending = true;
         atomic_store(&vm->stop, true);
@@ -75,7 +77,7 @@ void vmm_request_reset(vmm *vm, int code, const char *why)
         kick_vcpus(vm);
     else if (vm->opt.reboot)
         vmm_request_stop(vm, code, "%s after %llu reboots (--max-reboots)",
-                         why, (unsigned long long)vm->stats.reboots);
+                         why, (unsigned long long)done);
     else
         vmm_request_stop(vm, code, "%s", why);
 }
@@ -102,6 +104,20 @@ bool vmm_reset_finish(vmm *vm)
     }
     pthread_mutex_unlock(&vm->stop_lock);
     return r;
+}
+
+void vmm_engine_vcpus_made(vmm *vm)
+{
+    __atomic_store_n(&vm->stats.tcache_end_valid, false, __ATOMIC_RELEASE);
+}
+
+void vmm_engine_vcpus_gone(vmm *vm)
+{
+    lc_stats ls;
+    if (!vm->engine || lc_engine_get_stats(vm->engine, &ls) != LC_OK)
+        return;
+    __atomic_store_n(&vm->stats.tcache_end, ls.tcache_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&vm->stats.tcache_end_valid, true, __ATOMIC_RELEASE);
 }
 
 /* ---- interrupts -------------------------------------------------------- */

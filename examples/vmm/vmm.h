@@ -91,6 +91,11 @@ typedef struct vmm_stats {
     uint64_t quirk_late_ticks;    /* late BIOS ticks: breakpoints armed */
     uint64_t quirk_bp_exits;      /* ... and hit */
     uint64_t reboots;             /* --reboot: guest resets that rebooted */
+    /* libcluster's tcache_bytes counts what live vCPU contexts hold: 0
+     * once the back end destroyed them (the end of a run, each reboot).
+     * What they held then, for the statistics (vmm_engine_vcpus_gone). */
+    uint64_t tcache_end;
+    bool     tcache_end_valid;
     lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
     /* KVM: its own per-vCPU counters over the run, summed (kvm_stats.h) */
     uint64_t kvm[KVM_STAT_COUNT_];
@@ -194,6 +199,12 @@ bool vmm_reset_pending(vmm *vm);
 /* After the reboot's work: the VM runs again (stop cleared), or false if
  * a real stop arrived meanwhile (then it ends). */
 bool vmm_reset_finish(vmm *vm);
+
+/* A back end made its libcluster vCPU contexts (made: the engine's
+ * figures are live again) or is about to destroy them (gone: keep what
+ * their translation caches held for --stats). */
+void vmm_engine_vcpus_made(vmm *vm);
+void vmm_engine_vcpus_gone(vmm *vm);
 
 /* Called by a back end first at every exit (`kind`: LC_EXIT_IO,
  * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,
