@@ -19,7 +19,8 @@
   RAM (index 0x40, which a reset keeps), prints one letter per boot,
   checks that 0xE0000 shows ROM again after each reset (the PAM registers
   back at 0) and then maps it as shadow RAM and writes a marker there,
-  and resets through port 0xCF9 until its third boot;
+  and resets through port 0xCF9, port 0x92 and the i8042 in turn until
+  its fourth boot;
 - --reboot with the Unicorn back end is refused.
 
 TAP output; KVM cases skip where /dev/kvm is unusable.
@@ -50,40 +51,54 @@ def run(cmd, timeout=120):
 
 def reboot_firmware(boots):
     """A 128 KiB PC firmware image (real mode, from the reset vector): see
-    the module's docstring. Exit codes: 0 after `boots` boots, 1 if
-    0xE0000 showed the previous boot's marker (PAM not reset), 2 if the
-    shadow RAM did not take the marker."""
+    the module's docstring. Boot k (from 1) resets through port 0xCF9
+    (k = 1, 4, ...), port 0x92 (bit 0 from 0 to 1; k = 2, 5, ...) or the
+    i8042's pulse (0xFE to port 0x64; k = 3, 6, ...). Exit codes: 0 after
+    `boots` boots, 1 if 0xE0000 showed the previous boot's marker (PAM not
+    reset), 2 if the shadow RAM did not take the marker."""
     size = 128 << 10
-    code = bytes.fromhex(
-        'fa'                    # cli
-        'b040e670e471fec088c3'  # CMOS[0x40]: in, inc -> bl
-        'b040e67088d8e671'      # ... and back
-        '88d80460baf803ee'      # console: 'a' + boots - 1
-        'b800e08ec0'            # es = 0xE000
-        '26803e00005a')         # cmp byte es:[0], 0x5A
-    fail1 = len(code)
-    code += b'\x74\x00'         # je fail1 (patched)
-    code += bytes.fromhex(
-        'baf80c66b85c00008066ef'    # CONFIG_ADDRESS = 0x8000005C
-        'bafe0cb033ee'              # PAM5 (0x5E) = 0x33: shadow RW
-        '26c60600005a'              # mov byte es:[0], 0x5A
-        '26803e00005a')             # cmp byte es:[0], 0x5A
-    fail2 = len(code)
-    code += b'\x75\x00'         # jne fail2 (patched)
-    code += b'\x80\xfb' + bytes([boots])    # cmp bl, boots
-    done = len(code)
-    code += b'\x73\x00'         # jae done (patched)
-    code += bytes.fromhex('baf90cb006ee'    # out 0xCF9, 0x06: hard reset
-                          'f4ebfd')         # hlt; jmp hlt
-    exits = {}
+    code = bytearray()
+    fixups = []                 # (offset of a rel8, label)
+    labels = {}
+
+    def emit(hexstr):
+        code.extend(bytes.fromhex(hexstr))
+
+    def jcc(op, label):         # a short jump to a label
+        code.extend(bytes([op, 0]))
+        fixups.append((len(code) - 1, label))
+
+    emit('fa')                          # cli
+    emit('b040e670e471fec088c3')        # CMOS[0x40]: in, inc -> bl
+    emit('b040e67088d8e671')            # ... and back
+    emit('88d80460baf803ee')            # console: 'a' + boots - 1
+    emit('b800e08ec0')                  # es = 0xE000
+    emit('26803e00005a')                # cmp byte es:[0], 0x5A
+    jcc(0x74, 'fail1')                  # je: the last boot's marker
+    emit('baf80c66b85c00008066ef')      # CONFIG_ADDRESS = 0x8000005C
+    emit('bafe0cb033ee')                # PAM5 (0x5E) = 0x33: shadow RW
+    emit('26c60600005a')                # mov byte es:[0], 0x5A
+    emit('26803e00005a')                # cmp byte es:[0], 0x5A
+    jcc(0x75, 'fail2')
+    emit('80fb' + '%02x' % boots)       # cmp bl, boots
+    jcc(0x73, 'done')                   # jae
+    emit('88d830e4b103f6f1')            # ax = bl; div cl (3): ah = bl % 3
+    emit('80fc01')                      # cmp ah, 1
+    jcc(0x74, 'cf9')
+    emit('80fc02')                      # cmp ah, 2
+    jcc(0x74, 'p92')
+    emit('b0fee664f4ebfd')              # i8042: 0xFE to 0x64; hlt loop
+    labels['cf9'] = len(code)
+    emit('baf90cb006eef4ebfd')          # 0x06 to 0xCF9 (hard reset)
+    labels['p92'] = len(code)
+    emit('e492'                         # in al, 0x92
+         '0c01e692f4ebfd')              # bit 0 set: fast reset
     for name, val in (('done', 0), ('fail1', 1), ('fail2', 2)):
-        exits[name] = len(code)
-        code += bytes.fromhex('baf40066b8') + struct.pack('<I', val) + \
-            bytes.fromhex('66eff4')
+        labels[name] = len(code)
+        emit('baf40066b8' + struct.pack('<I', val).hex() + '66eff4')
+    for at, name in fixups:
+        code[at] = (labels[name] - (at + 1)) & 0xff
     img = bytearray(size)
-    for at, name in ((fail1, 'fail1'), (fail2, 'fail2'), (done, 'done')):
-        code = code[:at + 1] + bytes([exits[name] - (at + 2)]) + \
-            code[at + 2:]
     img[size - 0x2000:size - 0x2000 + len(code)] = code    # 0xFE000
     # the reset vector (0xFFFFFFF0, and 0xFFFF0): jmp far F000:E000
     img[size - 16:size - 11] = bytes.fromhex('ea00e000f0')
@@ -153,22 +168,21 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             bios = os.path.join(tmp, 'bios.bin')
             with open(bios, 'wb') as f:
-                f.write(reboot_firmware(3))
-            outs = []
+                f.write(reboot_firmware(4))
             for cl in ([], ['--no-cluster']):
                 rc, out, err, st = run([lcvmm, '-q', '--bios', bios, '--nic',
-                                        'none', '--reboot'] + cl)
-                if rc != 0 or out != 'abc' or st['vmm']['reboots'] != 2:
-                    return (f'{cl}: exit status {rc}, console {out!r}, '
+                                        'none', '--reboot'] + cl, timeout=30)
+                if rc != 0 or out != 'abcd' or st['vmm']['reboots'] != 3:
+                    return (f'{cl}: exit status {rc}, console {out[:40]!r}'
+                            f'{"..." if len(out) > 40 else ""}, '
                             f'{st and st["vmm"]["reboots"]} reboots: {err}')
-                if st['firmware']['pam_remaps'] < 6:
+                if st['firmware']['pam_remaps'] < 8:
                     return f'{st["firmware"]["pam_remaps"]} PAM remaps'
-                outs.append(out)
             # without --reboot: one boot
             rc, out, err, st = run([lcvmm, '-q', '--bios', bios, '--nic',
-                                    'none'])
+                                    'none'], timeout=30)
             if rc != 0 or out != 'a':
-                return f'without --reboot: exit status {rc}, {out!r}'
+                return f'without --reboot: exit status {rc}, {out[:40]!r}'
         return None
 
     tests.append(('firmware: reset vector, CMOS kept, PAM reset', firmware,
