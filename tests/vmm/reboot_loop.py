@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Integration test: lcvmm --reboot, a guest that resets and boots again.
 
-  reboot_loop.py LCVMM GUEST_REBOOT_IMAGE
+  reboot_loop.py LCVMM GUEST_REBOOT_IMAGE GUEST_SMP_REBOOT_IMAGE
 
 - guest-reboot (examples/guests/reboot.c) resets the machine n times,
   alternating port 0xCF9 and a triple fault, and writes new exiting code
@@ -12,6 +12,10 @@
   and at least one translation per boot (the engine was flushed: every
   boot's site is new code);
 - the same with 4 vCPUs (the APs made again in wait-for-SIPI each boot);
+- guest-smp-reboot (examples/guests/smp/reboot.c) on 4 vCPUs: each boot
+  starts the APs with INIT/SIPI, they run exiting sites of their own, and
+  the BSP resets while they run; every AP must start again at every boot
+  (clustering on and off);
 - without --reboot the first reset ends the VM (status 0, "guest reset
   the machine"), as before the option existed; --max-reboots N ends it at
   the reset after N reboots, with that reset's status (a triple fault: 4);
@@ -106,7 +110,7 @@ def reboot_firmware(boots):
 
 
 def main():
-    lcvmm, image = sys.argv[1:3]
+    lcvmm, image, smp_image = sys.argv[1:4]
     base = [lcvmm, '-q', '-k', image, '--nic', 'none']
     n = 40
     tests = []
@@ -143,6 +147,21 @@ def main():
 
     tests.append(('reboot loop, clustering on and off', loop([]), True))
     tests.append(('reboot loop with 4 vCPUs', loop(['-c', '4']), True))
+
+    def smp():
+        n, cpus = 10, 4
+        for cl in ([], ['--no-cluster']):
+            rc, out, err, st = run([lcvmm, '-q', '-k', smp_image, '--nic',
+                                    'none', '-c', str(cpus), '--reboot', '-p',
+                                    f'n={n} cpus={cpus}'] + cl, timeout=60)
+            want = (f'guest=smp-reboot cpus={cpus} boots={n} '
+                    f'checkins={(n + 1) * (cpus - 1)}')
+            if rc != 0 or want not in out or st['vmm']['reboots'] != n:
+                return f'{cl}: exit status {rc}, {out[-200:]!r}: {err}'
+        return None
+
+    tests.append(('reset while the APs run: they start again each boot',
+                  smp, True))
 
     def no_reboot():
         rc, out, err, st = run(base + ['-p', f'n={n}'])
