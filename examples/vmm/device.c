@@ -32,8 +32,6 @@ typedef struct kept_state {
 static int devices_build(vmm *vm, const kept_state *kept, unsigned nkept,
                          char *err, size_t errlen)
 {
-    bus_init(&vm->pio, "pio");
-    bus_init(&vm->mmio, "mmio");
     vm->dma = vmm_dma_template;
     vm->dma.opaque = vm;
     vm->ndev = 0;
@@ -73,23 +71,26 @@ static int devices_build(vmm *vm, const kept_state *kept, unsigned nkept,
 
 int vmm_devices_init(vmm *vm, char *err, size_t errlen)
 {
+    bus_init(&vm->pio, "pio");
+    bus_init(&vm->mmio, "mmio");
     return devices_build(vm, NULL, 0, err, errlen);
 }
 
 /* A reset as a PC's RESET# line: every device back to its power-on state
  * by undoing it and making it again from the board's list (the models
  * themselves have no reset entry points of their own), except the
- * keep_on_reset ones, which a reset does not reach. The buses' counts of
- * unclaimed accesses are the run's, not a boot's: they carry over. */
+ * keep_on_reset ones, which a reset does not reach. The buses lose their
+ * ranges but keep their counts of unclaimed accesses (the run's, not a
+ * boot's; --stats-interval reads them meanwhile). */
 int vmm_devices_reset(vmm *vm, char *err, size_t errlen)
 {
     kept_state kept[VMM_MAX_DEVICES];
     unsigned nkept = 0;
-    uint64_t pio_unclaimed = vm->pio.unclaimed,
-             mmio_unclaimed = vm->mmio.unclaimed;
     int rc;
 
     vmm_devices_flush(vm);      /* held transmits: delivered, not lost */
+    /* --stats-interval reads the devices' counters under it meanwhile */
+    pthread_mutex_lock(&vm->dev_lock);
     while (vm->ndev) {
         vmm_device *d = &vm->dev[--vm->ndev];
         if (d->ops->keep_on_reset)
@@ -98,9 +99,10 @@ int vmm_devices_reset(vmm *vm, char *err, size_t errlen)
             d->ops->exit(vm, d);
         d->state = NULL;
     }
+    bus_clear(&vm->pio);
+    bus_clear(&vm->mmio);
     rc = devices_build(vm, kept, nkept, err, errlen);
-    vm->pio.unclaimed += pio_unclaimed;
-    vm->mmio.unclaimed += mmio_unclaimed;
+    pthread_mutex_unlock(&vm->dev_lock);
     return rc;
 }
 
