@@ -201,6 +201,10 @@ void lc_vcpu_destroy(lc_vcpu *v)
     {
         lc_stats last;
         lc_vcpu_get_stats(v, &last);    /* with the cache's own counters */
+        /* "held now": a destroyed vCPU's cache is freed below, its bytes
+         * are no longer held (a VMM that makes its vCPUs anew at every
+         * guest reboot would otherwise see the figure grow forever) */
+        last.tcache_bytes = 0;
         stats_add(&e->retired, &last);
     }
     pthread_mutex_unlock(&e->lock);

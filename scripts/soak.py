@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Long soaks of the reference VMM with its resident memory sampled.
 
-  soak.py BUILD_DIR [--workload pcnet|e1000|bios16|sites]... [-n UNITS]
+  soak.py BUILD_DIR [--workload pcnet|e1000|bios16|sites|reboot]...
+          [-n UNITS]
           [--interval SECONDS] [--cpu kvm|unicorn] [--json FILE]
           [--markdown]
 
@@ -12,8 +13,13 @@ enumeration, whose BAR sizing moves the NIC's BAR twice a pass, so the
 VMM flushes libcluster's translations every pass, the engine flush a
 guest reboot causes; sites: a guest, built by tests/vmm/memory_bounded.py,
 that writes n new exiting sites and runs each until it is translated, so
-every exit is at code the cache has not seen). While it runs, /proc/PID/status VmRSS is read
-every --interval seconds. Printed per workload: units done, wall time,
+every exit is at code the cache has not seen; reboot: guest-reboot under
+`lcvmm --reboot`, n resets and boots, each one making the KVM VM, the
+devices and libcluster's vCPU contexts anew and flushing the engine,
+with new exit sites every boot). While it runs, /proc/PID/status VmRSS is read
+every --interval seconds, and the Rss of the guest RAM mapping in
+/proc/PID/smaps (RSS minus it: lcvmm's own memory, which a guest that
+touches new RAM does not move). Printed per workload: units done, wall time,
 RSS at the first sample after 2 s and a tenth of the run (start-up
 done), its peak and at the
 last sample, and the engine's translation cache at the end (bytes held, translations made,
@@ -40,6 +46,8 @@ GUESTS = {
     'bios16': ('guest-bios16.bin', 'pcnet', '', 'passes'),
     # built here (tests/vmm/memory_bounded.py): n new exiting sites
     'sites': (None, 'none', '', 'sites'),
+    # lcvmm --reboot: n guest resets and boots (examples/guests/reboot.c)
+    'reboot': ('guest-reboot.bin', 'none', '', 'boots'),
 }
 
 
@@ -52,6 +60,25 @@ def rss_kib(pid):
                     return int(line.split()[1])
     except OSError:
         return None
+    return None
+
+
+GUEST_RAM_KIB = 64 << 10     # lcvmm's default -m 64: one mapping
+
+
+def guest_ram_rss_kib(pid):
+    """Rss of pid's guest RAM (the one anonymous mapping of exactly
+    GUEST_RAM_KIB), or None: RSS minus this is lcvmm's own memory."""
+    try:
+        with open('/proc/%d/smaps' % pid) as f:
+            size = None
+            for line in f:
+                if line.startswith('Size:'):
+                    size = int(line.split()[1])
+                elif line.startswith('Rss:') and size == GUEST_RAM_KIB:
+                    return int(line.split()[1])
+    except OSError:
+        pass
     return None
 
 
@@ -77,19 +104,26 @@ def soak(lcvmm, guest_dir, name, n, interval, cpu):
                '--stats', 'json', '--stats-file', stats_file]
         if cpu:
             cmd += ['--cpu', cpu]
-        samples = []
+        if name == 'reboot':
+            cmd += ['--reboot']
+        samples, own = [], []
         t0 = time.monotonic()
         with open(out_file, 'wb') as out:
             p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
             next_report = t0 + 60
             while p.poll() is None:
                 r = rss_kib(p.pid)
+                g = guest_ram_rss_kib(p.pid)
                 now = time.monotonic()
                 if r is not None:
                     samples.append((now - t0, r))
+                    if g is not None:
+                        own.append((now - t0, r - g))
                 if now >= next_report:
-                    print('  %s: %.0f s, RSS %d KiB' % (name, now - t0,
-                          samples[-1][1] if samples else 0), flush=True)
+                    print('  %s: %.0f s, RSS %d KiB (without guest RAM %s '
+                          'KiB)' % (name, now - t0,
+                                    samples[-1][1] if samples else 0,
+                                    own[-1][1] if own else '?'), flush=True)
                     next_report += 60
                 time.sleep(interval)
             err = p.stderr.read().decode(errors='replace')
@@ -101,8 +135,8 @@ def soak(lcvmm, guest_dir, name, n, interval, cpu):
                 stats = json.load(f)
         except (OSError, ValueError):
             stats = {}
-    m = re.search(r'\b%s=(\d+)' % ('passes' if unit == 'passes'
-                                   else 'exchanges'), console)
+    m = re.search(r'\b%s=(\d+)' % {'passes': 'passes', 'boots': 'boots'}.get(
+        unit, 'exchanges'), console)
     done = int(m.group(1)) if m else 0
     if unit == 'sites':     # the image prints nothing: it ran to its end
         done = n if p.returncode == 0 else 0
@@ -118,10 +152,17 @@ def soak(lcvmm, guest_dir, name, n, interval, cpu):
                 rss_settled_kib=next((s[1] for s in samples
                                       if s[0] >= max(2, wall / 10)),
                                      samples[-1][1] if samples else None),
+                # lcvmm's own memory: RSS minus the guest RAM's pages, at
+                # the settled sample and at the end
+                own_settled_kib=next((o[1] for o in own
+                                      if o[0] >= max(2, wall / 10)),
+                                     own[-1][1] if own else None),
+                own_end_kib=own[-1][1] if own else None,
                 tcache_bytes=lc.get('tcache_bytes'),
                 translations=lc.get('translations'),
                 evictions=lc.get('evictions'),
                 exits=stats.get('vmm', {}).get('exits'),
+                reboots=stats.get('vmm', {}).get('reboots'),
                 exits_saved=lc.get('exits_saved'),
                 net=stats.get('net', {}),
                 stderr=err.strip()[-400:])
@@ -157,11 +198,13 @@ def main():
             growth <= a.max_growth
         ok = ok and good
         print('%s %s: %d/%d %s in %.1f s, RSS start %s peak %s end %s KiB '
-              '(growth after start-up %d KiB), tcache %s bytes, %s '
+              '(growth after start-up %d KiB; without guest RAM %s -> %s '
+              'KiB), tcache %s bytes, %s '
               'translations, %s evictions%s' % (
                   'ok' if good else 'FAIL', w, r['done'], a.n, r['unit'],
                   r['wall_s'], r['rss_start_kib'], r['rss_peak_kib'],
-                  r['rss_end_kib'], growth, r['tcache_bytes'],
+                  r['rss_end_kib'], growth, r['own_settled_kib'],
+                  r['own_end_kib'], r['tcache_bytes'],
                   r['translations'], r['evictions'],
                   '' if good else ' (exit status %d: %s)' % (r['status'],
                                                              r['stderr'])),

@@ -38,7 +38,8 @@ rm -f build/tsan/meson-logs/testlog.json
 echo "== ThreadSanitizer build: building build/tsan (threads and smp suites)"
 if ninja -C build/tsan tests/test_threads examples/vmm/lcvmm \
         examples/guests/guest-smp-nic.bin examples/guests/guest-smp-smc.bin \
-        examples/guests/guest-smp-bar.bin >build/tsan.build.log 2>&1; then
+        examples/guests/guest-smp-bar.bin examples/guests/guest-smp-reboot.bin \
+        >build/tsan.build.log 2>&1; then
     TSAN_OPTIONS=halt_on_error=1 \
         meson test -C build/tsan --no-rebuild --print-errorlogs \
             --suite threads --suite smp ||

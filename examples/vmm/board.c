@@ -6,24 +6,56 @@
  * guests); docs/vmm.md, "The platform a guest sees", describes them.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "lcvmm/platform.h"
 #include "vmm.h"
 
 /* ---- PCI configuration mechanism #1 and its host bridge ---------------- */
 
+/* The host bridge's port state: the configuration space and, at 0xCF9,
+ * the reset control register a PC's chipset has there (PIIX3/PIIX4 "RC",
+ * Intel ICH "Reset Control Register": bit 1 SYS_RST selects a hard reset,
+ * bit 2 RST_CPU going from 0 to 1 resets the system, bit 3 FULL_RST).
+ * Linux's reboot=pci and SeaBIOS's reset use it. A reset ends the VM or,
+ * with --reboot, reboots it (vmm_request_reset). */
+typedef struct pci_host {
+    vmm *vm;
+    uint8_t rcr;
+} pci_host;
+
+#define RCR_SYS_RST  0x02
+#define RCR_RST_CPU  0x04
+#define RCR_FULL_RST 0x08
+
 /* Configuration cycles from several vCPUs: one at a time (vm->pci_lock),
  * as the 0xCF8 latch is one register of the host bridge. */
 static void pci_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
                         uint64_t *val)
 {
-    vmm *vm = opaque;
+    pci_host *h = opaque;
+    vmm *vm = h->vm;
     uint32_t v = (uint32_t)*val;
+    bool reset = false;
+
     pthread_mutex_lock(&vm->pci_lock);
-    pci_access(vm->pci, (unsigned)off, size, w, &v);
+    if (off == LCVMM_RESET_CONTROL_PORT - LCVMM_PCI_CONFIG_ADDR && size == 1) {
+        /* RST_CPU is not stored: it reads 0, so every write with it set
+         * is the 0-to-1 edge */
+        if (w) {
+            reset = v & RCR_RST_CPU;
+            h->rcr = (uint8_t)(v & (RCR_SYS_RST | RCR_FULL_RST));
+        } else {
+            v = h->rcr;
+        }
+    } else {
+        pci_access(vm->pci, (unsigned)off, size, w, &v);
+    }
     pthread_mutex_unlock(&vm->pci_lock);
     if (!w)
         *val = v;
+    if (reset)
+        vmm_request_reset(vm, LCVMM_EXIT_OK, "guest reset the machine");
 }
 
 static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
@@ -32,6 +64,7 @@ static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
         0x86, 0x80, 0x37, 0x12,         /* 8086:1237 (i440FX) */
         [0x0a] = 0x00, [0x0b] = 0x06,   /* class 06/00: host bridge */
     };
+    pci_host *h;
     /* With firmware: the subsystem QEMU gives its boards (1af4:1100),
      * which SeaBIOS's qemu_detect() requires before it reads fw_cfg */
     if (vm->fw) {
@@ -39,12 +72,15 @@ static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
         host_bridge[0x2e] = 0x00; host_bridge[0x2f] = 0x11;
     }
 
+    h = calloc(1, sizeof *h);
     vm->pci = pci_create();
-    if (!vm->pci) {
+    if (!h || !vm->pci) {
+        free(h);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    dev->state = vm;            /* the handler's opaque: it takes pci_lock */
+    h->vm = vm;
+    dev->state = h;             /* the handler's opaque: it takes pci_lock */
     if (pci_add_function(vm->pci, LCVMM_PCI_HOST_DEV, host_bridge,
                          (pci_bar_info){ 0, false }, 0, 0, NULL)) {
         snprintf(err, errlen, "cannot add the PCI host bridge");
@@ -59,7 +95,7 @@ static int pci_host_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
 
 static void pci_host_exit(vmm *vm, vmm_device *dev)
 {
-    (void)dev;
+    free(dev->state);
     pci_destroy(vm->pci);
     vm->pci = NULL;
 }

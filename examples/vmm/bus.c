@@ -12,6 +12,14 @@ void bus_init(bus *b, const char *name)
     pthread_rwlock_init(&b->lock, NULL);
 }
 
+void bus_clear(bus *b)
+{
+    pthread_rwlock_wrlock(&b->lock);
+    memset(b->r, 0, sizeof b->r);
+    b->n = 0;
+    pthread_rwlock_unlock(&b->lock);
+}
+
 /* Add a range; `quiet` leaves reporting to the caller (a guest moving a
  * BAR onto another device must not be able to flood the log). */
 static int add(bus *b, uint64_t base, uint64_t len, bus_handler fn,

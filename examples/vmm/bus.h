@@ -40,6 +40,10 @@ typedef struct bus {
 } bus;
 
 void bus_init(bus *b, const char *name);
+/* Remove every range (a system reset: the devices register theirs again),
+ * keeping the lock and the count of unclaimed accesses, which other
+ * threads may read meanwhile (--stats-interval). */
+void bus_clear(bus *b);
 /* 0, or -1 with a message on stderr (zero length, overflow, overlap,
  * full). */
 int bus_register(bus *b, uint64_t base, uint64_t len, bus_handler fn,

@@ -22,10 +22,16 @@ static int register_ranges(vmm *vm, vmm_device *d)
     return 0;
 }
 
-int vmm_devices_init(vmm *vm, char *err, size_t errlen)
+/* The states vmm_devices_reset keeps (keep_on_reset devices), by
+ * descriptor. */
+typedef struct kept_state {
+    const vmm_device_ops *ops;
+    void *state;
+} kept_state;
+
+static int devices_build(vmm *vm, const kept_state *kept, unsigned nkept,
+                         char *err, size_t errlen)
 {
-    bus_init(&vm->pio, "pio");
-    bus_init(&vm->mmio, "mmio");
     vm->dma = vmm_dma_template;
     vm->dma.opaque = vm;
     vm->ndev = 0;
@@ -33,6 +39,7 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     for (const vmm_device_ops *const *o = vmm_board; *o; o++) {
         vmm_device *d;
         int rc = 0;
+        unsigned k;
 
         if (vm->ndev == VMM_MAX_DEVICES) {
             snprintf(err, errlen, "too many devices");
@@ -40,7 +47,11 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
         }
         d = &vm->dev[vm->ndev];
         *d = (vmm_device){ .ops = *o, .vm = vm };
-        if ((*o)->init)
+        for (k = 0; k < nkept && kept[k].ops != *o; k++)
+            ;
+        if (k < nkept)
+            d->state = kept[k].state;       /* through the reset as it was */
+        else if ((*o)->init)
             rc = (*o)->init(vm, d, err, errlen);
         if (rc == VMM_DEVICE_ABSENT)
             continue;
@@ -56,6 +67,43 @@ int vmm_devices_init(vmm *vm, char *err, size_t errlen)
     /* what the devices mapped at creation is no news to the engine */
     atomic_store(&vm->map_changed, false);
     return 0;
+}
+
+int vmm_devices_init(vmm *vm, char *err, size_t errlen)
+{
+    bus_init(&vm->pio, "pio");
+    bus_init(&vm->mmio, "mmio");
+    return devices_build(vm, NULL, 0, err, errlen);
+}
+
+/* A reset as a PC's RESET# line: every device back to its power-on state
+ * by undoing it and making it again from the board's list (the models
+ * themselves have no reset entry points of their own), except the
+ * keep_on_reset ones, which a reset does not reach. The buses lose their
+ * ranges but keep their counts of unclaimed accesses (the run's, not a
+ * boot's; --stats-interval reads them meanwhile). */
+int vmm_devices_reset(vmm *vm, char *err, size_t errlen)
+{
+    kept_state kept[VMM_MAX_DEVICES];
+    unsigned nkept = 0;
+    int rc;
+
+    vmm_devices_flush(vm);      /* held transmits: delivered, not lost */
+    /* --stats-interval reads the devices' counters under it meanwhile */
+    pthread_mutex_lock(&vm->dev_lock);
+    while (vm->ndev) {
+        vmm_device *d = &vm->dev[--vm->ndev];
+        if (d->ops->keep_on_reset)
+            kept[nkept++] = (kept_state){ d->ops, d->state };
+        else if (d->ops->exit)
+            d->ops->exit(vm, d);
+        d->state = NULL;
+    }
+    bus_clear(&vm->pio);
+    bus_clear(&vm->mmio);
+    rc = devices_build(vm, kept, nkept, err, errlen);
+    pthread_mutex_unlock(&vm->dev_lock);
+    return rc;
 }
 
 void vmm_devices_fini(vmm *vm)

@@ -86,6 +86,10 @@ typedef struct vmm_device_ops {
     unsigned (*coalesced_gen)(vmm_device *dev);
     /* Counters for --stats. */
     void (*stats)(vmm_device *dev, vmm_stat_fn put, void *ctx);
+    /* A system reset leaves the device as it is (the battery-backed
+     * RTC/CMOS of a PC, a host file): vmm_devices_reset keeps its state
+     * and registers its ranges again instead of exit + init. */
+    bool keep_on_reset;
 } vmm_device_ops;
 
 struct vmm_device {
@@ -108,6 +112,11 @@ void vmm_fw_host_cfg_write(void *opaque, unsigned reg, uint32_t val);
  * reason in err (the devices initialised so far stay for fini). */
 int  vmm_devices_init(vmm *vm, char *err, size_t errlen);
 void vmm_devices_fini(vmm *vm);
+/* A system reset (--reboot): flush what devices hold (frames the guest
+ * handed over go out), undo every device but the keep_on_reset ones, and
+ * build the board again from its init list: power-on state. The I/O
+ * thread must be stopped. 0, or -1 with the reason in err. */
+int  vmm_devices_reset(vmm *vm, char *err, size_t errlen);
 
 /* The run-time hooks over all devices. */
 void vmm_devices_flush_pending(vmm *vm);   /* at every exit: cheap */

@@ -247,6 +247,20 @@ static int seg_apply(vmm *vm, unsigned i, uint8_t mode)
                         ro);
 }
 
+void vmm_fw_reset(vmm *vm)
+{
+    vmm_fw *fw = vm->fw;
+
+    fw->set_slot = NULL;        /* its opaque was the VM that is gone */
+    fw->slot_opaque = NULL;
+    if (fw->rom_bar)
+        munmap(fw->rom_bar, fw->rom_bar_size);
+    fw->rom_bar = NULL;
+    fw->rom_bar_size = 0;
+    fw->rom_bar_addr = 0;
+    fw->rom_bar_mapped = false;
+}
+
 int vmm_fw_map_install(vmm *vm, fw_slot_fn fn, void *opaque)
 {
     vmm_fw *fw = vm->fw;

@@ -93,6 +93,11 @@ const char *vmm_fw_check_bios(const uint8_t *img, size_t size);
 const char *vmm_fw_check_rom(const uint8_t *img, size_t size,
                              uint16_t vendor, uint16_t device);
 
+/* A system reset (--reboot), after the back end's VM is gone: no slot
+ * setter until the next install (whose PAM state is the reset one), the
+ * ROM BAR unmapped and released (the NIC made again sets it up anew). */
+void vmm_fw_reset(vmm *vm);
+
 /* The back end installs the map through its slot setter; 0 or -1. */
 int  vmm_fw_map_install(vmm *vm, fw_slot_fn fn, void *opaque);
 /* A PAM register write from the host bridge (reg 0x59..0x5F). */

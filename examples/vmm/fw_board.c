@@ -7,7 +7,8 @@
  * minimal i8042 (0x60/0x64), port 0x92 (A20 and the fast reset), and
  * QEMU's debug console (0x402) when --debugcon asks for it. Each says it
  * is absent without --bios, so multiboot guests see the platform they
- * always had. The host bridge's PAM registers are board.c's.
+ * always had. The host bridge's PAM registers are board.c's, and so is
+ * the reset control register (0xCF9).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,9 @@
 
 static void guest_reset(void *opaque)
 {
-    /* a reset ends the VM (kvmtool does the same): firmware re-running
-     * is never what a run here wants */
-    vmm_request_stop(opaque, LCVMM_EXIT_OK, "guest reset the machine");
+    /* a reset ends the VM (kvmtool does the same, and QEMU with
+     * -no-reboot) unless --reboot asks for the reboot (main.c) */
+    vmm_request_reset(opaque, LCVMM_EXIT_OK, "guest reset the machine");
 }
 
 /* ---- CMOS/RTC ---------------------------------------------------------- */
@@ -62,6 +63,9 @@ const vmm_device_ops vmm_cmos_device = {
     .ranges = { { false, LCVMM_CMOS_PORT, LCVMM_CMOS_PORTS, cmos_bus } },
     .init = cmos_init,
     .exit = cmos_exit,
+    /* battery-backed: a PC's reset reaches neither the clock nor the
+     * RAM (the shutdown status byte firmware reads after a reset) */
+    .keep_on_reset = true,
 };
 
 /* ---- fw_cfg -------------------------------------------------------------- */
@@ -310,6 +314,7 @@ const vmm_device_ops vmm_debugcon_device = {
     .ranges = { { false, LCVMM_DEBUGCON_PORT, 1, debugcon_bus } },
     .init = debugcon_init,
     .exit = debugcon_exit,
+    .keep_on_reset = true,      /* a host file: one log across reboots */
 };
 
 /* ---- the host bridge's PAM registers (board.c adds the bridge) ---------- */

@@ -295,9 +295,12 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                                  "KVM_EXIT_DEBUG");
             break;
         case KVM_EXIT_SHUTDOWN:
-            dump_regs(c);
-            vmm_request_stop(vm, LCVMM_EXIT_CRASH,
-                             "guest triple fault (KVM_EXIT_SHUTDOWN)");
+            /* a shutdown cycle: a PC's chipset answers it with a reset
+             * (--reboot), else it is the guest's crash */
+            if (!vm->opt.reboot)
+                dump_regs(c);
+            vmm_request_reset(vm, LCVMM_EXIT_CRASH,
+                              "guest triple fault (KVM_EXIT_SHUTDOWN)");
             break;
         case KVM_EXIT_FAIL_ENTRY:
             vmm_request_stop(vm, LCVMM_EXIT_CRASH,
@@ -316,8 +319,12 @@ static void cpu_loop(kvm_vcpu_ctx *c)
                              run->internal.suberror);
             break;
         case KVM_EXIT_SYSTEM_EVENT:
-            vmm_request_stop(vm, LCVMM_EXIT_OK, "guest system event %u",
-                             run->system_event.type);
+            if (run->system_event.type == KVM_SYSTEM_EVENT_RESET)
+                vmm_request_reset(vm, LCVMM_EXIT_OK, "guest system reset "
+                                  "(KVM_SYSTEM_EVENT_RESET)");
+            else
+                vmm_request_stop(vm, LCVMM_EXIT_OK, "guest system event %u",
+                                 run->system_event.type);
             break;
         default:
             VMM_STAT_INC(vm->stats.exits_other);
@@ -440,14 +447,38 @@ static int boot_cpu(kvm_vcpu_ctx *c, const vmm_boot *boot)
     return 0;
 }
 
+/* The guest's TSC for libcluster's rdtsc callback (vm.c): KVM computes
+ * it as the host's TSC, scaled to the vCPU's frequency, plus the vCPU's
+ * TSC offset (KVM API, "KVM_VCPU_TSC_OFFSET"). lcvmm never sets a
+ * frequency (KVM_SET_TSC_KHZ), so the ratio is 1 and host TSC + offset
+ * is exactly what the guest's own RDTSC reads, with no ioctl per RDTSC;
+ * the offset is read once here, when the vCPU is made (at each boot with
+ * --reboot). This host's software KVM keeps the offset at 0 and the guest
+ * reads the host's TSC (docs/kvm.md, "RDTSC in clusters"). Without the
+ * attribute RDTSC keeps ending clusters. A guest that writes IA32_TSC or
+ * IA32_TSC_ADJUST changes the offset inside KVM, without an exit: on a
+ * KVM that honours such writes, clusters would then read the old offset
+ * (docs/kvm.md says so). */
+static void tsc_offset_read(kvm_vcpu_ctx *c)
+{
+    uint64_t off = 0;
+    struct kvm_device_attr a = { .group = KVM_VCPU_TSC_CTRL,
+                                 .attr = KVM_VCPU_TSC_OFFSET,
+                                 .addr = (uint64_t)(uintptr_t)&off };
+
+    c->core.tsc_known = ioctl(c->fd, KVM_GET_DEVICE_ATTR, &a) == 0;
+    c->core.tsc_offset = off;
+}
+
 /* --stats-interval: KVM's own counters of every vCPU since it was created
  * (the live thread's reader; vmm_stats_live_kvm). */
 static void kvm_stats_now(vmm *vm, uint64_t v[KVM_STAT_COUNT_])
 {
     kvm_vm *k = vm->cpu;
 
+    /* with --reboot: the boots before this one, and this VM's vCPUs */
     for (unsigned s = 0; s < KVM_STAT_COUNT_; s++)
-        v[s] = 0;
+        v[s] = vm->stats.kvm[s];
     for (unsigned i = 0; i < k->ncpu; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
         uint64_t now[KVM_STAT_COUNT_];
@@ -509,14 +540,23 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     if (vm->fw)
         vmm_kvm_quirks_probe(vm);
     if (vm->opt.cluster) {
-        lc_status s = lc_kvm_probe(&k->caps);
-        if (s != LC_OK)
-            FAIL("libcluster KVM probe: %s", lc_strerror(s));
+        /* once per process: the host's KVM does not change between the
+         * VMs of --reboot (a probe makes a VM of its own) */
+        static lc_kvm_caps caps;
+        static bool probed;
+        if (!probed) {
+            lc_status s = lc_kvm_probe(&caps);
+            if (s != LC_OK)
+                FAIL("libcluster KVM probe: %s", lc_strerror(s));
+            probed = true;
+        }
+        k->caps = caps;
     }
     mmap_size = ioctl(k->kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
     if (mmap_size <= 0)
         FAIL("KVM_GET_VCPU_MMAP_SIZE: %s", strerror(errno));
     k->ncpu = vm->opt.vcpus;
+    vmm_engine_vcpus_made(vm);
     for (unsigned i = 0; i < k->ncpu; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
         c->core.vm = vm;
@@ -540,6 +580,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
             FAIL("KVM_SET_CPUID2: %s", strerror(errno));
         if (i == 0 && boot_cpu(c, boot) < 0)
             FAIL("setting the boot state of vcpu0: %s", strerror(errno));
+        tsc_offset_read(c);
         if (vm->engine) {
             if (lc_vcpu_create(vm->engine, i, &c->core, &c->core.lc) != LC_OK ||
                 lc_kvm_vcpu_attach(c->core.lc, c->fd, c->run, &k->caps,
@@ -594,7 +635,14 @@ out:
         pthread_kill(k->cpu[i].thread, SIGUSR1);
         pthread_join(k->cpu[i].thread, NULL);
     }
-    vmm_stats_live_stop(vm);    /* its last interval, before KVM's counters go */
+    /* the live statistics' last interval, before KVM's counters go; for
+     * a reboot they go on, without this VM's counters until the next
+     * VM's are there (vm->stats.kvm takes this VM's below) */
+    if (vmm_reset_pending(vm))
+        vmm_stats_live_kvm(vm, NULL);
+    else
+        vmm_stats_live_stop(vm);
+    vmm_engine_vcpus_gone(vm);
     for (unsigned i = 0; i < VMM_MAX_VCPUS; i++) {
         kvm_vcpu_ctx *c = &k->cpu[i];
         lc_kvm_stats ks;

@@ -52,6 +52,10 @@ static void usage(FILE *f)
 "                         Unicorn also the guest instructions since the last)\n"
 "      --insn-limit N     Unicorn: stop after N guest instructions\n"
 "      --timeout SECONDS  stop the guest after this long (exit status %d)\n"
+"      --reboot           a guest reset (port 0xCF9, 0x92, the i8042, a triple\n"
+"                         fault) reboots the machine, as QEMU does by default;\n"
+"                         without it a reset ends the VM (QEMU's -no-reboot)\n"
+"      --max-reboots N    --reboot, and the reset after N reboots ends the VM\n"
 "  -q, --quiet            no banner\n"
 "  -h, --help\n"
 "Exit status: 0 success; a guest's debug-exit code C != 0 as (C << 1) | 1\n"
@@ -134,7 +138,8 @@ static int parse_uint(const char *s, unsigned long long lo,
 
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
        O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT,
-       O_STATSINTERVAL, O_BIOS, O_ROM, O_DEBUGCON, O_ROMBAR };
+       O_STATSINTERVAL, O_BIOS, O_ROM, O_DEBUGCON, O_ROMBAR, O_REBOOT,
+       O_MAXREBOOTS };
 
 
 static int parse_args(int argc, char **argv, vmm_options *o)
@@ -161,6 +166,8 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "rom", required_argument, 0, O_ROM },
         { "debugcon", required_argument, 0, O_DEBUGCON },
         { "rom-bar", no_argument, 0, O_ROMBAR },
+        { "reboot", no_argument, 0, O_REBOOT },
+        { "max-reboots", required_argument, 0, O_MAXREBOOTS },
         { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -285,6 +292,13 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         case O_ROM: o->rom = optarg; break;
         case O_DEBUGCON: o->debugcon = optarg; break;
         case O_ROMBAR: o->rom_bar = true; break;
+        case O_REBOOT: o->reboot = true; break;
+        case O_MAXREBOOTS:
+            if (parse_uint(optarg, 1, ~0ull, &v, "--max-reboots"))
+                return -1;
+            o->max_reboots = v;
+            o->reboot = true;
+            break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -334,6 +348,41 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
+/* ---- reboot (--reboot) ------------------------------------------------- */
+
+/* The guest reset the machine and every vCPU has left it: the back end
+ * has torn its VM down (vCPUs, in-kernel PIC, IOAPIC, PIT, local APICs:
+ * the next run makes them again in their power-on state, the APs in
+ * wait-for-SIPI, the boot vCPU at its reset or Multiboot entry state).
+ * Here the rest of the machine: the devices to their power-on state
+ * (vmm_devices_reset), the firmware's memory map to its reset state
+ * (PAM registers 0: the BIOS image shows at 0xE0000 again; the back end
+ * installs it) or the Multiboot image loaded again, and libcluster's
+ * translations dropped: the guest's code after a reboot need not be
+ * what it was. Guest RAM is kept, as a warm reset keeps it. */
+static int reboot(vmm *vm, vmm_boot *boot, char *err, size_t errlen)
+{
+    vmm_io_stop(vm);            /* the back end did; a no-op then */
+    if (vm->fw)
+        vmm_fw_reset(vm);
+    if (vmm_devices_reset(vm, err, errlen))
+        return -1;
+    if (!vm->fw) {
+        memset(boot, 0, sizeof *boot);
+        if (vmm_load_multiboot(vm, vm->opt.kernel, vm->opt.params, boot,
+                               err, errlen))
+            return -1;
+    }
+    if (vm->engine)
+        lc_engine_flush(vm->engine);
+    VMM_STAT_INC(vm->stats.reboots);
+    if (vmm_io_start(vm)) {
+        snprintf(err, errlen, "cannot start the I/O thread");
+        return -1;
+    }
+    return 0;
+}
+
 static void on_sigusr1(int sig)
 {
     (void)sig;
@@ -376,6 +425,7 @@ int main(int argc, char **argv)
     pthread_mutex_init(&vm->dev_lock, NULL);
     pthread_mutex_init(&vm->pci_lock, NULL);
     pthread_mutex_init(&vm->kick_lock, NULL);
+    pthread_mutex_init(&vm->stop_lock, NULL);
     /* firmware images are checked first: a bad file is status 2 on any
      * host, KVM or not */
     if (o->bios && vmm_fw_load(vm, err, sizeof err)) {
@@ -402,6 +452,12 @@ int main(int argc, char **argv)
     }
     if (o->cpu == VMM_CPU_UNICORN && !vmm_unicorn_available()) {
         fprintf(stderr, "lcvmm: this build has no Unicorn back end\n");
+        return LCVMM_EXIT_ERROR;
+    }
+    if (o->reboot && o->cpu == VMM_CPU_UNICORN) {
+        /* the reboot builds the machine again around a new KVM VM
+         * (reboot below); the Unicorn back end has no reset state */
+        fprintf(stderr, "lcvmm: --reboot needs the KVM back end\n");
         return LCVMM_EXIT_ERROR;
     }
     if (o->insn_limit && o->cpu == VMM_CPU_KVM) {
@@ -463,10 +519,20 @@ int main(int argc, char **argv)
     }
     t0 = now_s();
     /* the back end's failure is in vm->exit_code and vm->stop_reason */
-    if (o->cpu == VMM_CPU_KVM)
-        vmm_kvm_run(vm, &boot);
-    else
-        vmm_unicorn_run(vm, &boot);
+    for (;;) {
+        if (o->cpu == VMM_CPU_KVM)
+            vmm_kvm_run(vm, &boot);
+        else
+            vmm_unicorn_run(vm, &boot);
+        if (!vmm_reset_pending(vm))
+            break;
+        if (reboot(vm, &boot, err, sizeof err)) {
+            vmm_request_stop(vm, LCVMM_EXIT_ERROR, "reboot: %s", err);
+            break;
+        }
+        if (!vmm_reset_finish(vm))
+            break;          /* a stop (the timeout) came during the reboot */
+    }
     vmm_stats_live_stop(vm);
     vm->stats.wall_s = now_s() - t0;
     vmm_io_stop(vm);

@@ -47,6 +47,7 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
          i++)
         U("vmm", vcpu_exits[i], L(exits_vcpu[i]));
     U("vmm", "coalesced_drained", L(coalesced_drained));
+    U("vmm", "reboots", L(reboots));    /* --reboot */
     U("vmm", "guest_insns", L(insns));
     U("vmm", "unclaimed_pio",
       __atomic_load_n(&vm->pio.unclaimed, __ATOMIC_RELAXED));
@@ -81,7 +82,11 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
         U("libcluster", "forced_translations", ls.forced_translations);
         U("libcluster", "evictions", ls.evictions);
         U("libcluster", "routed_accesses", ls.routed_accesses);
-        U("libcluster", "tcache_bytes", ls.tcache_bytes);
+        /* held now, or when the back end's vCPUs went (the engine no
+         * longer counts a destroyed vCPU's freed cache) */
+        U("libcluster", "tcache_bytes",
+          __atomic_load_n(&vm->stats.tcache_end_valid, __ATOMIC_ACQUIRE) ?
+          L(tcache_end) : ls.tcache_bytes);
         U("libcluster", "kvm_completions", vm->stats.adapter.completions);
         U("libcluster", "kvm_exits_skipped", vm->stats.adapter.exits_skipped);
         U("libcluster", "kvm_string_io_declined",

@@ -451,6 +451,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         "code hook");
     if (boot_trampoline(u, boot))
         UCK(UC_ERR_EXCEPTION, "setting up the boot trampoline");
+    vmm_engine_vcpus_made(vm);
     if (vm->engine &&
         lc_vcpu_create(vm->engine, 0, &u->core, &u->core.lc) != LC_OK) {
         vmm_request_stop(vm, LCVMM_EXIT_ERROR,
@@ -509,6 +510,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
     rc = 0;
 out:
     vm->stats.insns = u->insns;
+    vmm_engine_vcpus_gone(vm);
     lc_vcpu_destroy(u->core.lc);
     if (u->uc)
         uc_close(u->uc);

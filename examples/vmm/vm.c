@@ -20,22 +20,104 @@
 
 #define IO_MAX_FDS (1 + 1 + VMM_MAX_DEVICES)    /* stop, timer, devices */
 
-void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
+static void kick_vcpus(vmm *vm)
 {
-    va_list ap;
-    bool was = atomic_exchange(&vm->stop, true);
-
-    if (was)
-        return;                 /* the first reason wins */
-    __atomic_store_n(&vm->exit_code, code, __ATOMIC_RELAXED);  /* --stats-interval */
-    va_start(ap, fmt);
-    vsnprintf(vm->stop_reason, sizeof vm->stop_reason, fmt, ap);
-    va_end(ap);
     /* the other vCPUs may sit in KVM_RUN (a halted AP forever) */
     pthread_mutex_lock(&vm->kick_lock);
     if (vm->kick)
         vm->kick(vm);
     pthread_mutex_unlock(&vm->kick_lock);
+}
+
+void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    pthread_mutex_lock(&vm->stop_lock);
+    if (atomic_load(&vm->stop) && !vm->reset_pending) {
+        pthread_mutex_unlock(&vm->stop_lock);
+        return;                 /* the first reason wins */
+    }
+    /* a reboot under way (--reboot) gives way: the VM ends */
+    vm->reset_pending = false;
+    atomic_store(&vm->stop, true);
+    __atomic_store_n(&vm->exit_code, code, __ATOMIC_RELAXED);  /* --stats-interval */
+    va_start(ap, fmt);
+    vsnprintf(vm->stop_reason, sizeof vm->stop_reason, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&vm->stop_lock);
+    kick_vcpus(vm);
+}
+
+/* A PC's reset (the chipset's INIT/RESET# after port 0xCF9, 0x92 or the
+ * keyboard controller's pulse, or its answer to a shutdown cycle): every
+ * vCPU stops here as for the end of the VM, and main.c builds the machine
+ * again (vmm_reset_pending). */
+void vmm_request_reset(vmm *vm, int code, const char *why)
+{
+    uint64_t done;
+    bool reboot;
+
+    pthread_mutex_lock(&vm->stop_lock);
+    if (atomic_load(&vm->stop)) {       /* already ending or resetting */
+        pthread_mutex_unlock(&vm->stop_lock);
+        return;
+    }
+    done = __atomic_load_n(&vm->stats.reboots, __ATOMIC_RELAXED);
+    reboot = vm->opt.reboot &&
+             (!vm->opt.max_reboots || done < vm->opt.max_reboots);
+    if (reboot) {
+        vm->reset_pending = true;
+        atomic_store(&vm->stop, true);
+        snprintf(vm->stop_reason, sizeof vm->stop_reason, "%s: rebooting",
+                 why);
+    }
+    pthread_mutex_unlock(&vm->stop_lock);
+    if (reboot)
+        kick_vcpus(vm);
+    else if (vm->opt.reboot)
+        vmm_request_stop(vm, code, "%s after %llu reboots (--max-reboots)",
+                         why, (unsigned long long)done);
+    else
+        vmm_request_stop(vm, code, "%s", why);
+}
+
+bool vmm_reset_pending(vmm *vm)
+{
+    bool r;
+    pthread_mutex_lock(&vm->stop_lock);
+    r = vm->reset_pending;
+    pthread_mutex_unlock(&vm->stop_lock);
+    return r;
+}
+
+bool vmm_reset_finish(vmm *vm)
+{
+    bool r;
+    pthread_mutex_lock(&vm->stop_lock);
+    r = vm->reset_pending;
+    if (r) {
+        vm->reset_pending = false;
+        vm->stop_reason[0] = '\0';
+        __atomic_store_n(&vm->exit_code, 0, __ATOMIC_RELAXED);
+        atomic_store(&vm->stop, false);
+    }
+    pthread_mutex_unlock(&vm->stop_lock);
+    return r;
+}
+
+void vmm_engine_vcpus_made(vmm *vm)
+{
+    __atomic_store_n(&vm->stats.tcache_end_valid, false, __ATOMIC_RELEASE);
+}
+
+void vmm_engine_vcpus_gone(vmm *vm)
+{
+    lc_stats ls;
+    if (!vm->engine || lc_engine_get_stats(vm->engine, &ls) != LC_OK)
+        return;
+    __atomic_store_n(&vm->stats.tcache_end, ls.tcache_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&vm->stats.tcache_end_valid, true, __ATOMIC_RELEASE);
 }
 
 /* ---- interrupts -------------------------------------------------------- */
@@ -184,10 +266,29 @@ static int lc_irq_cb(void *opaque, const lc_cpu_state *st)
            c->irq_epoch_seen;
 }
 
+/* RDTSC inside a cluster (issue: RDTSC as a gap filler): the value the
+ * guest's own RDTSC would read now. Under KVM the guest's TSC is the
+ * host's plus the vCPU's TSC offset (the ratio is 1: lcvmm never sets a
+ * TSC frequency, KVM_SET_TSC_KHZ); the back end reads the offset once per
+ * vCPU (kvm_cpu.c). Without it (Unicorn, a KVM without
+ * KVM_VCPU_TSC_OFFSET) the cluster stops before the RDTSC and the guest
+ * runs it itself. */
+static lc_cb_result lc_rdtsc_cb(void *opaque, uint64_t *tsc)
+{
+    vmm_vcpu *c = opaque;
+
+    if (!c->tsc_known)
+        return LC_CB_STOP;
+    *tsc = __builtin_ia32_rdtsc() + c->tsc_offset;
+    return LC_CB_OK;
+}
+
 void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops)
 {
-    (void)vm;
     memset(ops, 0, sizeof *ops);
+    /* Unicorn's RDTSC is its own clock, nothing a callback could read */
+    if (vm->opt.cpu == VMM_CPU_KVM)
+        ops->rdtsc = lc_rdtsc_cb;
     ops->size = sizeof *ops;
     ops->gpa_map = lc_gpa_map_cb;
     ops->pio = lc_pio_cb;

@@ -69,6 +69,8 @@ typedef struct vmm_options {
     const char *rom;              /* --rom: the NIC's option ROM */
     const char *debugcon;         /* --debugcon: port 0x402 output */
     bool rom_bar;                 /* --rom-bar: ROM BAR instead of fw_cfg */
+    bool reboot;                  /* --reboot: a guest reset reboots it */
+    uint64_t max_reboots;         /* --max-reboots (0: no limit) */
 } vmm_options;
 
 /* Counting one of them on a vCPU thread: --stats-interval reads them
@@ -88,6 +90,12 @@ typedef struct vmm_stats {
     uint64_t quirk_irets;         /* IRETs completed for KVM (kvm_quirks.c) */
     uint64_t quirk_late_ticks;    /* late BIOS ticks: breakpoints armed */
     uint64_t quirk_bp_exits;      /* ... and hit */
+    uint64_t reboots;             /* --reboot: guest resets that rebooted */
+    /* libcluster's tcache_bytes counts what live vCPU contexts hold: 0
+     * once the back end destroyed them (the end of a run, each reboot).
+     * What they held then, for the statistics (vmm_engine_vcpus_gone). */
+    uint64_t tcache_end;
+    bool     tcache_end_valid;
     lc_kvm_stats adapter;         /* KVM: the adapter's counters, summed */
     /* KVM: its own per-vCPU counters over the run, summed (kvm_stats.h) */
     uint64_t kvm[KVM_STAT_COUNT_];
@@ -103,6 +111,11 @@ typedef struct vmm_vcpu {
     unsigned id;
     unsigned irq_epoch_seen;      /* vm->irq_epoch when the exit began */
     lc_vcpu *lc;
+    /* The guest's TSC as the host's plus this offset (KVM's
+     * KVM_VCPU_TSC_OFFSET, read when the vCPU was made): libcluster's
+     * rdtsc callback. tsc_known false: RDTSC ends clusters. */
+    bool tsc_known;
+    uint64_t tsc_offset;
 } vmm_vcpu;
 
 struct vmm {
@@ -135,6 +148,11 @@ struct vmm {
     atomic_bool stop;
     int exit_code;                /* the guest's, or an lcvmm_exit_status */
     char stop_reason[160];
+    /* --reboot: stop was set for a guest reset, not to end the VM; a real
+     * stop request clears it (it wins). stop, reset_pending and the
+     * reason change together under stop_lock. */
+    pthread_mutex_t stop_lock;
+    bool reset_pending;
     /* libcluster */
     lc_engine *engine;
     lc_vm_ops ops;
@@ -169,6 +187,24 @@ void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops);
  * leaves KVM_RUN (vm->kick), a halted one too. */
 void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The guest reset the machine (port 0xCF9, 0x92, the i8042's pulse, a
+ * triple fault; any thread). With --reboot, and below --max-reboots, every
+ * vCPU leaves the guest as for a stop and the run returns with
+ * vmm_reset_pending() true: main.c then reboots the machine. Otherwise it
+ * is vmm_request_stop(code, why), as QEMU's -no-reboot does. A reset while
+ * the VM already stops or resets changes nothing. */
+void vmm_request_reset(vmm *vm, int code, const char *why);
+bool vmm_reset_pending(vmm *vm);
+/* After the reboot's work: the VM runs again (stop cleared), or false if
+ * a real stop arrived meanwhile (then it ends). */
+bool vmm_reset_finish(vmm *vm);
+
+/* A back end made its libcluster vCPU contexts (made: the engine's
+ * figures are live again) or is about to destroy them (gone: keep what
+ * their translation caches held for --stats). */
+void vmm_engine_vcpus_made(vmm *vm);
+void vmm_engine_vcpus_gone(vmm *vm);
 
 /* Called by a back end first at every exit (`kind`: LC_EXIT_IO,
  * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,

@@ -92,6 +92,15 @@ START_TEST(bios_saves_two_of_three)
     ck_assert_uint_eq(st.exits_saved, 6);
     ck_assert_uint_eq(st.cluster_len[3], 3);
     ck_assert_uint_gt(st.tcache_bytes, 0);
+    /* A destroyed vCPU's cache is freed with it: the engine's figures keep
+     * its counters but no longer its bytes held (a VMM that makes its
+     * vCPUs anew at each guest reboot, lcvmm --reboot, saw them grow). */
+    lc_vcpu_destroy(r.v);
+    r.v = NULL;
+    ck_assert_int_eq(lc_engine_get_stats(r.e, &st), LC_OK);
+    ck_assert_uint_eq(st.translations, 1);
+    ck_assert_uint_eq(st.exits_saved, 6);
+    ck_assert_uint_eq(st.tcache_bytes, 0);
     rig_down(&r);
 }
 END_TEST

@@ -122,6 +122,10 @@ CASES = [
     (f'bad stats interval {v!r}', image(header()), ['--stats-interval', v],
      '--stats-interval must be')
     for v in ('0', '-1', '0.001', 'nan', 'inf', '3601', '1e9', '0.5s', '')
+] + [
+    (f'bad reboot limit {v!r}', image(header()), ['--max-reboots', v],
+     '--max-reboots must be')
+    for v in ('0', ' 5', '-1', '18446744073709551616', '5x', '')
 ]
 
 # A guest's debug-exit code C != 0 must never look like lcvmm's own

@@ -17,9 +17,13 @@ memory than the short one beyond what it must:
     (44 MB of translations would be held without the cap). On KVM, and on Unicorn (engine
     figures only: Unicorn's own code cache dominates its RSS).
   - flushes in a loop: the BIOS-style guest's passes size the NIC's BAR,
-    every BAR move flushes the engine (the flush a guest reboot causes;
-    lcvmm ends the VM on a real reset), so each pass translates again:
+    every BAR move flushes the engine, so each pass translates again:
     200 and 2000 passes must end at the same RSS (within 512 KiB).
+  - reboots in a loop: guest-reboot under `lcvmm --reboot` resets and
+    boots again, each boot a new KVM VM, the devices made anew, new
+    libcluster vCPU contexts, an engine flush and new exit sites: 100 and
+    1000 reboots must end at the same RSS (within 512 KiB), with at least
+    one translation per boot. scripts/soak.py runs 10,000.
   - the NIC guests' exchanges: 2,000 and 20,000 must end at the same RSS
     (within 512 KiB). scripts/soak.py runs 10^6 of them.
 
@@ -175,6 +179,28 @@ def main():
     tests.append(('engine flushed every pass (BAR sizing): RSS flat',
                   flat('bios16', 'guest-bios16.bin', 'pcnet', '',
                        (200, 2000), 'passes'), True))
+    def reboots():
+        res = []
+        for n in (100, 1000):
+            rc, rss, st, out = peak_rss(
+                [lcvmm, '-q', '-k', os.path.join(guest_dir,
+                                                 'guest-reboot.bin'),
+                 '--nic', 'none', '--reboot', '-p', f'n={n}'])
+            if rc != 0 or f'boots={n}' not in out or \
+                    st['vmm']['reboots'] != n:
+                return f'n={n}: exit status {rc}'
+            if st['libcluster']['translations'] < n:
+                return (f'{st["libcluster"]["translations"]} translations '
+                        f'in {n} boots: no flush per reboot?')
+            res.append((n, rss, st['libcluster']['translations']))
+        (n1, r1, t1), (n2, r2, t2) = res
+        if r2 - r1 > 512:
+            return f'peak RSS {r1} KiB after {n1} reboots, {r2} KiB after {n2}'
+        print(f'# reboot: peak RSS {r1} KiB after {n1} reboots, {r2} KiB '
+              f'after {n2}; translations {t1} -> {t2}')
+        return None
+
+    tests.append(('reboots in a loop (--reboot): RSS flat', reboots, True))
     for nic in ('pcnet', 'e1000'):
         tests.append((f'{nic} exchanges: RSS flat',
                       flat(nic, f'guest-{nic}.bin', nic, 'cpl=3 irq=0',

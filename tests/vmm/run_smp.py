@@ -3,7 +3,7 @@
 """Integration test: an SMP guest (examples/guests/smp) on lcvmm's KVM
 back end with -c N, clustering off and on.
 
-  run_smp.py LCVMM IMAGE --scenario nic|smc|bar --cpus N [-n UNITS]
+  run_smp.py LCVMM IMAGE --scenario nic|smc|bar|reboot --cpus N [-n UNITS]
              [--extra-arg=ARG ...]
 
 The guest's application processors are started by the guest itself
@@ -15,7 +15,10 @@ and have done all their units:
   smc  n rewrites of code the other vCPUs run, none of them ever ran a
        stale copy (stale=0 bad=0);
   bar  n BAR moves while the other vCPUs read the device, no read decoded
-       at the wrong base (bad=0).
+       at the wrong base (bad=0);
+  reboot  (with --extra-arg=--reboot) n resets while the APs run, every
+       AP started again at every boot (checkins = (n + 1) * (cpus - 1)),
+       and lcvmm counted n reboots.
 Each vCPU must have exited (it really ran). Under ThreadSanitizer (the
 tsan build of scripts/test.sh) a report is a failure: lcvmm exits 66
 with TSAN_OPTIONS=halt_on_error=1, and any report on stderr fails too.
@@ -65,6 +68,10 @@ def check_result(scenario, res, cpus, n, out):
     elif scenario == 'bar':
         if res.get('moves') != str(n) or res.get('bad') != '0':
             return f'moves/bad {res}'
+    elif scenario == 'reboot':
+        if res.get('boots') != str(n) or \
+                res.get('checkins') != str((n + 1) * (cpus - 1)):
+            return f'boots/checkins {res}'
     if res.get('cpus') != str(cpus):
         return f'cpus={res.get("cpus")}, want {cpus}'
     return None
@@ -74,7 +81,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('lcvmm')
     ap.add_argument('image')
-    ap.add_argument('--scenario', required=True, choices=('nic', 'smc', 'bar'))
+    ap.add_argument('--scenario', required=True, choices=('nic', 'smc', 'bar',
+                                                         'reboot'))
     ap.add_argument('--cpus', type=int, default=2)
     ap.add_argument('-n', type=int, default=30)
     ap.add_argument('--timeout', type=float, default=200)
@@ -83,7 +91,7 @@ def main():
     if not kvm_usable():
         print('SKIP: /dev/kvm is not usable here')
         return 77
-    nic = 'none' if a.scenario == 'smc' else 'e1000'
+    nic = 'none' if a.scenario in ('smc', 'reboot') else 'e1000'
     params = f'n={a.n} cpus={a.cpus}'
     outs = {}
     for tag, extra in (('off', ['--no-cluster']), ('on', [])):
@@ -111,6 +119,9 @@ def main():
             print('FAIL: no statistics')
             return 1
         v = stats['vmm']
+        if a.scenario == 'reboot' and v.get('reboots') != a.n:
+            print(f'FAIL: {v.get("reboots")} reboots, want {a.n}')
+            return 1
         per = [v.get(f'exits_vcpu{i}', 0) for i in range(a.cpus)]
         if a.cpus > 1 and not all(per):
             print(f'FAIL: a vCPU never exited: {per}')

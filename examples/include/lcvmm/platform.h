@@ -24,6 +24,11 @@
 #define LCVMM_PCI_CONFIG_ADDR 0xCF8     /* PCI configuration mechanism #1 */
 #define LCVMM_PCI_CONFIG_DATA 0xCFC
 #define LCVMM_PCI_CONFIG_PORTS 8        /* 0xCF8-0xCFF */
+/* The chipset's reset control register, a byte inside that range (PIIX3
+ * and ICH "RC"): writing bit 2 (with bit 1, a hard reset: 0x06) resets
+ * the machine; lcvmm ends the VM then, or reboots it with --reboot. */
+#define LCVMM_RESET_CONTROL_PORT 0xCF9
+#define LCVMM_RESET_CONTROL_HARD 0x06
 
 /* ---- the firmware platform: present only with --bios -------------------- */
 /* What SeaBIOS expects of a PC (docs/vmm.md, "Real firmware"); multiboot
