@@ -84,6 +84,7 @@ typedef struct gen_insn {
 #define GI_SMC      0x02u /* a store into the code page */
 #define GI_SMC_CODE 0x04u /* ... possibly onto code bytes */
 #define GI_LOOP     0x08u /* a backward branch (loop) */
+#define GI_SMC_DATA 0x10u /* ... never onto code bytes (data beside code) */
 
 #define GEN_MAX_INSNS 96
 
