@@ -180,6 +180,30 @@ static lc_status run_translation(exit_ctx *c, const tc_entry *te,
  * leaving (each chained run is also bounded by the instruction budget). */
 #define LCI_CHAIN_MAX 8
 
+static unsigned chain_none_slot(uint64_t rip, uint64_t val)
+{
+    uint64_t h = (rip ^ (val * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+    return (unsigned)(h >> 60);
+}
+
+static int chain_none_has(const lc_vcpu *vc, uint64_t rip, uint64_t val)
+{
+    unsigned i = chain_none_slot(rip, val);
+
+    return vc->chain_none[i].used && vc->chain_none[i].rip == rip &&
+           vc->chain_none[i].val == val;
+}
+
+static void chain_none_put(lc_vcpu *vc, uint64_t rip, uint64_t val)
+{
+    unsigned i = chain_none_slot(rip, val);
+
+    vc->chain_none[i].rip = rip;
+    vc->chain_none[i].val = val;
+    vc->chain_none[i].used = 1;
+}
+
 /* The translation starting at the current RIP with no exit behind it:
  * cached, or formed now (an empty one when nothing there is worth
  * running). NULL when there is none and none could be made. */
@@ -201,9 +225,17 @@ static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key)
 
     /* Nothing worth running there was found with a return address or an
      * indirect target read from the guest's state then: when it reads
-     * otherwise now, look again (an inline cache's check, calls.c). */
-    if (te && te->cl->ninsn == 0 && te->cl->guessed &&
-        !lcx_guess_holds(te->cl, v)) {
+     * otherwise now and that target is not known to lead nowhere too,
+     * look again (an inline cache's check, calls.c). An accessor's end
+     * reached from several call sites would otherwise form again at every
+     * visit. */
+    if (te && te->cl->ninsn == 0 && te->cl->guessed) {
+        uint64_t val;
+
+        if (lcx_guess_read(te->cl, v, &val) < 0 ||
+            val == te->cl->guess_val || chain_none_has(vc, key->rip, val))
+            return te;
+        chain_none_put(vc, key->rip, te->cl->guess_val);
         tc_remove(&vc->tc, te);
         te = NULL;
     }

@@ -357,7 +357,7 @@ int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
 
 /* A followed transfer's target was read from the guest's state: remember
  * the first such read, so that the engine can tell whether the layout
- * holds in another state (lcx_guess_holds). */
+ * holds in another state (lcx_guess_read). */
 static void note_guess(lcx_trace *t, const lcx_insn *x, uint64_t tgt)
 {
     lcx_cluster *out = t->out;
@@ -381,30 +381,29 @@ static void note_guess(lcx_trace *t, const lcx_insn *x, uint64_t tgt)
     }
 }
 
-int lcx_guess_holds(const lcx_cluster *cl, lcr_vcpu *v)
+int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *out)
 {
     unsigned n = cl->guess_bytes;
     uint64_t val;
 
-    if (!cl->guessed)
-        return 1;
-    if (n == 0 || n > 8)
-        return 0;
+    if (!cl->guessed || n == 0 || n > 8)
+        return -1;
     switch (cl->guess_kind) {
     case LCX_GUESS_STACK: {
         uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)cl->guess_delta) &
                       lcr_mask(stack_bytes(v));
         if (peek(v, LC_SS, sp, n, &val))
-            return 0;
+            return -1;
         break;
     }
     case LCX_GUESS_REG:
         val = lcr_reg_get(v, cl->guess_reg, n);
         break;
     default:
-        return 0;
+        return -1;
     }
-    return (val & lcr_mask(n)) == cl->guess_val;
+    *out = val & lcr_mask(n);
+    return 0;
 }
 
 int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)

@@ -124,7 +124,7 @@ typedef struct lcx_cluster {
                              * to a target read from the guest's state at
                              * formation (calls.c): the layout, and whether
                              * anything is worth running, hold for that
-                             * state only (lcx_guess_holds) */
+                             * state only (lcx_guess_read) */
     uint8_t     guess_kind; /* enum lcx_guess: the first such read */
     uint8_t     guess_bytes;
     lcd_reg     guess_reg;  /* LCX_GUESS_REG: the register */
@@ -142,10 +142,10 @@ enum lcx_guess {
     LCX_GUESS_OTHER,    /* through memory, or more than one read */
 };
 
-/* Would forming `cl` again in the state of `v` read the same target for
- * its guessed transfer (cl->guessed)? 1 when it reads what cl->guess_val
- * says (the layout holds), 0 when it differs or cannot be told. */
-int lcx_guess_holds(const lcx_cluster *cl, lcr_vcpu *v);
+/* The target forming `cl` again in the state of `v` would read for its
+ * guessed transfer (cl->guessed): 0 with *val (the layout holds when it
+ * equals cl->guess_val), -1 when it cannot be told. */
+int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *val);
 
 /* Does the instruction at `rip` (decoded as `d`) exit? Returns LCX_PRED_*
  * bits, 0 if the exit-tracking table has not seen it exit. */
