@@ -117,7 +117,8 @@ static int was_invalidated(lc_vcpu *vc, uint64_t rip)
     return 0;
 }
 
-static lc_stop_reason chain(exit_ctx *c, lc_stop_reason stop);
+static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
+                            lc_stop_reason stop);
 
 /* Run a translation whose code is known coherent: watch its code frames
  * for self-modification (section 7), run it, account for it. */
@@ -142,7 +143,7 @@ static lc_status run_translation(exit_ctx *c, const tc_entry *te,
         return LC_OK;
     }
     stop = lcx_run(cl, v, c->cfg->weak_backedge_cap, c->start);
-    stop = chain(c, stop);
+    stop = chain(c, cl, stop);
     if (stop == LC_STOP_SMC)
         STAT_INC(vc->stats.smc_stops);
     if (v->insns)
@@ -207,7 +208,7 @@ static void chain_none_put(lc_vcpu *vc, uint64_t rip, uint64_t val)
 /* The translation starting at the current RIP with no exit behind it:
  * cached, or formed now (an empty one when nothing there is worth
  * running). NULL when there is none and none could be made. */
-static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key)
+static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key, int *formed)
 {
     lc_vcpu *vc = c->vc;
     lcr_vcpu *v = &c->v;
@@ -241,6 +242,7 @@ static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key)
     }
     if (te)
         return te;
+    *formed = 1;               /* an insert may evict any other entry */
     if (want > sizeof code)
         want = sizeof code;
     /* Fetched as at an exit there (the miss path): the guest resumes at
@@ -271,7 +273,8 @@ static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key)
 /* After a run that ended at `stop`: go on through chained translations
  * while each ends cleanly (LC_STOP_END) with another exit near. Returns
  * the stop reason of the last run. */
-static lc_stop_reason chain(exit_ctx *c, lc_stop_reason stop)
+static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
+                            lc_stop_reason stop)
 {
     const lc_config *cfg = c->cfg;
     lcr_vcpu *v = &c->v;
@@ -288,9 +291,16 @@ static lc_stop_reason chain(exit_ctx *c, lc_stop_reason stop)
         tc_entry *te;
         uint64_t gfn[LCR_WATCH_MAX];
         unsigned ngfn = 0, lead = 0;
+        int formed = 0, at_end;
 
         if (stop != LC_STOP_END || v->error != LC_OK ||
             v->insns >= v->insn_budget || v->mode != lcr_cpu_mode(st))
+            break;
+        /* The run reached its end, where nothing worth running was
+         * found before: no lookup (the hit path of a cluster that simply
+         * ends stays what it was). */
+        at_end = st->rip == ran->end_rip;
+        if (ran->end_none && at_end)
             break;
         if ((st->rflags & LC_RFLAGS_IF) && v->ops->irq_pending &&
             v->ops->irq_pending(v->opaque, st))
@@ -300,9 +310,15 @@ static lc_stop_reason chain(exit_ctx *c, lc_stop_reason stop)
         key.cs_base = st->seg[LC_CS].base;
         key.cr3 = (st->cr0 & LC_CR0_PG) ? st->cr3 : 0;
         key.first_done = 1;
-        te = chain_lookup(c, &key);
-        if (!te || te->cl->ninsn == 0)
+        te = chain_lookup(c, &key, &formed);
+        if (!te || te->cl->ninsn == 0) {
+            /* Nothing there, whatever the guest's state: remember it in
+             * the translation that ended there (still cached unless this
+             * lookup formed and inserted: then the next visit does). */
+            if (te && !te->cl->guessed && at_end && !formed)
+                ran->end_none = 1;
             break;
+        }
         /* Only when its first exit is as near the last one as the window
          * lets a formation reach. */
         while (lead < te->cl->ninsn && !te->cl->insn[lead].exiting)
@@ -324,6 +340,7 @@ static lc_stop_reason chain(exit_ctx *c, lc_stop_reason stop)
             lci_watch_narrow(v, te);
         }
         stop = lcx_run(te->cl, v, cfg->weak_backedge_cap, 0);
+        ran = te->cl;
     }
     return stop;
 }

@@ -125,6 +125,8 @@ typedef struct lcx_cluster {
                              * formation (calls.c): the layout, and whether
                              * anything is worth running, hold for that
                              * state only (lcx_guess_read) */
+    uint8_t     end_none;   /* engine: nothing worth running was found
+                             * after end_rip (no chained run from there) */
     uint8_t     guess_kind; /* enum lcx_guess: the first such read */
     uint8_t     guess_bytes;
     lcd_reg     guess_reg;  /* LCX_GUESS_REG: the register */
