@@ -24,6 +24,62 @@ void lci_watch_add(uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn,
     }
 }
 
+/* Widen frame `gfn`'s span in v's watch to cover [lo, hi). 0 when the
+ * frame is not watched (the watch list was cut at LCR_WATCH_MAX). */
+static int span_add(lcr_vcpu *v, uint64_t gfn, unsigned lo, unsigned hi)
+{
+    for (unsigned i = 0; i < v->nwatch; i++) {
+        if (v->watch_gfn[i] != gfn)
+            continue;
+        if (v->watch_lo[i] >= v->watch_hi[i] || lo < v->watch_lo[i])
+            v->watch_lo[i] = (uint16_t)lo;
+        if (hi > v->watch_hi[i])
+            v->watch_hi[i] = (uint16_t)hi;
+        return 1;
+    }
+    return 0;
+}
+
+/* Section 7's stop is for a write into the code being run. Watching
+ * whole frames also stops on data that shares a page with the code
+ * (real-mode firmware keeps its variables beside its code: SeaBIOS, our
+ * BIOS guest's counters and checksum), ending a cluster at every such
+ * store although its translation does not depend on those bytes. The
+ * coherency check above covers exactly the bytes of the code ranges, so
+ * the watch can too: a frame's span is the bytes of the ranges in it, as
+ * their fetch records say (page offset of the first byte, bytes per
+ * page). A record that cannot say leaves whole frames. */
+void lci_watch_narrow(lcr_vcpu *v, const tc_entry *te)
+{
+    const lcx_cluster *cl = te->cl;
+
+    v->watch_bytes = 0;
+    for (unsigned i = 0; i < v->nwatch; i++)
+        v->watch_lo[i] = v->watch_hi[i] = 0;
+    for (unsigned r = 0; r < cl->nrange; r++) {
+        const lcr_fetch_rec *rec = r == 0 ? &te->rec : &te->xrec[r - 1];
+        size_t left = r == 0 ? cl->nbytes : cl->range[r].len;
+        unsigned lo = lcr_fetch_page_off(rec);
+
+        if (left == 0)
+            continue;
+        if (!rec->valid || rec->npages > 2)
+            return;
+        for (unsigned p = 0; p < rec->npages && left > 0; p++) {
+            size_t n = rec->code_len[p] < left ? rec->code_len[p] : left;
+
+            if (n == 0 || lo + n > 4096 ||
+                !span_add(v, rec->gfn[p], lo, lo + (unsigned)n))
+                return;
+            left -= n;
+            lo = 0;
+        }
+        if (left > 0)
+            return;
+    }
+    v->watch_bytes = 1;
+}
+
 /* One code range: by its fetch record, else by a full fetch that
  * re-records. Adds its frames to the watch list. */
 static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,

@@ -9,6 +9,7 @@
 #define LC_LIBCLUSTER_ENGINE_INT_H
 
 #include <pthread.h>
+#include <string.h>
 #include <stdint.h>
 
 #include <cluster/cluster.h>
@@ -33,6 +34,10 @@ struct lc_vcpu {
     lcr_fetch_rec rec;           /* the last window fetch's record */
     lcx_code xcode;              /* code of a cluster's other ranges, as
                                   * formation fetched it (calls.c) */
+    /* Chained runs (handle_exit.c): places where a continuation whose
+     * walk read a RET's or indirect transfer's target from the guest
+     * found nothing worth running, with that target; direct-mapped. */
+    struct { uint64_t rip, val; uint8_t used; } chain_none[16];
     struct lc_vcpu *next;        /* engine's list, under engine->lock */
     struct lc_vcpu **pprev;
 };
@@ -66,6 +71,7 @@ static inline void lci_vcpu_sync(lc_vcpu *vc)
 
     if (__builtin_expect(g != vc->gen, 0)) {
         tc_flush(&vc->tc);
+        memset(vc->chain_none, 0, sizeof vc->chain_none);
         vc->ninval = 0;
         vc->gen = g;
     }
@@ -96,6 +102,11 @@ uint8_t lci_exit_props(const lc_exit *x);
  * Re-records a range's fetch record when it had to do a full fetch. */
 int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
                  uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn);
+
+/* Narrow the SMC watch armed in `v` (watch_gfn, nwatch) to the bytes of
+ * `te`'s code ranges, by their fetch records: sets v->watch_bytes and the
+ * spans, or leaves whole frames when a record cannot say. */
+void lci_watch_narrow(lcr_vcpu *v, const tc_entry *te);
 
 /* Add frames to a watch list without repeats (at most LCR_WATCH_MAX). */
 void lci_watch_add(uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn,

@@ -117,13 +117,17 @@ static int was_invalidated(lc_vcpu *vc, uint64_t rip)
     return 0;
 }
 
+static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
+                            lc_stop_reason stop);
+
 /* Run a translation whose code is known coherent: watch its code frames
  * for self-modification (section 7), run it, account for it. */
-static lc_status run_translation(exit_ctx *c, lcx_cluster *cl,
+static lc_status run_translation(exit_ctx *c, const tc_entry *te,
                                  const uint64_t *gfn, unsigned ngfn)
 {
     lc_vcpu *vc = c->vc;
     lcr_vcpu *v = &c->v;
+    lcx_cluster *cl = te->cl;
     lc_stop_reason stop;
 
     if (c->cfg->techniques & LC_TECH_SMC) {
@@ -132,12 +136,14 @@ static lc_status run_translation(exit_ctx *c, lcx_cluster *cl,
         v->nwatch = (uint8_t)ngfn;
         for (unsigned i = 0; i < ngfn; i++)
             v->watch_gfn[i] = gfn[i];
+        lci_watch_narrow(v, te);
     }
     if (cl->ninsn == 0) {       /* an empty translation: nothing to run */
         finish(vc, v, LC_STOP_TERMINATOR, c->first_done, c->res);
         return LC_OK;
     }
     stop = lcx_run(cl, v, c->cfg->weak_backedge_cap, c->start);
+    stop = chain(c, cl, stop);
     if (stop == LC_STOP_SMC)
         STAT_INC(vc->stats.smc_stops);
     if (v->insns)
@@ -145,6 +151,198 @@ static lc_status run_translation(exit_ctx *c, lcx_cluster *cl,
     c->res->translated = 1;
     finish(vc, v, stop, c->first_done, c->res);
     return v->error;
+}
+
+/* ---- chained runs ----------------------------------------------------------
+ *
+ * A translation lays out one path from its exit (translator/: the
+ * fall-through of each conditional branch unless a line ends, the return
+ * address predicted when it was made). A run that leaves it through a side
+ * not laid out ends cleanly at that RIP: a taken branch to code outside
+ * (a PCI scan's `if (vendor == 0xffff) continue;`), a RET to another call
+ * site than the one predicted (an accessor such as `out 0xcf8; in 0xcfc;
+ * ret` called from many places), an indirect jump elsewhere. It also ends
+ * at its last exit when its window was full. Clusters beyond the paper
+ * (LC_TECH_CALLS, paper section 11) go on there: the engine looks up the
+ * translation that starts at that RIP with no exit behind it (the key of
+ * an exit reported past its instruction, first_done), forms it at once if
+ * there is none (static formation finds its exiting instructions by
+ * decoding: no exit history is needed), and runs it in the same call when
+ * its first exiting instruction lies within the window of the last exit
+ * that ran. A place with nothing worth running gets the usual empty
+ * translation, so the next time costs a lookup. Each side a run really
+ * takes thus gets its own translation, laid out from that side, and a
+ * side never taken costs nothing. The chained run is an ordinary run:
+ * coherency check first, its own SMC watch, the run's instruction budget;
+ * deliverable interrupts end the chain (the guest resumes and takes
+ * them). */
+
+/* Longest chain in one exit: bounds the lookups of a run that keeps
+ * leaving (each chained run is also bounded by the instruction budget). */
+#define LCI_CHAIN_MAX 8
+
+static unsigned chain_none_slot(uint64_t rip, uint64_t val)
+{
+    uint64_t h = (rip ^ (val * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+    return (unsigned)(h >> 60);
+}
+
+static int chain_none_has(const lc_vcpu *vc, uint64_t rip, uint64_t val)
+{
+    unsigned i = chain_none_slot(rip, val);
+
+    return vc->chain_none[i].used && vc->chain_none[i].rip == rip &&
+           vc->chain_none[i].val == val;
+}
+
+static void chain_none_put(lc_vcpu *vc, uint64_t rip, uint64_t val)
+{
+    unsigned i = chain_none_slot(rip, val);
+
+    vc->chain_none[i].rip = rip;
+    vc->chain_none[i].val = val;
+    vc->chain_none[i].used = 1;
+}
+
+/* The translation starting at the current RIP with no exit behind it:
+ * cached, or formed now (an empty one when nothing there is worth
+ * running). NULL when there is none and none could be made. */
+static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key, int *formed)
+{
+    lc_vcpu *vc = c->vc;
+    lcr_vcpu *v = &c->v;
+    tc_entry *te = tc_lookup(&vc->tc, key);
+    uint8_t code[LCX_MAX_INSNS * LC_INSN_MAX_LEN];
+    size_t got, want = (size_t)c->cfg->max_cluster_insns * LC_INSN_MAX_LEN;
+    uint64_t gfn[2];
+    unsigned ngfn = 0;
+    lcx_cluster *cl = &vc->scratch;
+    lcx_form_in in = {
+        .cfg = c->cfg, .mode = v->mode, .rip = key->rip, .code = code,
+        .first_done = 1, .predict = predict,
+        .predict_ctx = &vc->engine->track, .v = v, .extra = &vc->xcode,
+    };
+
+    /* Nothing worth running there was found with a return address or an
+     * indirect target read from the guest's state then: when it reads
+     * otherwise now and that target is not known to lead nowhere too,
+     * look again (an inline cache's check, calls.c). An accessor's end
+     * reached from several call sites would otherwise form again at every
+     * visit. */
+    if (te && te->cl->ninsn == 0 && te->cl->guessed) {
+        uint64_t val;
+
+        if (lcx_guess_read(te->cl, v, &val) < 0 ||
+            val == te->cl->guess_val || chain_none_has(vc, key->rip, val))
+            return te;
+        chain_none_put(vc, key->rip, te->cl->guess_val);
+        tc_remove(&vc->tc, te);
+        te = NULL;
+    }
+    if (te)
+        return te;
+    *formed = 1;               /* an insert may evict any other entry */
+    if (want > sizeof code)
+        want = sizeof code;
+    /* Fetched as at an exit there (the miss path): the guest resumes at
+     * this RIP anyway, so the walk's accessed bits are the CPU's own, and
+     * code the runs reach on other pages is followed only into pages whose
+     * bits are set already (calls.c). A fetch that faults reports nothing:
+     * the guest raises the fault itself on resume. */
+    got = lcr_fetch_at_rec(v, key->rip, code, want, gfn, &ngfn, &vc->rec);
+    v->stop = LC_STOP_NONE;
+    v->fault_vector = 0;
+    v->fault_addr = 0;
+    if (got == 0)
+        return NULL;
+    in.code_len = got;
+    if (lcx_form(&in, cl) != LC_OK) {
+        if (cl->ninsn != 0 || cl->nbytes == 0)
+            return NULL;
+        te = tc_insert(&vc->tc, key, cl, code, NULL);
+    } else {
+        STAT_INC(vc->stats.translations);
+        te = tc_insert(&vc->tc, key, cl, code, &vc->xcode);
+    }
+    if (te)
+        te->rec = vc->rec;
+    return te;
+}
+
+/* After a run that ended at `stop`: go on through chained translations
+ * while each ends cleanly (LC_STOP_END) with another exit near. Returns
+ * the stop reason of the last run. */
+static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
+                            lc_stop_reason stop)
+{
+    const lc_config *cfg = c->cfg;
+    lcr_vcpu *v = &c->v;
+    lc_cpu_state *st = c->state;
+    const uint32_t need = LC_TECH_SINGLE | LC_TECH_STATIC | LC_TECH_CALLS;
+
+    /* Going on at a taken branch's target may go backward: a loop, which
+     * only method 3 allows (section 6.3; the interrupt check below is its
+     * loop-head check). */
+    if ((cfg->techniques & need) != need || cfg->cflow != LC_CFLOW_M3)
+        return stop;
+    for (unsigned k = 0; k < LCI_CHAIN_MAX; k++) {
+        tc_key key;
+        tc_entry *te;
+        uint64_t gfn[LCR_WATCH_MAX];
+        unsigned ngfn = 0, lead = 0;
+        int formed = 0, at_end;
+
+        if (stop != LC_STOP_END || v->error != LC_OK ||
+            v->insns >= v->insn_budget || v->mode != lcr_cpu_mode(st))
+            break;
+        /* The run reached its end, where nothing worth running was
+         * found before: no lookup (the hit path of a cluster that simply
+         * ends stays what it was). */
+        at_end = st->rip == ran->end_rip;
+        if (ran->end_none && at_end)
+            break;
+        if ((st->rflags & LC_RFLAGS_IF) && v->ops->irq_pending &&
+            v->ops->irq_pending(v->opaque, st))
+            break;
+        key = c->key;
+        key.rip = st->rip;
+        key.cs_base = st->seg[LC_CS].base;
+        key.cr3 = (st->cr0 & LC_CR0_PG) ? st->cr3 : 0;
+        key.first_done = 1;
+        te = chain_lookup(c, &key, &formed);
+        if (!te || te->cl->ninsn == 0) {
+            /* Nothing there, whatever the guest's state: remember it in
+             * the translation that ended there (still cached unless this
+             * lookup formed and inserted: then the next visit does). */
+            if (te && !te->cl->guessed && at_end && !formed)
+                ran->end_none = 1;
+            break;
+        }
+        /* Only when its first exit is as near the last one as the window
+         * lets a formation reach. */
+        while (lead < te->cl->ninsn && !te->cl->insn[lead].exiting)
+            lead++;
+        if (lead >= te->cl->ninsn ||
+            v->insns - v->exit_insns + lead > cfg->max_cluster_insns)
+            break;
+        if (!lci_coherent(v, te, key.rip, gfn, &ngfn)) {
+            STAT_INC(c->vc->stats.coherency_failures);
+            tc_remove(&c->vc->tc, te);
+            break;
+        }
+        if (cfg->techniques & LC_TECH_SMC) {
+            if (ngfn > LCR_WATCH_MAX)
+                ngfn = LCR_WATCH_MAX;
+            v->nwatch = (uint8_t)ngfn;
+            for (unsigned i = 0; i < ngfn; i++)
+                v->watch_gfn[i] = gfn[i];
+            lci_watch_narrow(v, te);
+        }
+        stop = lcx_run(te->cl, v, cfg->weak_backedge_cap, 0);
+        ran = te->cl;
+    }
+    return stop;
 }
 
 /* The translation cache's key for the translation starting at c->at. */
@@ -174,6 +372,7 @@ static void exit_begin(exit_ctx *c, lc_vcpu *vc, lc_cpu_state *state,
     c->v.rep_budget = c->cfg->rep_budget;
     c->v.irq_check = 0;
     c->v.nwatch = 0;
+    c->v.watch_bytes = 0;
     lcr_begin(&c->v, state, &vc->engine->ops, vc->opaque);
 
     /* The VMM completed the exiting instruction and says where it was
@@ -230,7 +429,7 @@ static lc_status serve(exit_ctx *c, int incoherent)
     if (!te)
         return miss(c, incoherent);
     if (lci_coherent(&c->v, te, c->at, gfn, &ngfn))
-        return run_translation(c, te->cl, gfn, ngfn);
+        return run_translation(c, te, gfn, ngfn);
     /* The code changed: drop the translation; this exit runs only its
      * own instruction; a later exit retranslates (section 7). */
     STAT_INC(vc->stats.coherency_failures);
@@ -324,7 +523,7 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
         if (cl->range[r].len)
             lci_watch_add(watch, &nwatch, vc->xcode.r[r - 1].gfn,
                           vc->xcode.r[r - 1].ngfn);
-    return run_translation(c, te->cl, watch, nwatch);
+    return run_translation(c, te, watch, nwatch);
 }
 
 /* Miss: decode what is there now, check it is what exited, record the

@@ -205,9 +205,8 @@ static int xchg_atomic(lcr_vcpu *v, lcr_ectx *c, uint64_t *old)
                                        __ATOMIC_SEQ_CST); break;
     default: return 0;
     }
-    for (unsigned i = 0; i < v->nwatch && i < LCR_WATCH_MAX; i++)
-        if (c->mx.frag[0].gpa >> 12 == v->watch_gfn[i])
-            v->smc_hit = 1;
+    if (lcr_watched(v, c->mx.frag[0].gpa, r->bytes))
+        v->smc_hit = 1;
     lcr_reg_set(v, r->reg, r->bytes, *old);
     return 1;
 }
@@ -818,8 +817,10 @@ static int ex_string_io(lcr_vcpu *v, lcr_ectx *c)      /* INS, OUTS */
         !io_allowed(v, (uint16_t)v->st->gpr[LC_RDX], c->in->mem.bytes))
         return stop(v, LC_STOP_TERMINATOR);
     r = string_io(v, c, c->in->info.op == LC_OP_OUTS, &iters);
-    if (iters)
+    if (iters) {
         v->exits_done++;   /* the string instruction did exit */
+        v->exit_insns = v->insns;
+    }
     c->exiting = 0;        /* counted here, once, whatever its memory */
     return r;
 }
@@ -1503,8 +1504,10 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
         return LCR_STOP;
     if (c.has_mx)
         note_vmm_access(&c.mx, &c.vmm);
-    if (c.exiting || c.vmm)
+    if (c.exiting || c.vmm) {
         v->exits_done++;
+        v->exit_insns = v->insns;
+    }
     v->st->rip = c.next;
     v->dirty |= LC_DIRTY_RIP;
     return LCR_DONE;

@@ -1178,12 +1178,15 @@ int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf)
     return 0;
 }
 
-static int watched(const lcr_vcpu *v, uint64_t gpa)
+int lcr_watched(const lcr_vcpu *v, uint64_t gpa, unsigned len)
 {
     unsigned n = v->nwatch < LCR_WATCH_MAX ? v->nwatch : LCR_WATCH_MAX;
+    unsigned off = (unsigned)(gpa & 0xfff);
 
     for (unsigned i = 0; i < n; i++)
-        if (v->watch_gfn[i] == gpa >> 12)
+        if (v->watch_gfn[i] == gpa >> 12 &&
+            (!v->watch_bytes ||
+             (off < v->watch_hi[i] && off + len > v->watch_lo[i])))
             return 1;
     return 0;
 }
@@ -1201,7 +1204,7 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
         x->len <= 8) {
         pwc_store(v, x->frag[0].gpa);   /* the guest edits a page table */
         lcr_ram_write(x->frag[0].hva, in, x->len);
-        if (watched(v, x->frag[0].gpa))
+        if (lcr_watched(v, x->frag[0].gpa, x->len))
             v->smc_hit = 1;
         return 0;
     }
@@ -1235,7 +1238,7 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
             return -1;
         /* Section 7 of the paper: a store into the code being run
          * completes, then the run stops. */
-        if (watched(v, f->gpa))
+        if (lcr_watched(v, f->gpa, f->len))
             v->smc_hit = 1;
         off += f->len;
     }
@@ -1337,6 +1340,13 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
     rec->cpl = v->cpl;
     rec->mode = (uint8_t)v->mode;
     return got;
+}
+
+unsigned lcr_fetch_page_off(const lcr_fetch_rec *rec)
+{
+    uint64_t la = rec->mode == LC_MODE_LONG64 ? rec->rip
+                                              : rec->cs_base + rec->rip;
+    return (unsigned)(la & 0xfff);
 }
 
 int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,

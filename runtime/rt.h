@@ -142,7 +142,14 @@ typedef struct lcr_vcpu {
      * up to LCR_WATCH_MAX / 2 ranges). A write into one completes, then
      * stops the run with LC_STOP_SMC before the next instruction. */
     uint8_t          nwatch;
+    /* watch_bytes set: only bytes [watch_lo[i], watch_hi[i]) of frame
+     * watch_gfn[i] hold code the run executes (an empty span: none); a
+     * write elsewhere in the frame (data sharing a page with code, as in
+     * real-mode firmware) does not stop the run. Clear: whole frames. */
+    uint8_t          watch_bytes;
     uint64_t         watch_gfn[LCR_WATCH_MAX];
+    uint16_t         watch_lo[LCR_WATCH_MAX];
+    uint16_t         watch_hi[LCR_WATCH_MAX];
 
     /* the current instruction's device route, or NULL (set by the
      * translator per instruction; lcr_begin() clears it) */
@@ -166,6 +173,8 @@ typedef struct lcr_vcpu {
     uint32_t         insns;      /* instructions completed */
     uint32_t         exits_done; /* strongly/weakly exiting ones that went
                                   * to the VMM (callbacks, MMIO, traced) */
+    uint32_t         exit_insns; /* `insns` before the last of them ran
+                                  * (how far back the last exit was) */
     uint32_t         dirty;      /* LC_DIRTY_* */
     uint32_t         routed;     /* accesses sent straight to a learned
                                   * device route (no gpa_map lookup) */
@@ -392,6 +401,12 @@ int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
  * LC_STOP_TERMINATOR if a needed callback is NULL). Reads must be done
  * before any write of the same instruction. */
 int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf);
+/* Does a write of `len` bytes at guest-physical `gpa` (within one frame)
+ * touch the code the run is watching (nwatch, watch_gfn, watch_bytes)? */
+int lcr_watched(const lcr_vcpu *v, uint64_t gpa, unsigned len);
+/* Offset within its 4 KiB page of the first byte a fetch record covers
+ * (its linear address's low 12 bits). */
+unsigned lcr_fetch_page_off(const lcr_fetch_rec *rec);
 /* Guest RAM as other vCPUs and DMA share it: n bytes copied or compared
  * with relaxed atomic accesses of the widest naturally aligned size, so
  * that aligned accesses are single-copy atomic (mmu.c). */

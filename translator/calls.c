@@ -314,7 +314,14 @@ int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
         *rip = t->spec_fall;
         return 1;
     }
-    while (t->npend > 0 && *n < window) {
+    /* A full window does not end the walk while a branch's other side
+     * is pending: the line after the branch is cut back to its last
+     * instruction that may exit (below), which may make room. So a
+     * conditional branch whose fall-through runs the window out without
+     * an exit gets its taken side laid out instead (a PCI scan's
+     * `if (vendor == 0xffff) continue;` to the next configuration
+     * access); the side not laid out leaves the run at its RIP (run.c). */
+    while (t->npend > 0) {
         /* The nearest forward target not decoded yet, with the stack
          * view of its branch. */
         unsigned best = 0, keep;
@@ -333,6 +340,8 @@ int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
         for (unsigned i = keep; i < *n; i++)
             if (may_exit(t, &t->out->insn[i]))
                 keep = i + 1;
+        if (keep >= window)
+            continue;           /* no room for that side */
         if (keep < *n) {
             *n = keep;
             for (unsigned k = 0; k < t->npend;)
@@ -346,12 +355,63 @@ int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
     return 0;
 }
 
+/* A followed transfer's target was read from the guest's state: remember
+ * the first such read, so that the engine can tell whether the layout
+ * holds in another state (lcx_guess_read). */
+static void note_guess(lcx_trace *t, const lcx_insn *x, uint64_t tgt)
+{
+    lcx_cluster *out = t->out;
+    const lcd_insn *d = &x->d;
+
+    if (out->guessed) {
+        out->guess_kind = LCX_GUESS_OTHER;
+        return;
+    }
+    out->guessed = 1;
+    out->guess_val = tgt;
+    out->guess_bytes = (uint8_t)(d->info.operand_bits / 8);
+    if (d->info.cflow == LC_CF_RET) {
+        out->guess_kind = LCX_GUESS_STACK;
+        out->guess_delta = t->sv.rsp_delta;
+    } else if (d->nopnds > 0 && d->opnd[0].kind == LCD_OPND_REG) {
+        out->guess_kind = LCX_GUESS_REG;
+        out->guess_reg = d->opnd[0].reg;
+    } else {
+        out->guess_kind = LCX_GUESS_OTHER;
+    }
+}
+
+int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *out)
+{
+    unsigned n = cl->guess_bytes;
+    uint64_t val;
+
+    if (!cl->guessed || n == 0 || n > 8)
+        return -1;
+    switch (cl->guess_kind) {
+    case LCX_GUESS_STACK: {
+        uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)cl->guess_delta) &
+                      lcr_mask(stack_bytes(v));
+        if (peek(v, LC_SS, sp, n, &val))
+            return -1;
+        break;
+    }
+    case LCX_GUESS_REG:
+        val = lcr_reg_get(v, cl->guess_reg, n);
+        break;
+    default:
+        return -1;
+    }
+    *out = val & lcr_mask(n);
+    return 0;
+}
+
 int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
 {
     const lcd_insn *d = &x->d;
     lcr_vcpu *v = t->in->v;
     uint64_t tgt = 0, ret = 0;
-    int ok = 0;
+    int ok = 0, guess = 0;
 
     /* Back at the speculatively followed branch: its loop closed. */
     if (t->spec && n - 1 > t->spec_idx &&
@@ -375,7 +435,7 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
              (tgt > x->rip || t->in->cfg->cflow == LC_CFLOW_M3);
         break;
     case LC_CF_JMP_IND:
-        ok = indirect_target(t, x, &tgt);
+        ok = guess = indirect_target(t, x, &tgt);
         break;
     case LC_CF_CALL_REL:
     case LC_CF_CALL_IND:
@@ -387,6 +447,7 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
                   : indirect_target(t, x, &tgt));
         if (ok)
             t->sv.ret[t->sv.depth++] = ret;
+        guess = d->info.cflow == LC_CF_CALL_IND;
         break;
     case LC_CF_RET:
         if (t->sv.depth > 0) {
@@ -398,7 +459,8 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
             unsigned sb = stack_bytes(v);
             uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)t->sv.rsp_delta) &
                           lcr_mask(sb);
-            ok = !peek(v, LC_SS, sp, d->info.operand_bits / 8, &tgt);
+            ok = guess = !peek(v, LC_SS, sp, d->info.operand_bits / 8,
+                               &tgt);
             tgt &= lcr_mask(d->info.operand_bits / 8);
         }
         break;
@@ -407,6 +469,9 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
     }
     if (!ok)
         not_followed(t, x, n);
+    /* Before track_rsp: a RET's slot is at the rSP before it. */
+    if (ok && guess)
+        note_guess(t, x, tgt);
     track_rsp(t, d);
     if (!ok)
         return 0;

@@ -100,6 +100,7 @@ static int exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
     if (lcr_write(v, &x, buf) < 0)
         return LCR_STOP;
     v->exits_done += 2;            /* two exiting instructions ran */
+    v->exit_insns = v->insns + 1;
     s->rip += a->info.length + b->info.length;
     v->dirty |= LC_DIRTY_RIP;
     v->insns += 2;

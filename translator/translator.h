@@ -120,9 +120,34 @@ typedef struct lcx_cluster {
     uint8_t     pair;       /* instructions 0 and 1 form an exit pair (s3) */
     uint8_t     nrange;     /* code ranges (range[0] starts at rip and
                              * covers nbytes) */
+    uint8_t     guessed;    /* the walk followed a RET or indirect transfer
+                             * to a target read from the guest's state at
+                             * formation (calls.c): the layout, and whether
+                             * anything is worth running, hold for that
+                             * state only (lcx_guess_read) */
+    uint8_t     end_none;   /* engine: nothing worth running was found
+                             * after end_rip (no chained run from there) */
+    uint8_t     guess_kind; /* enum lcx_guess: the first such read */
+    uint8_t     guess_bytes;
+    lcd_reg     guess_reg;  /* LCX_GUESS_REG: the register */
+    int64_t     guess_delta;/* LCX_GUESS_STACK: the slot, from rSP */
+    uint64_t    guess_val;  /* the target it read */
     lcx_range   range[LCX_MAX_RANGES];
     lcx_insn    insn[LCX_MAX_INSNS];
 } lcx_cluster;
+
+/* What a translation's first guessed target was read from (calls.c). */
+enum lcx_guess {
+    LCX_GUESS_NONE = 0,
+    LCX_GUESS_STACK,    /* a RET's slot on the guest's stack */
+    LCX_GUESS_REG,      /* an indirect CALL or JMP through a register */
+    LCX_GUESS_OTHER,    /* through memory, or more than one read */
+};
+
+/* The target forming `cl` again in the state of `v` would read for its
+ * guessed transfer (cl->guessed): 0 with *val (the layout holds when it
+ * equals cl->guess_val), -1 when it cannot be told. */
+int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *val);
 
 /* Does the instruction at `rip` (decoded as `d`) exit? Returns LCX_PRED_*
  * bits, 0 if the exit-tracking table has not seen it exit. */

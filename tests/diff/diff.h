@@ -92,6 +92,7 @@ typedef struct gen_insn {
                            * (VMfailInvalid/VMfailValid): the library
                            * stops before it, the VMM emulates it on the
                            * exit (rt_side.c) */
+#define GI_SMC_DATA 0x40u /* ... never onto code bytes (data beside code) */
 
 #define GEN_MAX_INSNS 96
 

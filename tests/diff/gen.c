@@ -2504,7 +2504,7 @@ static int t_smc(gctx *g)
         op_reg(&rq, src_reg(g, w));
     else
         op_imm(&rq, rand_imm(g, w));
-    g->next_flags |= GI_SMC | (oncode ? GI_SMC_CODE : 0);
+    g->next_flags |= GI_SMC | (oncode ? GI_SMC_CODE : GI_SMC_DATA);
     return emit_m(g, &rq, LC_OP_MOV, &m) < 0 ? -1 : 0;
 }
 

@@ -249,6 +249,177 @@ START_TEST(self_modifying_cluster)
 }
 END_TEST
 
+/* The SMC watch covers the code's bytes, not its page: a store to data
+ * beside the code (real-mode firmware keeps its variables there) does not
+ * stop the run; self_modifying_cluster above still stops on one into the
+ * code itself. */
+START_TEST(store_beside_code_goes_on)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* out 0x80,al; mov byte [0x7100],0x81; out 0x80,al; out 0x80,al */
+    const uint8_t code[] = { 0xe6, 0x80, 0xc6, 0x05, 0x00, 0x71, 0x00, 0x00,
+                             0x81, 0xe6, 0x80, 0xe6, 0x80 };
+
+    rig_up(&r, NULL);
+    fvm_state_prot32(&s0, 0);
+    s0.rip = 0x7000;
+    memcpy(r.f.ram + 0x7000, code, sizeof code);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+    ck_assert_uint_eq(res.insns, 4);
+    ck_assert_uint_eq(res.exits_done, 3);
+    ck_assert_uint_eq(s.rip, 0x700d);
+    ck_assert_uint_eq(r.f.ram[0x7100], 0x81);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.smc_stops, 0);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+    rig_down(&r);
+}
+END_TEST
+
+/* Chained runs (libcluster/handle_exit.c): an accessor called from two
+ * places, `mov dx,0xcf8; out dx,al; mov dl,0xfc; in al,dx; ret`, is
+ * translated while called from the first, so its RET predicts that
+ * return address. Called from the second, the RET goes elsewhere and the
+ * run leaves the translation there; the engine goes on with the
+ * translation of the second caller's code, whose OUT then runs in the
+ * same exit. Without LC_TECH_CALLS nothing is chained (the paper's
+ * clusters end at the RET). */
+static void accessor_code(rig *r)
+{
+    static const uint8_t site_a[] = { 0xe8, 0xfd, 0x00,   /* call 7100 */
+                                      0xe6, 0x80,         /* out 0x80,al */
+                                      0x0f, 0x0b };       /* ud2 */
+    static const uint8_t site_b[] = { 0xe8, 0xed, 0x00,   /* call 7100 */
+                                      0xe6, 0x81,         /* out 0x81,al */
+                                      0x0f, 0x0b };       /* ud2 */
+    static const uint8_t acc[] = { 0xba, 0xf8, 0x0c,      /* mov dx,0xcf8 */
+                                   0xee,                  /* out dx,al */
+                                   0xb2, 0xfc,            /* mov dl,0xfc */
+                                   0xec,                  /* in al,dx */
+                                   0xc3 };                /* ret */
+
+    memcpy(r->f.ram + 0x7000, site_a, sizeof site_a);
+    memcpy(r->f.ram + 0x7010, site_b, sizeof site_b);
+    memcpy(r->f.ram + 0x7100, acc, sizeof acc);
+}
+
+/* The state at the accessor's OUT, called from the site at `ret - 3`. */
+static void at_accessor_out(rig *r, lc_cpu_state *s, uint16_t ret)
+{
+    fvm_state_real(s);
+    s->rip = 0x7103;
+    s->gpr[LC_RDX] = 0xcf8;
+    s->gpr[LC_RSP] = 0x5ffe;
+    r->f.ram[0x5ffe] = (uint8_t)ret;
+    r->f.ram[0x5fff] = (uint8_t)(ret >> 8);
+}
+
+START_TEST(chain_after_mispredicted_ret)
+{
+    rig r; lc_cpu_state s; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0xcf8, 1, 1);
+
+    rig_up(&r, NULL);
+    accessor_code(&r);
+    for (int i = 0; i < 3; i++) {            /* translated at the third */
+        at_accessor_out(&r, &s, 0x7003);
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.insns, 5);         /* out, mov, in, ret, out */
+    ck_assert_uint_eq(res.exits_done, 3);
+    ck_assert_uint_eq(s.rip, 0x7005);
+    /* From the other caller: the RET leaves the translation at 0x7013;
+     * the chained translation there runs its OUT in the same exit. */
+    at_accessor_out(&r, &s, 0x7013);
+    r.f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+    ck_assert_uint_eq(res.insns, 5);
+    ck_assert_uint_eq(res.exits_done, 3);
+    ck_assert_uint_eq(res.exits_saved, 2);
+    ck_assert_uint_eq(s.rip, 0x7015);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x6000);
+    ck_assert_uint_eq(r.f.nlog, 3);
+    ck_assert_uint_eq(r.f.log[2].addr, 0x81);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+    rig_down(&r);
+}
+END_TEST
+
+START_TEST(no_chain_without_calls)
+{
+    rig r; lc_cpu_state s; lc_result res; lc_config cfg;
+    lc_exit x = io_exit(0xcf8, 1, 1);
+
+    lc_config_init(&cfg);
+    cfg.techniques = LC_TECH_ALL & ~LC_TECH_CALLS;
+    rig_up(&r, &cfg);
+    accessor_code(&r);
+    for (int i = 0; i < 4; i++) {
+        at_accessor_out(&r, &s, i < 3 ? 0x7003 : 0x7013);
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_uint_eq(res.insns, i < 2 ? 1 : 3);   /* out, mov, in */
+    }
+    ck_assert_uint_eq(s.rip, 0x7107);
+    rig_down(&r);
+}
+END_TEST
+
+/* A conditional branch whose fall-through runs the window out without an
+ * exit (`in al,dx; cmp al,0xff; je absent; <32 instructions>` and at
+ * `absent` the next port access): the formation lays out the taken side
+ * (translator/calls.c), so an absent device costs one exit for both port
+ * accesses. When the branch is not taken the run leaves the translation
+ * cleanly at the fall-through, the side not laid out, and nothing there
+ * is worth running. */
+static void absent_branch(uint32_t value, unsigned insns, unsigned exits,
+                          uint64_t rip)
+{
+    rig r; lc_cpu_state s, s0; lc_result res;
+    lc_exit x = io_exit(0xcfc, 1, 0);
+    uint8_t code[0x40];
+
+    memset(code, 0x90, sizeof code);                 /* nop */
+    code[0x00] = 0xec;                               /* in al,dx */
+    code[0x01] = 0x3c; code[0x02] = 0xff;            /* cmp al,0xff */
+    code[0x03] = 0x74; code[0x04] = 0x2b;            /* je 0x7030 */
+    code[0x25] = 0x0f; code[0x26] = 0x0b;            /* ud2 */
+    code[0x30] = 0xe6; code[0x31] = 0x80;            /* out 0x80,al */
+    code[0x32] = 0x0f; code[0x33] = 0x0b;            /* ud2 */
+    rig_up(&r, NULL);
+    fvm_state_real(&s0);
+    s0.rip = 0x7000;
+    s0.gpr[LC_RDX] = 0xcfc;
+    memcpy(r.f.ram + 0x7000, code, sizeof code);
+    r.f.nin_seq = 1;
+    r.f.in_seq[0] = value;
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+    ck_assert_uint_eq(res.insns, insns);
+    ck_assert_uint_eq(res.exits_done, exits);
+    ck_assert_uint_eq(s.rip, rip);
+    ck_assert_uint_eq(s.gpr[LC_RAX] & 0xff, value);
+    rig_down(&r);
+}
+
+START_TEST(absent_device_branch)
+{
+    absent_branch(0xff, 4, 2, 0x7032);   /* in, cmp, je, out */
+    absent_branch(0x12, 3, 1, 0x7005);   /* in, cmp, je: leaves */
+}
+END_TEST
+
 /* The engine does not act on an instruction that is not the one the
  * hypervisor reported. */
 START_TEST(mismatched_exit_declines)
@@ -831,6 +1002,10 @@ static Suite *suite(void)
     tcase_add_test(t, coherency_and_retranslation);
     tcase_add_test(t, empty_translation_cached);
     tcase_add_test(t, self_modifying_cluster);
+    tcase_add_test(t, store_beside_code_goes_on);
+    tcase_add_test(t, chain_after_mispredicted_ret);
+    tcase_add_test(t, no_chain_without_calls);
+    tcase_add_test(t, absent_device_branch);
     tcase_add_test(t, mismatched_exit_declines);
     tcase_add_test(t, exit_facts_cross_checked);
     tcase_add_test(t, mmio_facts_cross_checked);
