@@ -44,7 +44,8 @@
  *    replaced by a NOP of its length (or the first one's port changes);
  *    the next call (R1) must run the exiting instruction alone (with
  *    chained runs: or the translations before the one that covers the
- *    replaced instruction) and count one coherency failure, and the one
+ *    replaced instruction) and count one coherency failure (with chained
+ *    runs at least one: each stale translation it meets), and the one
  *    after (R2) a cluster that agrees with Unicorn on the new code;
  *  - the control-flow method (s6) on the executed path of a translated
  *    run: none runs no branch; M1 ends at a taken branch; M2 at a taken
@@ -946,12 +947,17 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
             eng_call(vc, &ex, x->c2, &r1);
             int want1 = a.res.translated && (k.cfg.techniques & LC_TECH_SINGLE);
             lc_stats st;
+            /* one stale translation found, or with chained runs one or
+             * more (a chained translation made during A may cover the
+             * replaced bytes too, and fails its own check) */
             if (want1 && lc_vcpu_get_stats(vc, &st) == LC_OK &&
-                st.coherency_failures != 1) {
+                (chains(&k.cfg) ? st.coherency_failures < 1
+                                : st.coherency_failures != 1)) {
                 char w2[256];
                 snprintf(w2, sizeof w2, "code replaced (%s): coherency "
-                         "failures %llu, want 1", what,
-                         (unsigned long long)st.coherency_failures);
+                         "failures %llu, want %s", what,
+                         (unsigned long long)st.coherency_failures,
+                         chains(&k.cfg) ? "at least 1" : "1");
                 report(x, x->c2, &k, &r1, r1.r, w2, idx, NULL);
             }
             if (check_call(x, x->c2, 1, &k, &r1, idx, want1)) {
