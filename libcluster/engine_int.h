@@ -33,6 +33,8 @@ struct lc_vcpu {
     lcr_fetch_rec rec;           /* the last window fetch's record */
     lcx_code xcode;              /* code of a cluster's other ranges, as
                                   * formation fetched it (calls.c) */
+    lcr_vcpu rv;                 /* the runtime context of every exit:
+                                  * persists for its page-walk cache */
     struct lc_vcpu *next;        /* engine's list, under engine->lock */
     struct lc_vcpu **pprev;
 };

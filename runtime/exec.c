@@ -1507,12 +1507,13 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
 
 /* ---- public entry points ----------------------------------------------- */
 
-void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
-               void *opaque)
+static void begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+                  void *opaque)
 {
     /* The inputs before `route` stay as the caller set them; everything
-     * from `route` up to the page-walk cache is cleared, the cache only
-     * emptied (rt.h): on the hit path every byte cleared costs. */
+     * from `route` up to the page-walk cache is cleared, the cache kept
+     * for the callers to drop or revalidate (rt.h): on the hit path every
+     * byte cleared costs. */
     memset(&v->route, 0, offsetof(lcr_vcpu, pwc) - offsetof(lcr_vcpu, route));
     v->st = st;
     v->ops = ops;
@@ -1521,7 +1522,6 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
         v->rep_budget = 1;
     if (v->nwatch > LCR_WATCH_MAX)
         v->nwatch = LCR_WATCH_MAX;
-    lcr_pwc_forget(v);
     v->pwc_hits = 0;
     v->mode = lcr_cpu_mode(st);
     /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
@@ -1532,6 +1532,27 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
         v->cpl = 3;
     else
         v->cpl = st->seg[LC_SS].dpl & 3;
+}
+
+void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+               void *opaque)
+{
+    begin(v, st, ops, opaque);
+    lcr_pwc_drop(v);
+}
+
+void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+                    void *opaque, const uint64_t *flush_gen)
+{
+    begin(v, st, ops, opaque);
+    v->flush_gen = flush_gen;
+    /* The guest ran since the last run: the cached walks hold only after
+     * their entries read back unchanged (section 11, mmu.c); a changed
+     * guest-physical map drops them. */
+    if (flush_gen && v->pwc.gen != __atomic_load_n(flush_gen, __ATOMIC_ACQUIRE))
+        lcr_pwc_drop(v);
+    else
+        lcr_pwc_forget(v);
 }
 
 int lcr_exec(lcr_vcpu *v, const lcd_insn *in)

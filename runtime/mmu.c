@@ -50,6 +50,7 @@
 #define PHYS_MASK      ((1ull << MAXPHYADDR) - 1)
 #define ADDR_4K        (PHYS_MASK & ~PAGE_MASK)   /* bits 51:12 */
 #define MAX_LEVELS     5
+_Static_assert(MAX_LEVELS == LCR_PWC_LEVELS, "walk and page-walk cache levels");
 #define LA32_MASK      0xffffffffull
 
 /* Paging-structure entry bits (SDM 4.3 tables 4-4..4-7, 4.4.2 tables
@@ -393,6 +394,10 @@ typedef struct walk {
     uint8_t  user_addr, writable, xd, dirty;
     unsigned npt;
     uint64_t pt_gfn[MAX_LEVELS];
+    /* where each entry read is, and what it holds once this walk's A/D
+     * updates are made (the cache revalidates by reading them again) */
+    const uint8_t *ehva[MAX_LEVELS];
+    uint64_t eval[MAX_LEVELS];
 } walk;
 
 /* Index of `la` into the table at `level` (1 = page table). */
@@ -500,7 +505,7 @@ static uint64_t pg_target(const pgctx *c, unsigned level, uint64_t e,
  * mapping too short for the entry ends the run as a terminator (the CPU
  * would read the device or abort; the VMM decides that, not us). */
 static mres read_entry(lcr_vcpu *v, uint64_t gpa, unsigned size,
-                       uint64_t *e)
+                       uint64_t *e, const uint8_t **hva)
 {
     lc_gpa_map m;
 
@@ -509,6 +514,7 @@ static mres read_entry(lcr_vcpu *v, uint64_t gpa, unsigned size,
     if (m.kind != LC_GPA_RAM || m.hva == NULL || m.span < size)
         return M_TERM;
     *e = load_entry(m.hva, size);
+    *hva = m.hva;
     if (v->rec) {
         lcr_fetch_rec *r = v->rec;
         if (r->nent < LCR_REC_ENTRIES) {
@@ -594,9 +600,10 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
         uint64_t e;
         int leaf, pdpte = c->mode == PG_PAE && level == 3;
 
-        r = read_entry(c->v, egpa, esize, &e);
+        r = read_entry(c->v, egpa, esize, &e, &w->ehva[w->npt]);
         if (r != M_OK)
             return r;
+        w->eval[w->npt] = e;
         w->pt_gfn[w->npt++] = egpa >> 12;
         if (!(e & PTE_P))
             return M_PF;
@@ -625,6 +632,7 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
             if (leaf && (c->access & LCR_ACC_WRITE) && !(e & PTE_D))
                 set |= (uint8_t)PTE_D;
             if (set) {
+                w->eval[w->npt - 1] |= set;
                 assert(w->nref < MAX_LEVELS);
                 w->ref[w->nref].gpa = egpa;
                 w->ref[w->nref].set = set;
@@ -797,7 +805,48 @@ static int pwc_is_pt(const lcr_pwc *p, uint64_t gfn)
 static void pwc_store(lcr_vcpu *v, uint64_t gpa)
 {
     if (v->pwc.npt && pwc_is_pt(&v->pwc, gpa >> 12))
-        lcr_pwc_forget(v);
+        lcr_pwc_drop(v);
+}
+
+/* An entry of an earlier epoch (the VMM ran since): usable again if the
+ * guest-physical map is the same and every paging entry its walk read
+ * still holds what it did after the walk (then a walk now would find the
+ * same page, rights and D bit, and set no A/D bit: SDM 4.8). The VMM's
+ * answer for the data page is asked again. Its page-table frames are
+ * watched again for this epoch's stores. */
+static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
+{
+    lcr_pwc *p = &v->pwc;
+    unsigned i, add = 0;
+    uint64_t g[LCR_PWC_LEVELS];
+
+    if (v->flush_gen &&
+        __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != p->gen) {
+        lcr_pwc_drop(v);
+        return 0;
+    }
+    for (i = 0; i < e->nent; i++)
+        if (load_entry(e->ehva[i], e->esize) != e->eval[i])
+            return 0;
+    for (i = 0; i < e->nent; i++)
+        if (!pwc_is_pt(p, e->egfn[i])) {
+            unsigned k = 0;
+
+            while (k < add && g[k] != e->egfn[i])
+                k++;
+            if (k == add)
+                g[add++] = e->egfn[i];
+        }
+    if (p->npt + add > LCR_PWC_PT)
+        return 0;               /* too many tables to watch: walk */
+    for (i = 0; i < add; i++) {
+        p->pt_gfn[p->npt++] = g[i];
+        p->ptmask |= 1ull << (g[i] & 63);
+    }
+    e->epoch = p->epoch;
+    e->mapped = 0;
+    p->n++;
+    return 1;
 }
 
 /* Keep the VMM's gpa_map answer `m` for the RAM fragment `f` in entry `e`
@@ -829,7 +878,7 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     lcr_pwc_ent *e = NULL;
     lcr_frag *f = &x->frag[0];
 
-    for (unsigned i = 0; i < p->n; i++)
+    for (unsigned i = 0; i < p->nslot; i++)
         if (p->e[i].lpn == lpn) {
             e = &p->e[i];
             break;
@@ -837,9 +886,11 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     if (!e)
         return 0;
     if (!pwc_state_ok(v)) {
-        lcr_pwc_forget(v);
+        lcr_pwc_drop(v);
         return 0;
     }
+    if (e->epoch != p->epoch && !pwc_revalidate(v, e))
+        return 0;
     /* Anything a walk would have to decide afresh walks: rights the
      * entry does not grant (the walk finds the fault), a write with D
      * still clear (the walk sets it), a store into a page table. */
@@ -909,9 +960,11 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     unsigned wr = (c->access & LCR_ACC_WRITE) != 0, i;
     lcr_pwc_ent *e = NULL;
 
-    if (p->n && !pwc_state_ok(v))
-        lcr_pwc_forget(v);
-    if (!p->n) {
+    if (p->nslot && !pwc_state_ok(v))
+        lcr_pwc_drop(v);
+    if (!p->nslot) {
+        p->gen = v->flush_gen ? __atomic_load_n(v->flush_gen,
+                                                __ATOMIC_ACQUIRE) : 0;
         p->cr0 = st->cr0;
         p->cr3 = st->cr3;
         p->cr4 = st->cr4;
@@ -935,16 +988,27 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
         p->pt_gfn[p->npt++] = g;
         p->ptmask |= 1ull << (g & 63);
     }
-    for (i = 0; i < p->n; i++)
+    for (i = 0; i < p->nslot; i++)
         if (p->e[i].lpn == la >> 12)
             e = &p->e[i];
     if (!e) {
-        if (p->n < LCR_PWC_ENTRIES) {
-            e = &p->e[p->n++];
+        if (p->nslot < LCR_PWC_ENTRIES) {
+            e = &p->e[p->nslot++];
+            e->epoch = p->epoch - 1;
         } else {
             e = &p->e[p->next];
             p->next = (uint8_t)((p->next + 1) % LCR_PWC_ENTRIES);
         }
+    }
+    if (e->epoch != p->epoch)
+        p->n++;
+    e->epoch = p->epoch;
+    e->nent = (uint8_t)w->npt;
+    e->esize = c->mode == PG_32 ? 4 : 8;
+    for (i = 0; i < w->npt; i++) {
+        e->ehva[i] = w->ehva[i];
+        e->eval[i] = w->eval[i];
+        e->egfn[i] = w->pt_gfn[i];
     }
     e->lpn = la >> 12;
     e->gpa = w->gpa & ~PAGE_MASK;
@@ -974,7 +1038,7 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
      * access has other rights, a page-crossing access is two walks); a
      * cached page passed every check below when it was walked, and they
      * hold for any access inside it. */
-    if (v->pwc.n && len - 1u < LC_INSN_MAX_LEN && access &&
+    if (v->pwc.nslot && len - 1u < LC_INSN_MAX_LEN && access &&
         !(access & ~(unsigned)(LCR_ACC_READ | LCR_ACC_WRITE)) &&
         (la & PAGE_MASK) + len <= PAGE_SIZE) {
         int h = pwc_lookup(v, la, len, access, x);
