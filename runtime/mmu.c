@@ -171,13 +171,40 @@ void lcr_ram_write(uint8_t *hva, const void *src, size_t n)
 
 int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n)
 {
-    uint8_t tmp[64];
+    const uint8_t *b = buf;
 
-    for (size_t off = 0; off < n; off += sizeof tmp) {
-        size_t k = n - off < sizeof tmp ? n - off : sizeof tmp;
-        lcr_ram_read(tmp, hva + off, k);
-        if (memcmp(tmp, (const uint8_t *)buf + off, k))
+    /* Chunk by chunk as lcr_ram_read() loads them, compared in a register
+     * (the coherency check of every hit runs this: no copy, no memcmp). */
+    for (size_t off = 0; off < n;) {
+        size_t w = ram_chunk((uintptr_t)(hva + off), n - off);
+        const void *p = hva + off;
+        uint64_t e8;
+        uint32_t e4;
+        uint16_t e2;
+        int same;
+
+        /* fixed-size copies of the expected bytes: each a single load */
+        switch (w) {
+        case 8:
+            memcpy(&e8, b + off, 8);
+            same = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED) == e8;
+            break;
+        case 4:
+            memcpy(&e4, b + off, 4);
+            same = __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED) == e4;
+            break;
+        case 2:
+            memcpy(&e2, b + off, 2);
+            same = __atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED) == e2;
+            break;
+        default:
+            same = __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED) ==
+                   b[off];
+            break;
+        }
+        if (!same)
             return 0;
+        off += w;
     }
     return 1;
 }
