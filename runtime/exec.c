@@ -1555,6 +1555,64 @@ void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
         lcr_pwc_forget(v);
 }
 
+int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in)
+{
+    const lcd_opnd *o0 = &in->opnd[0], *o1 = &in->opnd[1];
+    unsigned n = in->mem.bytes, access;
+    uint64_t la, val;
+    uint8_t *h;
+
+    if (in->info.op != LC_OP_MOV || in->nopnds != 2 || !in->mem.present ||
+        in->mem.agen || in->info.exit_class == LC_CLASS_STRONG ||
+        in->info.exit_class == LC_CLASS_TERMINATOR ||
+        v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF) ||
+        (n != 1 && n != 2 && n != 4 && n != 8))
+        return 0;
+    if (o0->kind == LCD_OPND_REG && o0->reg.cls == LCD_REG_GPR &&
+        o0->bytes == n && o1->kind == LCD_OPND_MEM)
+        access = LCR_ACC_READ;
+    else if (o0->kind == LCD_OPND_MEM &&
+             ((o1->kind == LCD_OPND_REG && o1->reg.cls == LCD_REG_GPR) ||
+              o1->kind == LCD_OPND_IMM))
+        access = LCR_ACC_WRITE;
+    else
+        return 0;
+    /* Segmentation as always (a fault here is found again by lcr_exec). */
+    if (lcr_linear(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
+                   access, &la) < 0) {
+        probe_done(v);
+        return 0;
+    }
+    h = lcr_pwc_ram(v, la, n, access);
+    if (!h || ((uintptr_t)h & (n - 1)))
+        return 0;               /* unaligned: lcr_read/lcr_write split it */
+    /* One naturally aligned relaxed atomic access, as lcr_read() and
+     * lcr_write() make it (single-copy atomic, mmu.c). */
+    if (access == LCR_ACC_READ) {
+        switch (n) {
+        case 8: val = __atomic_load_n((const uint64_t *)(void *)h, __ATOMIC_RELAXED); break;
+        case 4: val = __atomic_load_n((const uint32_t *)(void *)h, __ATOMIC_RELAXED); break;
+        case 2: val = __atomic_load_n((const uint16_t *)(void *)h, __ATOMIC_RELAXED); break;
+        default: val = __atomic_load_n(h, __ATOMIC_RELAXED); break;
+        }
+        lcr_reg_set(v, o0->reg, n, val);
+    } else {
+        val = lcr_src_value(v, o1);
+        switch (n) {
+        case 8: __atomic_store_n((uint64_t *)(void *)h, val, __ATOMIC_RELAXED); break;
+        case 4: __atomic_store_n((uint32_t *)(void *)h, (uint32_t)val, __ATOMIC_RELAXED); break;
+        case 2: __atomic_store_n((uint16_t *)(void *)h, (uint16_t)val, __ATOMIC_RELAXED); break;
+        default: __atomic_store_n(h, (uint8_t)val, __ATOMIC_RELAXED); break;
+        }
+    }
+    v->stop = LC_STOP_NONE;
+    v->smc_hit = 0;
+    v->st->rip += in->info.length;
+    v->dirty |= LC_DIRTY_RIP;
+    v->insns++;
+    return 1;
+}
+
 int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
 {
     int r;

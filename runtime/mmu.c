@@ -895,7 +895,8 @@ static void pwc_keep_map(lcr_pwc_ent *e, const lcr_frag *f,
 /* The translation of an access within one page from the cache: 1 done
  * (x filled), 0 not cached (walk), -1 stopped (the VMM's answer for the
  * data page refuses it, exactly as after a walk). */
-static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
+static inline __attribute__((always_inline))
+int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
                       unsigned access, lcr_xlat *x)
 {
     lcr_pwc *p = &v->pwc;
@@ -949,6 +950,64 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     memset(&x->frag[1], 0, sizeof(x->frag[1]));
     v->pwc_hits++;
     return 1;
+}
+
+static int watched(const lcr_vcpu *v, uint64_t gpa);
+
+uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
+{
+    lcr_pwc *p = &v->pwc;
+    unsigned wr = access == LCR_ACC_WRITE;
+    lcr_pwc_ent *e = NULL;
+    uint64_t lpn, gpa;
+
+    if (!p->nslot || v->route || len - 1u >= 8 ||
+        (access != LCR_ACC_READ && access != LCR_ACC_WRITE))
+        return NULL;
+    if (!long_mode_active(v))
+        la &= LA32_MASK;
+    if ((la & PAGE_MASK) + len > PAGE_SIZE)
+        return NULL;
+    lpn = la >> 12;
+    for (unsigned i = 0; i < p->nslot; i++)
+        if (p->e[i].lpn == lpn) {
+            e = &p->e[i];
+            break;
+        }
+    if (!e)
+        return NULL;
+    if (e->epoch != p->epoch || e->mapped <= wr) {
+        /* First use in this epoch (revalidate, ask gpa_map) or first
+         * store: what lcr_translate() would do, once. A stop it finds
+         * is found again by the full path. */
+        lcr_xlat x;
+        int h = pwc_lookup(v, la, len, access, &x);
+
+        if (h <= 0) {
+            if (h < 0) {
+                v->stop = LC_STOP_NONE;
+                v->fault_vector = 0;
+                v->fault_addr = 0;
+            }
+            return NULL;
+        }
+        v->pwc_hits--;          /* counted below */
+    }
+    /* Exactly the cases pwc_lookup() serves from this epoch's entry and
+     * the VMM's answer it keeps; a store also must not need anything
+     * lcr_write() does besides storing: no traced page, no page table,
+     * no watched code frame. */
+    if (e->epoch != p->epoch || !pwc_state_ok(v) ||
+        (e->ok & access) != access || (wr && !e->dirty) || e->mapped <= wr)
+        return NULL;
+    gpa = e->gpa | (la & PAGE_MASK);
+    if (gpa < e->map_lo || gpa + len > e->map_hi)
+        return NULL;
+    if (wr && (e->readonly || e->traced ||
+               (p->npt && pwc_is_pt(p, gpa >> 12)) || watched(v, gpa)))
+        return NULL;
+    v->pwc_hits++;
+    return e->map_hva + (gpa - e->map_lo);
 }
 
 /* Which data accesses (LCR_ACC_READ, LCR_ACC_WRITE) the rights a walk

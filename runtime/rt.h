@@ -231,6 +231,20 @@ static inline void lcr_pwc_drop(lcr_vcpu *v)
  * RFLAGS.VM (mode.c); contract as lc_cpu_mode_of(). */
 lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *st);
 
+/* The host address of `len` (1..8) bytes at linear address `la` when this
+ * epoch's page-walk cache already answers for them as plain RAM for
+ * `access` (LCR_ACC_READ or LCR_ACC_WRITE alone; a store also on no
+ * traced page, page table or watched code frame), else NULL: the
+ * translator's inline loads and stores, which otherwise take the full
+ * lcr_translate(). Changes nothing but pwc_hits. */
+uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
+
+/* MOV between a general register (or an immediate) and plain RAM whose
+ * page the cache answers for (lcr_pwc_ram()), run inline: 1 if done
+ * (exactly as lcr_exec() would have done it), 0 if nothing happened and
+ * lcr_exec() must run it. For the translator's run loop (run.c). */
+int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in);
+
 /* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs,
  * drops the page-walk cache). */
 void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
