@@ -91,6 +91,59 @@ static void probe_done(lcr_vcpu *v)
     v->fault_addr = 0;
 }
 
+/* One naturally aligned relaxed atomic access of n = 1, 2, 4 or 8 bytes
+ * at host address h, as lcr_read() and lcr_write() make it (single-copy
+ * atomic, mmu.c): the inline paths through the page-walk cache. */
+static uint64_t ram_load_n(const uint8_t *h, unsigned n)
+{
+    switch (n) {
+    case 8: return __atomic_load_n((const uint64_t *)(const void *)h, __ATOMIC_RELAXED);
+    case 4: return __atomic_load_n((const uint32_t *)(const void *)h, __ATOMIC_RELAXED);
+    case 2: return __atomic_load_n((const uint16_t *)(const void *)h, __ATOMIC_RELAXED);
+    default: return __atomic_load_n(h, __ATOMIC_RELAXED);
+    }
+}
+
+static void ram_store_n(uint8_t *h, unsigned n, uint64_t val)
+{
+    switch (n) {
+    case 8: __atomic_store_n((uint64_t *)(void *)h, val, __ATOMIC_RELAXED); break;
+    case 4: __atomic_store_n((uint32_t *)(void *)h, (uint32_t)val, __ATOMIC_RELAXED); break;
+    case 2: __atomic_store_n((uint16_t *)(void *)h, (uint16_t)val, __ATOMIC_RELAXED); break;
+    default: __atomic_store_n(h, (uint8_t)val, __ATOMIC_RELAXED); break;
+    }
+}
+
+/* The host address of `n` bytes at seg:ea when the page-walk cache
+ * answers for them as plain RAM (lcr_pwc_ram) and they are naturally
+ * aligned, else NULL with nothing changed: the caller translates in
+ * full (and meets any fault of the segmentation check again there). */
+static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                         unsigned access)
+{
+    uint64_t la;
+    uint8_t *h;
+
+    if (n != 1 && n != 2 && n != 4 && n != 8)
+        return NULL;
+    if (v->mode == LC_MODE_LONG64 && seg < LC_FS) {
+        /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no
+         * limit or type checks): canonical first and last byte, else
+         * the full path raises the fault. */
+        unsigned bits = lcr_la_bits(v);
+
+        la = ea;
+        if (la + n - 1 < la || !lcr_canonical(la, bits) ||
+            !lcr_canonical(la + n - 1, bits))
+            return NULL;
+    } else if (lcr_linear(v, seg, ea, n, access, &la) < 0) {
+        probe_done(v);
+        return NULL;
+    }
+    h = lcr_pwc_ram(v, la, n, access);
+    return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
+}
+
 int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
                 uint64_t *gpa)
 {
@@ -593,6 +646,7 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), target;
     lcr_xlat sx;
+    uint8_t *h;
 
     if (in->info.cflow == LC_CF_CALL_REL) {
         target = rel_target(c);
@@ -620,11 +674,15 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     }
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
-        return LCR_STOP;
-    if (lcr_xwrite(v, &sx, c->next & lcr_mask(n)))
-        return LCR_STOP;
-    note_vmm_access(&sx, &c->vmm);
+    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE)) != NULL) {
+        ram_store_n(h, n, c->next & lcr_mask(n));  /* section 11 cache */
+    } else {
+        if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
+            return LCR_STOP;
+        if (lcr_xwrite(v, &sx, c->next & lcr_mask(n)))
+            return LCR_STOP;
+        note_vmm_access(&sx, &c->vmm);
+    }
     gpr_set(v, LC_RSP, sb, sp);
     c->next = target;
     return LCR_DONE;
@@ -639,19 +697,24 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
     unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), target, extra = 0;
     lcr_xlat sx;
+    uint8_t *h;
 
     if (in->info.cflow != LC_CF_RET)
         return stop(v, LC_STOP_TERMINATOR);
     if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
         extra = in->opnd[0].imm & 0xffff;
-    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
-        return LCR_STOP;
-    if (lcr_xread(v, &sx, &target))
-        return LCR_STOP;
+    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ)) != NULL) {
+        target = ram_load_n(h, n);                  /* section 11 cache */
+    } else {
+        if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
+            return LCR_STOP;
+        if (lcr_xread(v, &sx, &target))
+            return LCR_STOP;
+        note_vmm_access(&sx, &c->vmm);
+    }
     target &= lcr_mask(n);
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    note_vmm_access(&sx, &c->vmm);
     gpr_set(v, LC_RSP, sb, sp + n + extra);
     c->next = target;
     return LCR_DONE;
@@ -1559,7 +1622,6 @@ int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in)
 {
     const lcd_opnd *o0 = &in->opnd[0], *o1 = &in->opnd[1];
     unsigned n = in->mem.bytes, access;
-    uint64_t la, val;
     uint8_t *h;
 
     if (in->info.op != LC_OP_MOV || in->nopnds != 2 || !in->mem.present ||
@@ -1577,34 +1639,15 @@ int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in)
         access = LCR_ACC_WRITE;
     else
         return 0;
-    /* Segmentation as always (a fault here is found again by lcr_exec). */
-    if (lcr_linear(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
-                   access, &la) < 0) {
-        probe_done(v);
-        return 0;
-    }
-    h = lcr_pwc_ram(v, la, n, access);
-    if (!h || ((uintptr_t)h & (n - 1)))
+    /* Segmentation as always (a fault there is found again by lcr_exec). */
+    h = ram_fast(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
+                 access);
+    if (!h)
         return 0;               /* unaligned: lcr_read/lcr_write split it */
-    /* One naturally aligned relaxed atomic access, as lcr_read() and
-     * lcr_write() make it (single-copy atomic, mmu.c). */
-    if (access == LCR_ACC_READ) {
-        switch (n) {
-        case 8: val = __atomic_load_n((const uint64_t *)(void *)h, __ATOMIC_RELAXED); break;
-        case 4: val = __atomic_load_n((const uint32_t *)(void *)h, __ATOMIC_RELAXED); break;
-        case 2: val = __atomic_load_n((const uint16_t *)(void *)h, __ATOMIC_RELAXED); break;
-        default: val = __atomic_load_n(h, __ATOMIC_RELAXED); break;
-        }
-        lcr_reg_set(v, o0->reg, n, val);
-    } else {
-        val = lcr_src_value(v, o1);
-        switch (n) {
-        case 8: __atomic_store_n((uint64_t *)(void *)h, val, __ATOMIC_RELAXED); break;
-        case 4: __atomic_store_n((uint32_t *)(void *)h, (uint32_t)val, __ATOMIC_RELAXED); break;
-        case 2: __atomic_store_n((uint16_t *)(void *)h, (uint16_t)val, __ATOMIC_RELAXED); break;
-        default: __atomic_store_n(h, (uint8_t)val, __ATOMIC_RELAXED); break;
-        }
-    }
+    if (access == LCR_ACC_READ)
+        lcr_reg_set(v, o0->reg, n, ram_load_n(h, n));
+    else
+        ram_store_n(h, n, lcr_src_value(v, o1));
     v->stop = LC_STOP_NONE;
     v->smc_hit = 0;
     v->st->rip += in->info.length;

@@ -844,8 +844,7 @@ static void pwc_store(lcr_vcpu *v, uint64_t gpa)
 static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
 {
     lcr_pwc *p = &v->pwc;
-    unsigned i, add = 0;
-    uint64_t g[LCR_PWC_LEVELS];
+    unsigned i;
 
     if (v->flush_gen &&
         __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != p->gen) {
@@ -855,21 +854,14 @@ static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
     for (i = 0; i < e->nent; i++)
         if (load_entry(e->ehva[i], e->esize) != e->eval[i])
             return 0;
-    for (i = 0; i < e->nent; i++)
-        if (!pwc_is_pt(p, e->egfn[i])) {
-            unsigned k = 0;
-
-            while (k < add && g[k] != e->egfn[i])
-                k++;
-            if (k == add)
-                g[add++] = e->egfn[i];
-        }
-    if (p->npt + add > LCR_PWC_PT)
+    /* egfn[0 .. ngfn) are the walk's distinct frames (pwc_fill) */
+    if (p->npt + e->ngfn > LCR_PWC_PT)
         return 0;               /* too many tables to watch: walk */
-    for (i = 0; i < add; i++) {
-        p->pt_gfn[p->npt++] = g[i];
-        p->ptmask |= 1ull << (g[i] & 63);
-    }
+    for (i = 0; i < e->ngfn; i++)
+        if (!pwc_is_pt(p, e->egfn[i])) {
+            p->pt_gfn[p->npt++] = e->egfn[i];
+            p->ptmask |= 1ull << (e->egfn[i] & 63);
+        }
     e->epoch = p->epoch;
     e->mapped = 0;
     p->n++;
@@ -992,13 +984,16 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
             return NULL;
         }
         v->pwc_hits--;          /* counted below */
+    } else if (!pwc_state_ok(v)) {
+        return NULL;
     }
     /* Exactly the cases pwc_lookup() serves from this epoch's entry and
-     * the VMM's answer it keeps; a store also must not need anything
-     * lcr_write() does besides storing: no traced page, no page table,
-     * no watched code frame. */
-    if (e->epoch != p->epoch || !pwc_state_ok(v) ||
-        (e->ok & access) != access || (wr && !e->dirty) || e->mapped <= wr)
+     * the VMM's answer it keeps (it may have dropped everything: then the
+     * epoch moved); a store also must not need anything lcr_write() does
+     * besides storing: no traced page, no page table, no watched code
+     * frame. */
+    if (e->epoch != p->epoch || (e->ok & access) != access ||
+        (wr && !e->dirty) || e->mapped <= wr)
         return NULL;
     gpa = e->gpa | (la & PAGE_MASK);
     if (gpa < e->map_lo || gpa + len > e->map_hi)
@@ -1091,10 +1086,16 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     e->epoch = p->epoch;
     e->nent = (uint8_t)w->npt;
     e->esize = c->mode == PG_32 ? 4 : 8;
+    e->ngfn = 0;
     for (i = 0; i < w->npt; i++) {
+        unsigned k = 0;
+
         e->ehva[i] = w->ehva[i];
         e->eval[i] = w->eval[i];
-        e->egfn[i] = w->pt_gfn[i];
+        while (k < e->ngfn && e->egfn[k] != w->pt_gfn[i])
+            k++;
+        if (k == e->ngfn)
+            e->egfn[e->ngfn++] = w->pt_gfn[i];
     }
     e->lpn = la >> 12;
     e->gpa = w->gpa & ~PAGE_MASK;

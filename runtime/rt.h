@@ -125,11 +125,12 @@ typedef struct lcr_pwc_ent {
     uint8_t  readonly;
     uint8_t  nent;        /* paging entries the walk read, and their size */
     uint8_t  esize;
-    uint8_t  pad_;
+    uint8_t  ngfn;        /* distinct frames among them (egfn) */
     const uint8_t *ehva[LCR_PWC_LEVELS];  /* where each entry is */
     uint64_t eval[LCR_PWC_LEVELS];        /* and what it held after the
                                            * walk's own A/D updates */
-    uint64_t egfn[LCR_PWC_LEVELS];        /* its frame (pt_gfn) */
+    uint64_t egfn[LCR_PWC_LEVELS];        /* the distinct frames of the
+                                           * entries (watched as pt_gfn) */
 } lcr_pwc_ent;
 
 typedef struct lcr_pwc {
