@@ -116,7 +116,8 @@ typedef struct lcr_pwc_ent {
     uint8_t *map_hva;     /* gpa_map answer (RAM): host address of map_lo */
     uint64_t map_lo;      /* first and one past the last gpa vouched for */
     uint64_t map_hi;
-    uint32_t epoch;       /* usable while lcr_pwc.epoch is this */
+    uint64_t epoch;       /* usable while lcr_pwc.epoch is this (64 bits:
+                           * never wraps back onto a stale entry) */
     uint8_t  ok;          /* LCR_ACC_READ / LCR_ACC_WRITE the rights allow */
     uint8_t  dirty;       /* the leaf entry's D bit is set */
     uint8_t  mapped;      /* map_*: 0 none, 1 answered for a read, 2 for a
@@ -140,8 +141,7 @@ typedef struct lcr_pwc {
     uint8_t  next;        /* replaced next when full (round robin) */
     uint8_t  cpl, ac;     /* the paging state the entries were made in */
     uint8_t  pad_[2];
-    uint32_t epoch;
-    uint32_t pad2_;
+    uint64_t epoch;
     uint64_t gen;         /* *flush_gen when the entries were made */
     uint64_t cr0, cr3, cr4, efer;
     uint64_t ptmask;      /* bit (gfn & 63) of every pt_gfn: quick filter */
