@@ -21,7 +21,8 @@
  *                instructions (translator/calls.c)
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
- * interpreted <= 1 us.   bench_engine [--runs N] [--json] [--only hit|two|gap|mem|walk]
+ * interpreted <= 1 us.   bench_engine [--runs N] [--json]
+ * [--only hit|two|gap|mem|walk|straight|call]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,8 +167,15 @@ int main(int argc, char **argv)
         } else if (!strcmp(only, "gap")) {
             code = outs12;
             n = n12;
+        } else if (!strcmp(only, "straight")) {
+            code = straight6;
+            n = sizeof straight6;
+        } else if (!strcmp(only, "call")) {
+            code = call6;
+            n = sizeof call6;
         } else if (strcmp(only, "hit")) {
-            fprintf(stderr, "bench_engine: --only hit|two|gap|mem|walk\n");
+            fprintf(stderr, "bench_engine: --only "
+                    "hit|two|gap|mem|walk|straight|call\n");
             return 2;
         }
         for (int k = 0; k < runs; k++) {

@@ -38,6 +38,8 @@ struct lc_vcpu {
      * walk read a RET's or indirect transfer's target from the guest
      * found nothing worth running, with that target; direct-mapped. */
     struct { uint64_t rip, val; uint8_t used; } chain_none[16];
+    lcr_vcpu rv;                 /* the runtime context of every exit:
+                                  * persists for its page-walk cache */
     struct lc_vcpu *next;        /* engine's list, under engine->lock */
     struct lc_vcpu **pprev;
 };

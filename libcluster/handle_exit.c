@@ -26,7 +26,7 @@ typedef struct exit_ctx {
     lc_cpu_state *state;
     const lc_exit *exit;
     lc_result *res;
-    lcr_vcpu v;
+    lcr_vcpu *v;       /* the vCPU's runtime context (vc->rv) */
     tc_key key;
     uint64_t at;       /* where the translation starts */
     unsigned start;    /* 1: anchored on the completed exiting insn */
@@ -126,7 +126,7 @@ static lc_status run_translation(exit_ctx *c, const tc_entry *te,
                                  const uint64_t *gfn, unsigned ngfn)
 {
     lc_vcpu *vc = c->vc;
-    lcr_vcpu *v = &c->v;
+    lcr_vcpu *v = c->v;
     lcx_cluster *cl = te->cl;
     lc_stop_reason stop;
 
@@ -211,7 +211,7 @@ static void chain_none_put(lc_vcpu *vc, uint64_t rip, uint64_t val)
 static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key, int *formed)
 {
     lc_vcpu *vc = c->vc;
-    lcr_vcpu *v = &c->v;
+    lcr_vcpu *v = c->v;
     tc_entry *te = tc_lookup(&vc->tc, key);
     uint8_t code[LCX_MAX_INSNS * LC_INSN_MAX_LEN];
     size_t got, want = (size_t)c->cfg->max_cluster_insns * LC_INSN_MAX_LEN;
@@ -277,7 +277,7 @@ static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
                             lc_stop_reason stop)
 {
     const lc_config *cfg = c->cfg;
-    lcr_vcpu *v = &c->v;
+    lcr_vcpu *v = c->v;
     lc_cpu_state *st = c->state;
     const uint32_t need = LC_TECH_SINGLE | LC_TECH_STATIC | LC_TECH_CALLS;
 
@@ -353,7 +353,7 @@ static void set_key(exit_ctx *c)
     c->key.rip = c->at;
     c->key.cs_base = s->seg[LC_CS].base;
     c->key.cr3 = (s->cr0 & LC_CR0_PG) ? s->cr3 : 0;
-    c->key.mode = (uint8_t)c->v.mode;
+    c->key.mode = (uint8_t)c->v->mode;
     c->key.first_done = (uint8_t)(c->start ? 2 : c->first_done);
 }
 
@@ -368,12 +368,17 @@ static void exit_begin(exit_ctx *c, lc_vcpu *vc, lc_cpu_state *state,
     c->exit = exit;
     c->res = res;
     c->first_done = exit->rip == LC_EXIT_RIP_PAST;
-    c->v.insn_budget = c->cfg->insn_budget;  /* lcr_begin clears the rest */
-    c->v.rep_budget = c->cfg->rep_budget;
-    c->v.irq_check = 0;
-    c->v.nwatch = 0;
-    c->v.watch_bytes = 0;
-    lcr_begin(&c->v, state, &vc->engine->ops, vc->opaque);
+    c->v = &vc->rv;
+    c->v->insn_budget = c->cfg->insn_budget;  /* lcr_begin clears the rest */
+    c->v->rep_budget = c->cfg->rep_budget;
+    c->v->irq_check = 0;
+    c->v->nwatch = 0;
+    c->v->watch_bytes = 0;
+    /* The runtime context persists: its page-walk cache is kept across
+     * runs and revalidated (section 11; runtime/rt.h), dropped when the
+     * guest-physical map changes (lc_engine_flush bumps the generation). */
+    lcr_begin_keep(c->v, state, &vc->engine->ops, vc->opaque,
+                   &vc->engine->gen);
 
     /* The VMM completed the exiting instruction and says where it was
      * (or how long it was): anchor the translation on it, so a loop back
@@ -428,7 +433,7 @@ static lc_status serve(exit_ctx *c, int incoherent)
 
     if (!te)
         return miss(c, incoherent);
-    if (lci_coherent(&c->v, te, c->at, gfn, &ngfn))
+    if (lci_coherent(c->v, te, c->at, gfn, &ngfn))
         return run_translation(c, te, gfn, ngfn);
     /* The code changed: drop the translation; this exit runs only its
      * own instruction; a later exit retranslates (section 7). */
@@ -462,17 +467,17 @@ static lc_status interpret(exit_ctx *c, const lcd_insn *first)
     lc_stop_reason stop;
 
     if (c->first_done) {
-        finish(c->vc, &c->v, LC_STOP_NONE, c->first_done, c->res);
+        finish(c->vc, c->v, LC_STOP_NONE, c->first_done, c->res);
         return LC_OK;
     }
-    if (lcr_exec(&c->v, first) == LCR_DONE) {
+    if (lcr_exec(c->v, first) == LCR_DONE) {
         STAT_INC(c->vc->stats.exits_interpreted);
-        stop = c->v.stop != LC_STOP_NONE ? c->v.stop : LC_STOP_END;
+        stop = c->v->stop != LC_STOP_NONE ? c->v->stop : LC_STOP_END;
     } else {
-        stop = c->v.stop;
+        stop = c->v->stop;
     }
-    finish(c->vc, &c->v, stop, c->first_done, c->res);
-    return c->v.error;
+    finish(c->vc, c->v, stop, c->first_done, c->res);
+    return c->v->error;
 }
 
 /* At the threshold: form the cluster from the `got` bytes of `code`,
@@ -484,11 +489,11 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
     lc_vcpu *vc = c->vc;
     lct_table *track = &vc->engine->track;
     lcx_form_in in = {
-        .cfg = c->cfg, .mode = c->v.mode, .rip = c->at, .code = code,
+        .cfg = c->cfg, .mode = c->v->mode, .rip = c->at, .code = code,
         .code_len = got, .first_done = c->start ? 0 : c->first_done,
         .predict = predict, .predict_ctx = track,
         .first_pred = pred_bits(first_props),
-        .v = &c->v, .extra = &vc->xcode,
+        .v = c->v, .extra = &vc->xcode,
     };
     lcx_cluster *cl = &vc->scratch;
     tc_entry *te;
@@ -506,7 +511,7 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
             if (te)
                 te->rec = vc->rec;
         }
-        finish(vc, &c->v, LC_STOP_TERMINATOR, c->first_done, c->res);
+        finish(vc, c->v, LC_STOP_TERMINATOR, c->first_done, c->res);
         return LC_OK;
     }
     STAT_INC(vc->stats.translations);
@@ -542,8 +547,8 @@ static lc_status miss(exit_ctx *c, int incoherent)
 
     if (want > sizeof code)
         want = sizeof code;
-    got = lcr_fetch_at_rec(&c->v, c->at, code, want, gfn, &ngfn, &vc->rec);
-    st = lcd_decode(c->v.mode, code, got, first);
+    got = lcr_fetch_at_rec(c->v, c->at, code, want, gfn, &ngfn, &vc->rec);
+    st = lcd_decode(c->v->mode, code, got, first);
     if (c->start && (st != LC_OK ||
                      c->at + first->info.length != c->state->rip ||
                      !lci_exit_matches(first, c->exit, c->state))) {
@@ -555,7 +560,7 @@ static lc_status miss(exit_ctx *c, int incoherent)
     }
     if (st != LC_OK ||
         (!c->first_done && !lci_exit_matches(first, c->exit, c->state))) {
-        finish(vc, &c->v, LC_STOP_UNSUPPORTED, c->first_done, c->res);
+        finish(vc, c->v, LC_STOP_UNSUPPORTED, c->first_done, c->res);
         return LC_OK;
     }
     /* The exiting instruction's identity. With RIP past it and no anchor,

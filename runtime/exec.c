@@ -91,6 +91,59 @@ static void probe_done(lcr_vcpu *v)
     v->fault_addr = 0;
 }
 
+/* One naturally aligned relaxed atomic access of n = 1, 2, 4 or 8 bytes
+ * at host address h, as lcr_read() and lcr_write() make it (single-copy
+ * atomic, mmu.c): the inline paths through the page-walk cache. */
+static uint64_t ram_load_n(const uint8_t *h, unsigned n)
+{
+    switch (n) {
+    case 8: return __atomic_load_n((const uint64_t *)(const void *)h, __ATOMIC_RELAXED);
+    case 4: return __atomic_load_n((const uint32_t *)(const void *)h, __ATOMIC_RELAXED);
+    case 2: return __atomic_load_n((const uint16_t *)(const void *)h, __ATOMIC_RELAXED);
+    default: return __atomic_load_n(h, __ATOMIC_RELAXED);
+    }
+}
+
+static void ram_store_n(uint8_t *h, unsigned n, uint64_t val)
+{
+    switch (n) {
+    case 8: __atomic_store_n((uint64_t *)(void *)h, val, __ATOMIC_RELAXED); break;
+    case 4: __atomic_store_n((uint32_t *)(void *)h, (uint32_t)val, __ATOMIC_RELAXED); break;
+    case 2: __atomic_store_n((uint16_t *)(void *)h, (uint16_t)val, __ATOMIC_RELAXED); break;
+    default: __atomic_store_n(h, (uint8_t)val, __ATOMIC_RELAXED); break;
+    }
+}
+
+/* The host address of `n` bytes at seg:ea when the page-walk cache
+ * answers for them as plain RAM (lcr_pwc_ram) and they are naturally
+ * aligned, else NULL with nothing changed: the caller translates in
+ * full (and meets any fault of the segmentation check again there). */
+static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                         unsigned access)
+{
+    uint64_t la;
+    uint8_t *h;
+
+    if (n != 1 && n != 2 && n != 4 && n != 8)
+        return NULL;
+    if (v->mode == LC_MODE_LONG64 && seg < LC_FS) {
+        /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no
+         * limit or type checks): canonical first and last byte, else
+         * the full path raises the fault. */
+        unsigned bits = lcr_la_bits(v);
+
+        la = ea;
+        if (la + n - 1 < la || !lcr_canonical(la, bits) ||
+            !lcr_canonical(la + n - 1, bits))
+            return NULL;
+    } else if (lcr_linear(v, seg, ea, n, access, &la) < 0) {
+        probe_done(v);
+        return NULL;
+    }
+    h = lcr_pwc_ram(v, la, n, access);
+    return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
+}
+
 int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
                 uint64_t *gpa)
 {
@@ -597,6 +650,7 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), target;
     lcr_xlat sx;
+    uint8_t *h;
 
     if (in->info.cflow == LC_CF_CALL_REL) {
         target = rel_target(c);
@@ -624,11 +678,15 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     }
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
-        return LCR_STOP;
-    if (lcr_xwrite(v, &sx, c->next & lcr_mask(n)))
-        return LCR_STOP;
-    note_vmm_access(&sx, &c->vmm);
+    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE)) != NULL) {
+        ram_store_n(h, n, c->next & lcr_mask(n));  /* section 11 cache */
+    } else {
+        if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
+            return LCR_STOP;
+        if (lcr_xwrite(v, &sx, c->next & lcr_mask(n)))
+            return LCR_STOP;
+        note_vmm_access(&sx, &c->vmm);
+    }
     gpr_set(v, LC_RSP, sb, sp);
     c->next = target;
     return LCR_DONE;
@@ -643,19 +701,24 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
     unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), target, extra = 0;
     lcr_xlat sx;
+    uint8_t *h;
 
     if (in->info.cflow != LC_CF_RET)
         return stop(v, LC_STOP_TERMINATOR);
     if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
         extra = in->opnd[0].imm & 0xffff;
-    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
-        return LCR_STOP;
-    if (lcr_xread(v, &sx, &target))
-        return LCR_STOP;
+    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ)) != NULL) {
+        target = ram_load_n(h, n);                  /* section 11 cache */
+    } else {
+        if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
+            return LCR_STOP;
+        if (lcr_xread(v, &sx, &target))
+            return LCR_STOP;
+        note_vmm_access(&sx, &c->vmm);
+    }
     target &= lcr_mask(n);
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    note_vmm_access(&sx, &c->vmm);
     gpr_set(v, LC_RSP, sb, sp + n + extra);
     c->next = target;
     return LCR_DONE;
@@ -1515,12 +1578,13 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
 
 /* ---- public entry points ----------------------------------------------- */
 
-void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
-               void *opaque)
+static void begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+                  void *opaque)
 {
     /* The inputs before `route` stay as the caller set them; everything
-     * from `route` up to the page-walk cache is cleared, the cache only
-     * emptied (rt.h): on the hit path every byte cleared costs. */
+     * from `route` up to the page-walk cache is cleared, the cache kept
+     * for the callers to drop or revalidate (rt.h): on the hit path every
+     * byte cleared costs. */
     memset(&v->route, 0, offsetof(lcr_vcpu, pwc) - offsetof(lcr_vcpu, route));
     v->st = st;
     v->ops = ops;
@@ -1529,7 +1593,6 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
         v->rep_budget = 1;
     if (v->nwatch > LCR_WATCH_MAX)
         v->nwatch = LCR_WATCH_MAX;
-    lcr_pwc_forget(v);
     v->pwc_hits = 0;
     v->mode = lcr_cpu_mode(st);
     /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
@@ -1540,6 +1603,65 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
         v->cpl = 3;
     else
         v->cpl = st->seg[LC_SS].dpl & 3;
+}
+
+void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+               void *opaque)
+{
+    begin(v, st, ops, opaque);
+    lcr_pwc_drop(v);
+}
+
+void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+                    void *opaque, const uint64_t *flush_gen)
+{
+    begin(v, st, ops, opaque);
+    v->flush_gen = flush_gen;
+    /* The guest ran since the last run: the cached walks hold only after
+     * their entries read back unchanged (section 11, mmu.c); a changed
+     * guest-physical map drops them. */
+    if (flush_gen && v->pwc.gen != __atomic_load_n(flush_gen, __ATOMIC_ACQUIRE))
+        lcr_pwc_drop(v);
+    else
+        lcr_pwc_forget(v);
+}
+
+int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in)
+{
+    const lcd_opnd *o0 = &in->opnd[0], *o1 = &in->opnd[1];
+    unsigned n = in->mem.bytes, access;
+    uint8_t *h;
+
+    if (in->info.op != LC_OP_MOV || in->nopnds != 2 || !in->mem.present ||
+        in->mem.agen || in->info.exit_class == LC_CLASS_STRONG ||
+        in->info.exit_class == LC_CLASS_TERMINATOR ||
+        v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF) ||
+        (n != 1 && n != 2 && n != 4 && n != 8))
+        return 0;
+    if (o0->kind == LCD_OPND_REG && o0->reg.cls == LCD_REG_GPR &&
+        o0->bytes == n && o1->kind == LCD_OPND_MEM)
+        access = LCR_ACC_READ;
+    else if (o0->kind == LCD_OPND_MEM &&
+             ((o1->kind == LCD_OPND_REG && o1->reg.cls == LCD_REG_GPR) ||
+              o1->kind == LCD_OPND_IMM))
+        access = LCR_ACC_WRITE;
+    else
+        return 0;
+    /* Segmentation as always (a fault there is found again by lcr_exec). */
+    h = ram_fast(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
+                 access);
+    if (!h)
+        return 0;               /* unaligned: lcr_read/lcr_write split it */
+    if (access == LCR_ACC_READ)
+        lcr_reg_set(v, o0->reg, n, ram_load_n(h, n));
+    else
+        ram_store_n(h, n, lcr_src_value(v, o1));
+    v->stop = LC_STOP_NONE;
+    v->smc_hit = 0;
+    v->st->rip += in->info.length;
+    v->dirty |= LC_DIRTY_RIP;
+    v->insns++;
+    return 1;
 }
 
 int lcr_exec(lcr_vcpu *v, const lcd_insn *in)

@@ -50,6 +50,7 @@
 #define PHYS_MASK      ((1ull << MAXPHYADDR) - 1)
 #define ADDR_4K        (PHYS_MASK & ~PAGE_MASK)   /* bits 51:12 */
 #define MAX_LEVELS     5
+_Static_assert(MAX_LEVELS == LCR_PWC_LEVELS, "walk and page-walk cache levels");
 #define LA32_MASK      0xffffffffull
 
 /* Paging-structure entry bits (SDM 4.3 tables 4-4..4-7, 4.4.2 tables
@@ -170,13 +171,40 @@ void lcr_ram_write(uint8_t *hva, const void *src, size_t n)
 
 int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n)
 {
-    uint8_t tmp[64];
+    const uint8_t *b = buf;
 
-    for (size_t off = 0; off < n; off += sizeof tmp) {
-        size_t k = n - off < sizeof tmp ? n - off : sizeof tmp;
-        lcr_ram_read(tmp, hva + off, k);
-        if (memcmp(tmp, (const uint8_t *)buf + off, k))
+    /* Chunk by chunk as lcr_ram_read() loads them, compared in a register
+     * (the coherency check of every hit runs this: no copy, no memcmp). */
+    for (size_t off = 0; off < n;) {
+        size_t w = ram_chunk((uintptr_t)(hva + off), n - off);
+        const void *p = hva + off;
+        uint64_t e8;
+        uint32_t e4;
+        uint16_t e2;
+        int same;
+
+        /* fixed-size copies of the expected bytes: each a single load */
+        switch (w) {
+        case 8:
+            memcpy(&e8, b + off, 8);
+            same = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED) == e8;
+            break;
+        case 4:
+            memcpy(&e4, b + off, 4);
+            same = __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED) == e4;
+            break;
+        case 2:
+            memcpy(&e2, b + off, 2);
+            same = __atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED) == e2;
+            break;
+        default:
+            same = __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED) ==
+                   b[off];
+            break;
+        }
+        if (!same)
             return 0;
+        off += w;
     }
     return 1;
 }
@@ -393,6 +421,10 @@ typedef struct walk {
     uint8_t  user_addr, writable, xd, dirty;
     unsigned npt;
     uint64_t pt_gfn[MAX_LEVELS];
+    /* where each entry read is, and what it holds once this walk's A/D
+     * updates are made (the cache revalidates by reading them again) */
+    const uint8_t *ehva[MAX_LEVELS];
+    uint64_t eval[MAX_LEVELS];
 } walk;
 
 /* Index of `la` into the table at `level` (1 = page table). */
@@ -500,7 +532,7 @@ static uint64_t pg_target(const pgctx *c, unsigned level, uint64_t e,
  * mapping too short for the entry ends the run as a terminator (the CPU
  * would read the device or abort; the VMM decides that, not us). */
 static mres read_entry(lcr_vcpu *v, uint64_t gpa, unsigned size,
-                       uint64_t *e)
+                       uint64_t *e, const uint8_t **hva)
 {
     lc_gpa_map m;
 
@@ -509,6 +541,7 @@ static mres read_entry(lcr_vcpu *v, uint64_t gpa, unsigned size,
     if (m.kind != LC_GPA_RAM || m.hva == NULL || m.span < size)
         return M_TERM;
     *e = load_entry(m.hva, size);
+    *hva = m.hva;
     if (v->rec) {
         lcr_fetch_rec *r = v->rec;
         if (r->nent < LCR_REC_ENTRIES) {
@@ -594,9 +627,10 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
         uint64_t e;
         int leaf, pdpte = c->mode == PG_PAE && level == 3;
 
-        r = read_entry(c->v, egpa, esize, &e);
+        r = read_entry(c->v, egpa, esize, &e, &w->ehva[w->npt]);
         if (r != M_OK)
             return r;
+        w->eval[w->npt] = e;
         w->pt_gfn[w->npt++] = egpa >> 12;
         if (!(e & PTE_P))
             return M_PF;
@@ -625,6 +659,7 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
             if (leaf && (c->access & LCR_ACC_WRITE) && !(e & PTE_D))
                 set |= (uint8_t)PTE_D;
             if (set) {
+                w->eval[w->npt - 1] |= set;
                 assert(w->nref < MAX_LEVELS);
                 w->ref[w->nref].gpa = egpa;
                 w->ref[w->nref].set = set;
@@ -797,7 +832,40 @@ static int pwc_is_pt(const lcr_pwc *p, uint64_t gfn)
 static void pwc_store(lcr_vcpu *v, uint64_t gpa)
 {
     if (v->pwc.npt && pwc_is_pt(&v->pwc, gpa >> 12))
-        lcr_pwc_forget(v);
+        lcr_pwc_drop(v);
+}
+
+/* An entry of an earlier epoch (the VMM ran since): usable again if the
+ * guest-physical map is the same and every paging entry its walk read
+ * still holds what it did after the walk (then a walk now would find the
+ * same page, rights and D bit, and set no A/D bit: SDM 4.8). The VMM's
+ * answer for the data page is asked again. Its page-table frames are
+ * watched again for this epoch's stores. */
+static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
+{
+    lcr_pwc *p = &v->pwc;
+    unsigned i;
+
+    if (v->flush_gen &&
+        __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != p->gen) {
+        lcr_pwc_drop(v);
+        return 0;
+    }
+    for (i = 0; i < e->nent; i++)
+        if (load_entry(e->ehva[i], e->esize) != e->eval[i])
+            return 0;
+    /* egfn[0 .. ngfn) are the walk's distinct frames (pwc_fill) */
+    if (p->npt + e->ngfn > LCR_PWC_PT)
+        return 0;               /* too many tables to watch: walk */
+    for (i = 0; i < e->ngfn; i++)
+        if (!pwc_is_pt(p, e->egfn[i])) {
+            p->pt_gfn[p->npt++] = e->egfn[i];
+            p->ptmask |= 1ull << (e->egfn[i] & 63);
+        }
+    e->epoch = p->epoch;
+    e->mapped = 0;
+    p->n++;
+    return 1;
 }
 
 /* Keep the VMM's gpa_map answer `m` for the RAM fragment `f` in entry `e`
@@ -819,7 +887,8 @@ static void pwc_keep_map(lcr_pwc_ent *e, const lcr_frag *f,
 /* The translation of an access within one page from the cache: 1 done
  * (x filled), 0 not cached (walk), -1 stopped (the VMM's answer for the
  * data page refuses it, exactly as after a walk). */
-static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
+static inline __attribute__((always_inline))
+int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
                       unsigned access, lcr_xlat *x)
 {
     lcr_pwc *p = &v->pwc;
@@ -829,7 +898,7 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     lcr_pwc_ent *e = NULL;
     lcr_frag *f = &x->frag[0];
 
-    for (unsigned i = 0; i < p->n; i++)
+    for (unsigned i = 0; i < p->nslot; i++)
         if (p->e[i].lpn == lpn) {
             e = &p->e[i];
             break;
@@ -837,9 +906,11 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     if (!e)
         return 0;
     if (!pwc_state_ok(v)) {
-        lcr_pwc_forget(v);
+        lcr_pwc_drop(v);
         return 0;
     }
+    if (e->epoch != p->epoch && !pwc_revalidate(v, e))
+        return 0;
     /* Anything a walk would have to decide afresh walks: rights the
      * entry does not grant (the walk finds the fault), a write with D
      * still clear (the walk sets it), a store into a page table. */
@@ -871,6 +942,67 @@ static int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     memset(&x->frag[1], 0, sizeof(x->frag[1]));
     v->pwc_hits++;
     return 1;
+}
+
+static int watched(const lcr_vcpu *v, uint64_t gpa);
+
+uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
+{
+    lcr_pwc *p = &v->pwc;
+    unsigned wr = access == LCR_ACC_WRITE;
+    lcr_pwc_ent *e = NULL;
+    uint64_t lpn, gpa;
+
+    if (!p->nslot || v->route || len - 1u >= 8 ||
+        (access != LCR_ACC_READ && access != LCR_ACC_WRITE))
+        return NULL;
+    if (!long_mode_active(v))
+        la &= LA32_MASK;
+    if ((la & PAGE_MASK) + len > PAGE_SIZE)
+        return NULL;
+    lpn = la >> 12;
+    for (unsigned i = 0; i < p->nslot; i++)
+        if (p->e[i].lpn == lpn) {
+            e = &p->e[i];
+            break;
+        }
+    if (!e)
+        return NULL;
+    if (e->epoch != p->epoch || e->mapped <= wr) {
+        /* First use in this epoch (revalidate, ask gpa_map) or first
+         * store: what lcr_translate() would do, once. A stop it finds
+         * is found again by the full path. */
+        lcr_xlat x;
+        int h = pwc_lookup(v, la, len, access, &x);
+
+        if (h <= 0) {
+            if (h < 0) {
+                v->stop = LC_STOP_NONE;
+                v->fault_vector = 0;
+                v->fault_addr = 0;
+            }
+            return NULL;
+        }
+        v->pwc_hits--;          /* counted below */
+    } else if (!pwc_state_ok(v)) {
+        return NULL;
+    }
+    /* Exactly the cases pwc_lookup() serves from this epoch's entry and
+     * the VMM's answer it keeps (it may have dropped everything: then the
+     * epoch moved); a store also must not need anything lcr_write() does
+     * besides storing: no traced page, no page table, no watched code
+     * frame. */
+    if (e->epoch != p->epoch || (e->ok & access) != access ||
+        (wr && !e->dirty) || e->mapped <= wr)
+        return NULL;
+    gpa = e->gpa | (la & PAGE_MASK);
+    if (gpa < e->map_lo || gpa + len > e->map_hi)
+        return NULL;
+    if (wr && (e->readonly || e->traced ||
+               (p->npt && pwc_is_pt(p, gpa >> 12)) || watched(v, gpa)))
+        return NULL;
+    v->pwc_hits++;
+    return e->map_hva + (gpa - e->map_lo);
 }
 
 /* Which data accesses (LCR_ACC_READ, LCR_ACC_WRITE) the rights a walk
@@ -909,9 +1041,11 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     unsigned wr = (c->access & LCR_ACC_WRITE) != 0, i;
     lcr_pwc_ent *e = NULL;
 
-    if (p->n && !pwc_state_ok(v))
-        lcr_pwc_forget(v);
-    if (!p->n) {
+    if (p->nslot && !pwc_state_ok(v))
+        lcr_pwc_drop(v);
+    if (!p->nslot) {
+        p->gen = v->flush_gen ? __atomic_load_n(v->flush_gen,
+                                                __ATOMIC_ACQUIRE) : 0;
         p->cr0 = st->cr0;
         p->cr3 = st->cr3;
         p->cr4 = st->cr4;
@@ -935,16 +1069,33 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
         p->pt_gfn[p->npt++] = g;
         p->ptmask |= 1ull << (g & 63);
     }
-    for (i = 0; i < p->n; i++)
+    for (i = 0; i < p->nslot; i++)
         if (p->e[i].lpn == la >> 12)
             e = &p->e[i];
     if (!e) {
-        if (p->n < LCR_PWC_ENTRIES) {
-            e = &p->e[p->n++];
+        if (p->nslot < LCR_PWC_ENTRIES) {
+            e = &p->e[p->nslot++];
+            e->epoch = p->epoch - 1;
         } else {
             e = &p->e[p->next];
             p->next = (uint8_t)((p->next + 1) % LCR_PWC_ENTRIES);
         }
+    }
+    if (e->epoch != p->epoch)
+        p->n++;
+    e->epoch = p->epoch;
+    e->nent = (uint8_t)w->npt;
+    e->esize = c->mode == PG_32 ? 4 : 8;
+    e->ngfn = 0;
+    for (i = 0; i < w->npt; i++) {
+        unsigned k = 0;
+
+        e->ehva[i] = w->ehva[i];
+        e->eval[i] = w->eval[i];
+        while (k < e->ngfn && e->egfn[k] != w->pt_gfn[i])
+            k++;
+        if (k == e->ngfn)
+            e->egfn[e->ngfn++] = w->pt_gfn[i];
     }
     e->lpn = la >> 12;
     e->gpa = w->gpa & ~PAGE_MASK;
@@ -974,7 +1125,7 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
      * access has other rights, a page-crossing access is two walks); a
      * cached page passed every check below when it was walked, and they
      * hold for any access inside it. */
-    if (v->pwc.n && len - 1u < LC_INSN_MAX_LEN && access &&
+    if (v->pwc.nslot && len - 1u < LC_INSN_MAX_LEN && access &&
         !(access & ~(unsigned)(LCR_ACC_READ | LCR_ACC_WRITE)) &&
         (la & PAGE_MASK) + len <= PAGE_SIZE) {
         int h = pwc_lookup(v, la, len, access, x);

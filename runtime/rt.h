@@ -81,23 +81,34 @@ typedef struct lcr_route {
  *
  * Agesen et al., Software Techniques for Avoiding Hardware Virtualization
  * Exits, USENIX ATC 2012, section 11: "a simple cache of page translations
- * maintained for the duration of a cluster invocation". One run's data
- * translations, per 4 KiB linear page: the guest-physical page the walk
- * found, which accesses its rights allow, whether the leaf's D bit is
- * set, and the VMM's gpa_map answer for the page (RAM only). Valid while
- * nothing that could change them happened:
- *  - the paging state it was made in (CR0, CR3, CR4, EFER, CPL, RFLAGS.AC)
- *    is unchanged; lcr_begin() empties it (a new run);
- *  - no store went to a frame holding a paging-structure entry one of its
- *    walks read (pt_gfn, checked on every write translation and write;
- *    the walker's own A/D updates excepted, they only set bits);
- *  - no VMM callback ran since (a device may write guest memory or change
- *    the guest-physical map): lcr_pwc_forget() after each.
+ * maintained for the duration of a cluster invocation". Data translations
+ * per 4 KiB linear page: the guest-physical page the walk found, which
+ * accesses its rights allow, whether the leaf's D bit is set, the paging
+ * entries the walk read (where and what, as the fetch record keeps them),
+ * and the VMM's gpa_map answer for the page (RAM only).
+ *
+ * An entry is usable in the epoch it was made or revalidated in. The
+ * epoch ends (lcr_pwc_forget) when the VMM ran: after every callback (a
+ * device may write guest memory) and, for a vCPU whose runtime context
+ * persists (lcr_begin_keep, the engine), between runs (the guest ran).
+ * An entry of an earlier epoch is used again only after every paging
+ * entry its walk read reads back unchanged (the walk is a function of
+ * them and of the paging state, so it would find the same), and its
+ * gpa_map answer is asked again (a VMM may start tracing a page without
+ * telling us). Entries are dropped outright (lcr_pwc_drop) when:
+ *  - the paging state they were made in (CR0, CR3, CR4, EFER, CPL,
+ *    RFLAGS.AC) differs;
+ *  - a store goes to a frame holding a paging-structure entry a walk of
+ *    this epoch read (pt_gfn, checked on every write translation and
+ *    write; the walker's own A/D updates excepted, they only set bits);
+ *  - the guest-physical map changed (the engine's flush generation
+ *    `*flush_gen` moved: the hosts of the recorded entries may be gone).
  * A write through an entry whose leaf D bit was clear walks again, as the
  * CPU does (SDM vol. 3 4.8), and sets D. Fetches, implicit supervisor
  * accesses and accesses crossing a page always walk. */
 #define LCR_PWC_ENTRIES 8
 #define LCR_PWC_PT      8     /* paging-structure frames watched */
+#define LCR_PWC_LEVELS  5     /* paging entries a walk reads, at most */
 
 typedef struct lcr_pwc_ent {
     uint64_t lpn;         /* linear address >> 12 */
@@ -105,21 +116,33 @@ typedef struct lcr_pwc_ent {
     uint8_t *map_hva;     /* gpa_map answer (RAM): host address of map_lo */
     uint64_t map_lo;      /* first and one past the last gpa vouched for */
     uint64_t map_hi;
+    uint64_t epoch;       /* usable while lcr_pwc.epoch is this (64 bits:
+                           * never wraps back onto a stale entry) */
     uint8_t  ok;          /* LCR_ACC_READ / LCR_ACC_WRITE the rights allow */
     uint8_t  dirty;       /* the leaf entry's D bit is set */
     uint8_t  mapped;      /* map_*: 0 none, 1 answered for a read, 2 for a
                            * write (a store needs 2: dirty tracking) */
     uint8_t  traced;
     uint8_t  readonly;
-    uint8_t  pad_[3];
+    uint8_t  nent;        /* paging entries the walk read, and their size */
+    uint8_t  esize;
+    uint8_t  ngfn;        /* distinct frames among them (egfn) */
+    const uint8_t *ehva[LCR_PWC_LEVELS];  /* where each entry is */
+    uint64_t eval[LCR_PWC_LEVELS];        /* and what it held after the
+                                           * walk's own A/D updates */
+    uint64_t egfn[LCR_PWC_LEVELS];        /* the distinct frames of the
+                                           * entries (watched as pt_gfn) */
 } lcr_pwc_ent;
 
 typedef struct lcr_pwc {
-    uint8_t  n;           /* valid entries */
+    uint8_t  n;           /* entries usable in this epoch */
+    uint8_t  nslot;       /* entries held (this epoch or earlier) */
     uint8_t  npt;         /* valid pt_gfn */
     uint8_t  next;        /* replaced next when full (round robin) */
     uint8_t  cpl, ac;     /* the paging state the entries were made in */
-    uint8_t  pad_[3];
+    uint8_t  pad_[2];
+    uint64_t epoch;
+    uint64_t gen;         /* *flush_gen when the entries were made */
     uint64_t cr0, cr3, cr4, efer;
     uint64_t ptmask;      /* bit (gfn & 63) of every pt_gfn: quick filter */
     uint64_t pt_gfn[LCR_PWC_PT];
@@ -183,29 +206,65 @@ typedef struct lcr_vcpu {
                                     * _PF, _UD (include/cluster/cpu.h) */
     uint64_t         fault_addr; /* linear address for #PF */
 
+    /* The engine's flush generation (lcr_begin_keep()), NULL if none:
+     * the page-walk cache is dropped when it moves. */
+    const uint64_t  *flush_gen;
+
     /* Not cleared by lcr_begin() beyond its counts (it is large and the
      * hit path pays for every byte cleared). */
-    lcr_pwc          pwc;        /* section 11: this run's page walks */
+    lcr_pwc          pwc;        /* section 11: page walks (see above) */
     uint32_t         pwc_hits;   /* translations served by pwc (counted
                                   * for the tests and benchmarks) */
 } lcr_vcpu;
 
-/* Forget this run's cached page walks: after a VMM callback (a device
- * may have written guest memory or remapped it). */
+/* End the page-walk cache's epoch: the VMM ran (a callback, or the guest
+ * between two runs), so guest memory may differ. Nothing cached is used
+ * again before its paging entries read back unchanged (mmu.c). */
 static inline void lcr_pwc_forget(lcr_vcpu *v)
 {
     v->pwc.n = 0;
     v->pwc.npt = 0;
     v->pwc.ptmask = 0;
+    v->pwc.epoch++;
+}
+
+/* Drop every cached page walk (a new context, a paging-state change, a
+ * store into a walked page table, a changed guest-physical map). */
+static inline void lcr_pwc_drop(lcr_vcpu *v)
+{
+    lcr_pwc_forget(v);
+    v->pwc.nslot = 0;
+    v->pwc.next = 0;
 }
 
 /* The execution mode `st` is in, from CR0.PE, EFER.LMA, CS.L/D and
  * RFLAGS.VM (mode.c); contract as lc_cpu_mode_of(). */
 lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *st);
 
-/* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs). */
+/* The host address of `len` (1..8) bytes at linear address `la` when this
+ * epoch's page-walk cache already answers for them as plain RAM for
+ * `access` (LCR_ACC_READ or LCR_ACC_WRITE alone; a store also on no
+ * traced page, page table or watched code frame), else NULL: the
+ * translator's inline loads and stores, which otherwise take the full
+ * lcr_translate(). Changes nothing but pwc_hits. */
+uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
+
+/* MOV between a general register (or an immediate) and plain RAM whose
+ * page the cache answers for (lcr_pwc_ram()), run inline: 1 if done
+ * (exactly as lcr_exec() would have done it), 0 if nothing happened and
+ * lcr_exec() must run it. For the translator's run loop (run.c). */
+int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in);
+
+/* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs,
+ * drops the page-walk cache). */
 void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
                void *opaque);
+
+/* The same for a context that persists across runs of one vCPU (the
+ * engine's): the page-walk cache is kept, to be revalidated (its epoch
+ * ends), unless `*flush_gen` (if not NULL) moved since it was filled. */
+void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
+                    void *opaque, const uint64_t *flush_gen);
 
 /* Result of one step. */
 enum lcr_step {

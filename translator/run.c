@@ -129,6 +129,12 @@ static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
                 run_fast(&cl->insn[i + k].fast, v, lz);
             i += n - 1;
             x = &cl->insn[i];
+        } else if (x->d.info.op == LC_OP_MOV && x->d.mem.present &&
+                   !v->irq_check && !x->routed &&
+                   (v->route = NULL, lcr_exec_mov_fast(v, &x->d))) {
+            /* A MOV to or from RAM the page-walk cache answers for
+             * (section 11): no dispatch, no walk. It neither reads nor
+             * writes the flags: a lazy computation stays pending. */
         } else {
             materialize(lz, v->st);
             v->route = x->routed ? &x->route : NULL;

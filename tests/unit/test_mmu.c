@@ -1442,6 +1442,214 @@ START_TEST(pwc_cluster_writes_own_page_table)
 }
 END_TEST
 
+/* Section 11 across runs and callbacks: once the epoch ends (the VMM
+ * ran), a cached walk is used again after its paging entries read back
+ * unchanged, without walking (only the data page's gpa_map is asked
+ * again); an entry changed meanwhile (the guest remapped the page, or
+ * cleared an A bit) walks, as the CPU would find it. */
+START_TEST(pwc_revalidated_after_epoch)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    uint64_t ent[6];
+    unsigned nmap;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map_at(la, 0x30000, 1, F_P | F_RW, F_DIR, ent);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 0);
+
+    /* unchanged: one gpa_map (the data page), no walk */
+    lcr_pwc_forget(&V);
+    ck_assert_uint_eq(V.pwc.n, 0);
+    nmap = T.nmap;
+    expect_ram(la + 8, 8, R, 0x30008, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+    ck_assert_uint_eq(T.nmap, nmap + 1);
+    ck_assert_uint_ne(V.pwc.n, 0);
+
+    /* the PTE now maps another page: walks, finds it */
+    memcpy(T.ram + ent[1], &(uint64_t){ 0x35000 | F_P | F_RW | F_A }, 8);
+    lcr_pwc_forget(&V);
+    expect_ram(la + 16, 8, R, 0x35010, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+
+    /* A cleared in the PML4 entry: walks, sets it again (SDM 4.8) */
+    memcpy(T.ram + ent[4], &(uint64_t){ rd(ent[4], 8) & ~F_A }, 8);
+    lcr_pwc_forget(&V);
+    expect_ram(la + 24, 8, R, 0x35018, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+    ck_assert_uint_eq(rd(ent[4], 8) & F_A, F_A);
+    lcr_pwc_forget(&V);
+    expect_ram(la + 32, 8, R, 0x35020, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 2);
+}
+END_TEST
+
+/* The engine's flush generation moved (the guest-physical map changed:
+ * the hosts of the recorded entries may be gone): nothing is revalidated,
+ * everything walks. */
+START_TEST(pwc_dropped_on_flush_generation)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    uint64_t gen = 7;
+    unsigned nmap;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    V.flush_gen = &gen;
+    map4k(la, 0x30000, F_P | F_RW);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    lcr_pwc_forget(&V);
+    expect_ram(la + 8, 8, R, 0x30008, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+    gen++;
+    lcr_pwc_forget(&V);
+    nmap = T.nmap;
+    expect_ram(la + 16, 8, R, 0x30010, __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+    ck_assert_uint_ge(T.nmap, nmap + 5);        /* four levels and the data */
+    V.flush_gen = NULL;
+}
+END_TEST
+
+/* Through the engine, whose runtime context persists: between two exits
+ * the guest remaps the page a cluster reads (a 2 MiB PD entry): the
+ * second run reads the new page (a walk cached from the first run and
+ * trusted without re-reading its entries would read the old one). */
+START_TEST(pwc_engine_runs_see_remap)
+{
+    static const uint8_t code[] = {
+        0xe6, 0x80,                     /* out 0x80, al */
+        0x48, 0x8b, 0x03,               /* mov rax, [rbx] */
+        0xe6, 0x80,                     /* out 0x80, al */
+    };
+    fvm f;
+    lc_config c;
+    lc_engine *e;
+    lc_vcpu *vc;
+    lc_cpu_state st, s0;
+    lc_exit x;
+    lc_result res;
+    uint64_t v1 = 0x1111111111111111ull, v2 = 0x2222222222222222ull;
+
+    fvm_init(&f);
+    memcpy(f.ram + 0x100000, code, sizeof code);
+    fvm_state_long64(&f, &s0);
+    memcpy(f.ram + 0x200000, &v1, 8);   /* PD[1] maps 0x200000 ... */
+    memcpy(f.ram + 0x000000, &v2, 8);   /* ... and later 0 */
+    s0.rip = 0x100000;
+    s0.gpr[LC_RBX] = 0x200000;
+    lc_config_init(&c);
+    c.translate_threshold = 1;
+    ck_assert_int_eq(lc_engine_create(&c, &fvm_ops, &e), LC_OK);
+    ck_assert_int_eq(lc_vcpu_create(e, 0, &f, &vc), LC_OK);
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_IO;
+    x.u.io.port = 0x80;
+    x.u.io.size = 1;
+    x.u.io.is_out = 1;
+    for (int k = 0; k < 3; k++) {
+        st = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(vc, &st, &x, &res), LC_OK);
+        ck_assert_uint_eq(res.insns, 3);
+        ck_assert_uint_eq(st.gpr[LC_RAX], v1);
+    }
+    memcpy(f.ram + 0x3008, &(uint64_t){ 0xa7 }, 8);  /* P RW US A PS, 0 */
+    st = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(vc, &st, &x, &res), LC_OK);
+    ck_assert_uint_eq(res.insns, 3);
+    ck_assert_uint_eq(st.gpr[LC_RAX], v2);
+    lc_vcpu_destroy(vc);
+    lc_engine_destroy(e);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* The inline path's question (lcr_pwc_ram, translator/run.c): a host
+ * address only for plain RAM the cache answers for; a store never for a
+ * traced page or a watched code frame (lcr_write() must see those). */
+START_TEST(pwc_ram_inline_answers)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    uint8_t *h;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, 0x30000, F_P | F_RW | F_A | F_D);
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 8, 8, R));  /* nothing cached */
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, R), T.ram + 0x30008);
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 0xffc, 8, R));   /* crosses */
+    h = lcr_pwc_ram(&V, la + 16, 4, W);                 /* maps for write */
+    ck_assert_ptr_eq(h, T.ram + 0x30010);
+    ck_assert_uint_eq(T.nmap_write > 0, 1);
+
+    T.traced_gfn = 0x30;
+    lcr_pwc_forget(&V);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, R), T.ram + 0x30008);
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 8, 8, W));
+    T.traced_gfn = FVM_NONE;
+    lcr_pwc_forget(&V);
+    V.nwatch = 1;
+    V.watch_gfn[0] = 0x30;
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 8, 8, W));
+    V.nwatch = 0;
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, W), T.ram + 0x30008);
+}
+END_TEST
+
+/* A cluster loads from its own code page, then stores into it with MOV:
+ * the store completes and the run stops there (section 7), inline path
+ * or not. */
+START_TEST(pwc_inline_store_into_code_stops)
+{
+    static const uint8_t code[] = {
+        0xe6, 0x80,                         /* out 0x80, al */
+        0x48, 0x8b, 0x05, 0x17, 0, 0, 0,    /* mov rax, [0x100020] */
+        0x48, 0x89, 0x05, 0x20, 0, 0, 0,    /* mov [0x100030], rax */
+        0x90,                               /* nop */
+        0xe6, 0x80,                         /* out 0x80, al */
+    };
+    fvm f;
+    lc_config c;
+    lc_engine *e;
+    lc_vcpu *vc;
+    lc_cpu_state st, s0;
+    lc_exit x;
+    lc_result res;
+
+    fvm_init(&f);
+    memcpy(f.ram + 0x100000, code, sizeof code);
+    fvm_state_long64(&f, &s0);
+    s0.rip = 0x100000;
+    s0.gpr[LC_RAX] = 0;
+    lc_config_init(&c);
+    c.translate_threshold = 1;
+    ck_assert_int_eq(lc_engine_create(&c, &fvm_ops, &e), LC_OK);
+    ck_assert_int_eq(lc_vcpu_create(e, 0, &f, &vc), LC_OK);
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_IO;
+    x.u.io.port = 0x80;
+    x.u.io.size = 1;
+    x.u.io.is_out = 1;
+    for (int k = 0; k < 3; k++) {
+        f.ram[0x100020] = (uint8_t)(0x40 + k);
+        st = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(vc, &st, &x, &res), LC_OK);
+        ck_assert_int_eq(res.stop, LC_STOP_SMC);
+        ck_assert_uint_eq(res.insns, 3);
+        ck_assert_uint_eq(st.rip, 0x100010);
+        ck_assert_uint_eq(f.ram[0x100020], 0x40 + k);
+        ck_assert_uint_eq(f.ram[0x100030], 0x40 + k);
+        f.ram[0x100030] = 0;
+    }
+    lc_vcpu_destroy(vc);
+    lc_engine_destroy(e);
+    fvm_fini(&f);
+}
+END_TEST
+
 START_TEST(fetch_truncated_at_non_present_page)
 {
     uint64_t rip = 0x00007f0000050ffaull, gfn[2] = { 0, 0 }, ent[6];
@@ -1629,6 +1837,11 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, pwc_rights_and_state);
     tcase_add_test(t, pwc_store_to_page_table);
     tcase_add_test(t, pwc_cluster_writes_own_page_table);
+    tcase_add_test(t, pwc_revalidated_after_epoch);
+    tcase_add_test(t, pwc_dropped_on_flush_generation);
+    tcase_add_test(t, pwc_engine_runs_see_remap);
+    tcase_add_test(t, pwc_ram_inline_answers);
+    tcase_add_test(t, pwc_inline_store_into_code_stops);
     suite_add_tcase(s, t);
 
     t = tcase_create("fetch");
