@@ -944,8 +944,6 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     return 1;
 }
 
-static int watched(const lcr_vcpu *v, uint64_t gpa);
-
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
 {
     lcr_pwc *p = &v->pwc;
@@ -991,7 +989,7 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
      * the VMM's answer it keeps (it may have dropped everything: then the
      * epoch moved); a store also must not need anything lcr_write() does
      * besides storing: no traced page, no page table, no watched code
-     * frame. */
+     * bytes (the watch covers the bytes the translation runs). */
     if (e->epoch != p->epoch || (e->ok & access) != access ||
         (wr && !e->dirty) || e->mapped <= wr)
         return NULL;
@@ -999,7 +997,8 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
     if (gpa < e->map_lo || gpa + len > e->map_hi)
         return NULL;
     if (wr && (e->readonly || e->traced ||
-               (p->npt && pwc_is_pt(p, gpa >> 12)) || watched(v, gpa)))
+               (p->npt && pwc_is_pt(p, gpa >> 12)) ||
+               lcr_watched(v, gpa, len)))
         return NULL;
     v->pwc_hits++;
     return e->map_hva + (gpa - e->map_lo);
