@@ -218,6 +218,19 @@ static tc_entry *lookup(exit_ctx *c)
 
 static lc_status miss(exit_ctx *c, int incoherent);
 
+/* A translation whose followed CALL, RET or JMP keeps going elsewhere than
+ * predicted (translator/run.c counts the runs in a row) predicts from the
+ * state of the exit that formed it, which no longer holds: drop it, and
+ * the next exit here forms it again from its own state, as an inline
+ * cache re-links at a miss. */
+static void relink(lc_vcpu *vc, tc_entry *te)
+{
+    if (te->cl->guard_misses < LCX_RELINK_MISSES)
+        return;
+    vc->invalidated[vc->ninval++ % 8] = te->key.rip;
+    tc_remove(&vc->tc, te);
+}
+
 /* Lookup and coherency; a hit runs, anything else is a miss.
  * `incoherent`: an earlier lookup of this exit failed the check. */
 static lc_status serve(exit_ctx *c, int incoherent)
@@ -229,8 +242,11 @@ static lc_status serve(exit_ctx *c, int incoherent)
 
     if (!te)
         return miss(c, incoherent);
-    if (lci_coherent(&c->v, te, c->at, gfn, &ngfn))
-        return run_translation(c, te->cl, gfn, ngfn);
+    if (lci_coherent(&c->v, te, c->at, gfn, &ngfn)) {
+        lc_status st = run_translation(c, te->cl, gfn, ngfn);
+        relink(vc, te);
+        return st;
+    }
     /* The code changed: drop the translation; this exit runs only its
      * own instruction; a later exit retranslates (section 7). */
     STAT_INC(vc->stats.coherency_failures);

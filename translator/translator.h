@@ -35,6 +35,8 @@
 #define LCX_RANGE_BYTES 256  /* bytes fetched for a range other than the
                               * first */
 #define LCX_MAX_DEPTH 8      /* calls followed without a return between */
+#define LCX_RELINK_MISSES 4  /* guard misses in a row that make the engine
+                              * re-form a translation (run.c) */
 
 /* Backedge kinds (section 6.3). */
 enum lcx_backedge {
@@ -120,6 +122,8 @@ typedef struct lcx_cluster {
     uint8_t     pair;       /* instructions 0 and 1 form an exit pair (s3) */
     uint8_t     nrange;     /* code ranges (range[0] starts at rip and
                              * covers nbytes) */
+    uint8_t     guard_misses; /* runs in a row that left at a followed
+                               * transfer's guard (run.c; mutable) */
     lcx_range   range[LCX_MAX_RANGES];
     lcx_insn    insn[LCX_MAX_INSNS];
 } lcx_cluster;
