@@ -13,18 +13,20 @@
  *     as the CPU does: a guest stack write with its faults and the SMC
  *     stop);
  *   - a RET, to the return address the translation predicts: the one its
- *     own followed CALL pushed, or else the one on the guest's stack at
- *     translation time (read at rSP plus the pushes and pops since the
- *     exit);
+ *     own followed CALL pushed, or else the one in the slot at rSP (what
+ *     a PUSH of the walk stored there, or the guest's stack at the exit);
  *   - an indirect CALL or JMP through a register or RAM, to the target it
- *     had at translation time.
+ *     would have if the cluster ran now: values.c carries the registers
+ *     through the instructions the walk decodes since the exit.
  * Nothing predicted is trusted: the cluster is laid out in execution
  * order and translator/run.c goes on only while RIP after each
  * instruction equals the next instruction's, the check of an inline
  * cache. A mispredicted RET or indirect transfer completes and the run
- * ends there (the guest resumes at the real target). The window still
- * counts instructions, and section 6's branch methods apply inside and
- * across the functions followed.
+ * ends there (the guest resumes at the real target); a translation that
+ * keeps missing there is formed again from a later exit's state
+ * (libcluster/handle_exit.c, relink). The window counts the instructions
+ * that are not followed transfers (lcx_trace_room), and section 6's
+ * branch methods apply inside and across the functions followed.
  *
  * Code met this way may lie on other pages: each new stretch is a code
  * range of the cluster (at most LCX_MAX_RANGES), fetched through the

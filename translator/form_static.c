@@ -99,8 +99,9 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
             uint64_t next;
             lc_status st;
 
-            /* The window counts instructions: a followed call's callee
-             * gets what is left of it (calls.c). */
+            /* The window counts instructions but followed transfers: a
+             * followed call's callee gets what is left of it (calls.c,
+             * lcx_trace_room). */
             if (!lcx_trace_code(&t, rip,
                                 lcx_trace_room(&t, n, window) *
                                     LC_INSN_MAX_LEN, &p, &avail, &range))
