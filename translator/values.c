@@ -144,7 +144,7 @@ static void reg_set(lcx_regview *rv, lcd_reg r, unsigned bytes,
 {
     unsigned k = r.num & 15;
 
-    if (r.cls != LCD_REG_GPR || k == LC_RSP) {
+    if (r.cls != LCD_REG_GPR || k == LC_RSP || bytes == 0 || bytes > 8) {
         reg_forget(rv, r);      /* rSP is the stack view's (rsp_now) */
         return;
     }
@@ -231,6 +231,8 @@ static int mem_read(const lcx_trace *t, const lcx_insn *x, unsigned bytes,
 static int opnd_get(const lcx_trace *t, const lcx_insn *x,
                     const lcd_opnd *o, uint64_t *val)
 {
+    if (o->bytes == 0 || o->bytes > 8)
+        return 0;               /* not a value the view can hold */
     switch (o->kind) {
     case LCD_OPND_REG:
         return reg_get(t, o->reg, o->bytes, val);
