@@ -120,9 +120,22 @@ static int was_invalidated(lc_vcpu *vc, uint64_t rip)
 static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
                             lc_stop_reason stop);
 
+/* A translation whose followed CALL, RET or JMP keeps going elsewhere than
+ * predicted (translator/run.c counts the runs in a row) predicts from the
+ * state of the exit that formed it, which no longer holds: drop it, and
+ * the next exit here forms it again from its own state, as an inline
+ * cache re-links at a miss. */
+static void relink(lc_vcpu *vc, tc_entry *te)
+{
+    if (te->cl->guard_misses < LCX_RELINK_MISSES)
+        return;
+    vc->invalidated[vc->ninval++ % 8] = te->key.rip;
+    tc_remove(&vc->tc, te);
+}
+
 /* Run a translation whose code is known coherent: watch its code frames
  * for self-modification (section 7), run it, account for it. */
-static lc_status run_translation(exit_ctx *c, const tc_entry *te,
+static lc_status run_translation(exit_ctx *c, tc_entry *te,
                                  const uint64_t *gfn, unsigned ngfn)
 {
     lc_vcpu *vc = c->vc;
@@ -143,7 +156,10 @@ static lc_status run_translation(exit_ctx *c, const tc_entry *te,
         return LC_OK;
     }
     stop = lcx_run(cl, v, c->cfg->weak_backedge_cap, c->start);
-    stop = chain(c, cl, stop);
+    if (cl->guard_misses >= LCX_RELINK_MISSES)
+        relink(vc, te);         /* dropped: no chained run from it */
+    else
+        stop = chain(c, cl, stop);
     if (stop == LC_STOP_SMC)
         STAT_INC(vc->stats.smc_stops);
     if (v->insns)
@@ -421,6 +437,7 @@ static tc_entry *lookup(exit_ctx *c)
 }
 
 static lc_status miss(exit_ctx *c, int incoherent);
+
 
 /* Lookup and coherency; a hit runs, anything else is a miss.
  * `incoherent`: an earlier lookup of this exit failed the check. */

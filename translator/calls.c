@@ -13,18 +13,20 @@
  *     as the CPU does: a guest stack write with its faults and the SMC
  *     stop);
  *   - a RET, to the return address the translation predicts: the one its
- *     own followed CALL pushed, or else the one on the guest's stack at
- *     translation time (read at rSP plus the pushes and pops since the
- *     exit);
+ *     own followed CALL pushed, or else the one in the slot at rSP (what
+ *     a PUSH of the walk stored there, or the guest's stack at the exit);
  *   - an indirect CALL or JMP through a register or RAM, to the target it
- *     had at translation time.
+ *     would have if the cluster ran now: values.c carries the registers
+ *     through the instructions the walk decodes since the exit.
  * Nothing predicted is trusted: the cluster is laid out in execution
  * order and translator/run.c goes on only while RIP after each
  * instruction equals the next instruction's, the check of an inline
  * cache. A mispredicted RET or indirect transfer completes and the run
- * ends there (the guest resumes at the real target). The window still
- * counts instructions, and section 6's branch methods apply inside and
- * across the functions followed.
+ * ends there (the guest resumes at the real target); a translation that
+ * keeps missing there is formed again from a later exit's state
+ * (libcluster/handle_exit.c, relink). The window counts the instructions
+ * that are not followed transfers (lcx_trace_room), and section 6's
+ * branch methods apply inside and across the functions followed.
  *
  * Code met this way may lie on other pages: each new stretch is a code
  * range of the cluster (at most LCX_MAX_RANGES), fetched through the
@@ -53,52 +55,6 @@
 #include "../runtime/alu.h"
 #include "form.h"
 
-/* Stack width in bytes, as the runtime pushes and pops (SS.B outside real
- * and virtual-8086 mode; 8 in 64-bit mode). */
-static unsigned stack_bytes(const lcr_vcpu *v)
-{
-    if (v->mode == LC_MODE_LONG64)
-        return 8;
-    return v->st->seg[LC_SS].db && v->mode != LC_MODE_REAL &&
-                   v->mode != LC_MODE_VM86 ? 4 : 2;
-}
-
-/* Read guest RAM without running anything: segmentation and paging as a
- * read, RAM only (never a device), no fault reported. 0, or -1. */
-static int peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
-                uint64_t *val)
-{
-    lc_stop_reason stop = v->stop;
-    uint8_t vec = v->fault_vector;
-    uint64_t addr = v->fault_addr;
-    uint8_t b[8] = { 0 };
-    unsigned off = 0;
-    lcr_xlat x;
-    int r;
-
-    if (n == 0 || n > 8)
-        return -1;
-    v->probe = 1;
-    r = lcr_mem_xlat(v, seg, ea, n, LCR_ACC_READ, &x);
-    v->probe = 0;
-    v->stop = stop;
-    v->fault_vector = vec;
-    v->fault_addr = addr;
-    if (r < 0)
-        return -1;
-    for (unsigned i = 0; i < x.nfrag; i++) {
-        if (x.frag[i].kind != LC_GPA_RAM || !x.frag[i].hva ||
-            off + x.frag[i].len > n)
-            return -1;
-        lcr_ram_read(b + off, x.frag[i].hva, x.frag[i].len);
-        off += x.frag[i].len;
-    }
-    if (off != n)
-        return -1;
-    memcpy(val, b, sizeof b);
-    return 0;
-}
-
 void lcx_trace_init(lcx_trace *t, const lcx_form_in *in, lcx_cluster *out)
 {
     memset(t, 0, sizeof(*t));
@@ -110,6 +66,7 @@ void lcx_trace_init(lcx_trace *t, const lcx_form_in *in, lcx_cluster *out)
     t->follow = (in->cfg->techniques & LC_TECH_CALLS) &&
                 in->cfg->cflow >= LC_CFLOW_M2;
     t->sv.rsp_known = in->v != NULL;
+    lcx_values_init(&t->sv.rv, in->v);
     out->nrange = 1;
     out->range[0].rip = in->rip;
     out->range[0].len = 0;
@@ -173,30 +130,6 @@ static int in_trace(const lcx_cluster *c, unsigned n, uint64_t rip)
     return 0;
 }
 
-/* The target an indirect CALL or JMP had at translation time: a
- * register's value, or a pointer in RAM, at the state of the exit. Only a
- * prediction (run.c checks it). */
-static int indirect_target(lcx_trace *t, const lcx_insn *x, uint64_t *tgt)
-{
-    const lcd_insn *d = &x->d;
-    lcr_vcpu *v = t->in->v;
-    unsigned n = d->info.operand_bits / 8;
-    uint64_t val;
-
-    if (!v || d->nopnds < 1)
-        return 0;
-    if (d->opnd[0].kind == LCD_OPND_REG) {
-        val = lcr_reg_get(v, d->opnd[0].reg, n);
-    } else if (d->opnd[0].kind == LCD_OPND_MEM && !d->mem.agen) {
-        if (peek(v, d->mem.seg, lcr_eff_addr(v, d, x->rip, 0), n, &val))
-            return 0;
-    } else {
-        return 0;
-    }
-    *tgt = val & lcr_mask(n);
-    return 1;
-}
-
 /* rSP's change by `d` if it is a push or pop the trace can count; else
  * whether it writes rSP some other way (then rSP is no longer known). */
 static void track_rsp(lcx_trace *t, const lcd_insn *d)
@@ -223,6 +156,17 @@ static void track_rsp(lcx_trace *t, const lcd_insn *d)
         if (d->opnd[i].kind == LCD_OPND_REG && d->opnd[i].write &&
             d->opnd[i].reg.cls == LCD_REG_GPR && d->opnd[i].reg.num == LC_RSP)
             t->sv.rsp_known = 0;
+}
+
+/* After x (the n-th instruction) the walk's registers and rSP are as x
+ * leaves them; an exiting instruction the VMM already completed is in
+ * the exit's state already. */
+static void track(lcx_trace *t, const lcx_insn *x, unsigned n)
+{
+    if (n == 1 && t->in->first_done)
+        return;
+    lcx_values_step(t, x);
+    track_rsp(t, &x->d);
 }
 
 /* Remember a forward target to resume at, with the stack view at its
@@ -301,6 +245,25 @@ static int may_exit(const lcx_trace *t, const lcx_insn *x)
            in->predict(in->predict_ctx, x->rip, &x->d) != 0;
 }
 
+unsigned lcx_trace_room(const lcx_trace *t, unsigned n, unsigned window)
+{
+    unsigned used = 0;
+
+    /* A transfer the cluster follows is where the compiler did not
+     * inline: it moves RIP (and pushes or pops a return address) but does
+     * none of the work between two exits. The window counts the rest, so
+     * that an accessor called through a CALL and left through a RET gets
+     * as much of it as the same code inlined would (section 4's 16
+     * instructions). The list itself still holds LCX_MAX_INSNS. */
+    for (unsigned i = 0; i < n; i++)
+        if (!t->out->insn[i].follow)
+            used++;
+    if (n >= LCX_MAX_INSNS || used >= window)
+        return 0;
+    return window - used < LCX_MAX_INSNS - n ? window - used
+                                             : LCX_MAX_INSNS - n;
+}
+
 int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
 {
     if (t->spec) {
@@ -340,7 +303,7 @@ int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
         for (unsigned i = keep; i < *n; i++)
             if (may_exit(t, &t->out->insn[i]))
                 keep = i + 1;
-        if (keep >= window)
+        if (!lcx_trace_room(t, keep, window))
             continue;           /* no room for that side */
         if (keep < *n) {
             *n = keep;
@@ -373,7 +336,12 @@ static void note_guess(lcx_trace *t, const lcx_insn *x, uint64_t tgt)
     if (d->info.cflow == LC_CF_RET) {
         out->guess_kind = LCX_GUESS_STACK;
         out->guess_delta = t->sv.rsp_delta;
-    } else if (d->nopnds > 0 && d->opnd[0].kind == LCD_OPND_REG) {
+    } else if (d->nopnds > 0 && d->opnd[0].kind == LCD_OPND_REG &&
+               t->in->v &&
+               (lcr_reg_get(t->in->v, d->opnd[0].reg, out->guess_bytes) &
+                lcr_mask(out->guess_bytes)) == tgt) {
+        /* the register as it was at the exit (values.c may have followed
+         * a value the walk computed: then it cannot be read again) */
         out->guess_kind = LCX_GUESS_REG;
         out->guess_reg = d->opnd[0].reg;
     } else {
@@ -391,8 +359,8 @@ int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *out)
     switch (cl->guess_kind) {
     case LCX_GUESS_STACK: {
         uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)cl->guess_delta) &
-                      lcr_mask(stack_bytes(v));
-        if (peek(v, LC_SS, sp, n, &val))
+                      lcr_mask(lcx_stack_bytes(v));
+        if (lcx_peek(v, LC_SS, sp, n, &val))
             return -1;
         break;
     }
@@ -409,7 +377,6 @@ int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *out)
 int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
 {
     const lcd_insn *d = &x->d;
-    lcr_vcpu *v = t->in->v;
     uint64_t tgt = 0, ret = 0;
     int ok = 0, guess = 0;
 
@@ -419,12 +386,12 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
         t->spec = 0;
     if (d->info.cflow == LC_CF_JCC_REL) {
         ok = cond_branch(t, x, n, next);
-        track_rsp(t, d);
+        track(t, x, n);
         return ok;
     }
     if (!t->follow) {
         not_followed(t, x, n);
-        track_rsp(t, d);
+        track(t, x, n);
         return 0;
     }
     switch (d->info.cflow) {
@@ -435,7 +402,7 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
              (tgt > x->rip || t->in->cfg->cflow == LC_CFLOW_M3);
         break;
     case LC_CF_JMP_IND:
-        ok = guess = indirect_target(t, x, &tgt);
+        ok = guess = lcx_values_target(t, x, &tgt);
         break;
     case LC_CF_CALL_REL:
     case LC_CF_CALL_IND:
@@ -444,7 +411,7 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
         ok = t->sv.depth < LCX_MAX_DEPTH &&
              (d->info.cflow == LC_CF_CALL_REL
                   ? lcd_branch_target(&d->info, x->rip, &tgt) == LC_OK
-                  : indirect_target(t, x, &tgt));
+                  : lcx_values_target(t, x, &tgt));
         if (ok)
             t->sv.ret[t->sv.depth++] = ret;
         guess = d->info.cflow == LC_CF_CALL_IND;
@@ -453,15 +420,11 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
         if (t->sv.depth > 0) {
             tgt = t->sv.ret[--t->sv.depth];
             ok = 1;
-        } else if (t->sv.rsp_known && t->sv.rsp_delta >= 0 && v) {
-            /* Only a slot that was on the stack at the exit: one the
-             * cluster pushed is not in memory yet. */
-            unsigned sb = stack_bytes(v);
-            uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)t->sv.rsp_delta) &
-                          lcr_mask(sb);
-            ok = guess = !peek(v, LC_SS, sp, d->info.operand_bits / 8,
-                               &tgt);
-            tgt &= lcr_mask(d->info.operand_bits / 8);
+        } else {
+            /* The slot at rSP: what a PUSH of the walk stored there, or
+             * the guest's stack at the exit (values.c). */
+            ok = guess = lcx_values_stack(t, t->sv.rsp_delta,
+                                          d->info.operand_bits / 8, &tgt);
         }
         break;
     default:
@@ -469,10 +432,10 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
     }
     if (!ok)
         not_followed(t, x, n);
-    /* Before track_rsp: a RET's slot is at the rSP before it. */
+    /* Before track(): a RET's slot is at the rSP before it. */
     if (ok && guess)
         note_guess(t, x, tgt);
-    track_rsp(t, d);
+    track(t, x, n);
     if (!ok)
         return 0;
     x->follow = 1;

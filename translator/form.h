@@ -19,14 +19,35 @@
 
 /* ---- beyond the paper: across CALL, RET and JMP (calls.c, s11) ---- */
 
+#define LCX_MAX_PUSHES 8    /* stack slots the register view remembers */
+
+/* The general registers as the walk predicts them at one point
+ * (values.c): the exit's, updated by each instruction decoded since; and
+ * what the walk's PUSHes and CALLs stored on the stack. */
+typedef struct lcx_regview {
+    uint64_t gpr[16];
+    uint16_t known;         /* bit r: gpr[r] is predicted (rSP: see the
+                             * stack view's rsp_delta instead) */
+    uint8_t  mem_ok;        /* no segment register written: RAM reads now
+                             * see what the run will see */
+    uint8_t  npush;
+    struct {
+        int64_t  delta;     /* the slot: rSP at the exit + delta */
+        uint64_t val;
+        uint8_t  bytes;
+        uint8_t  known;
+    } push[LCX_MAX_PUSHES];
+} lcx_regview;
+
 /* The walk's stack view at one point: predicted return addresses of the
- * CALLs followed, and rSP relative to the exit while only pushes and pops
- * changed it. */
+ * CALLs followed, rSP relative to the exit while only pushes and pops
+ * changed it, and the registers (values.c). */
 typedef struct lcx_stackview {
     int      rsp_known;
     int64_t  rsp_delta;
     unsigned depth;
     uint64_t ret[LCX_MAX_DEPTH];
+    lcx_regview rv;
 } lcx_stackview;
 
 #define LCX_MAX_PENDING 4   /* forward branch targets the walk may resume at */
@@ -71,6 +92,11 @@ void lcx_trace_init(lcx_trace *t, const lcx_form_in *in, lcx_cluster *out);
  * set to go on from, 0 when the walk is over. */
 int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip);
 
+/* How many more instructions the walk may decode after the first `n`
+ * with a window of `window`: followed CALLs, RETs and JMPs do not count
+ * against it (only against LCX_MAX_INSNS). 0 when it is full. */
+unsigned lcx_trace_room(const lcx_trace *t, unsigned n, unsigned window);
+
 /* The code bytes at `rip` (*p, *avail readable) and which range they are
  * in: a range fetched already, or a new one of up to `want` bytes. 0 when
  * there are none. */
@@ -82,6 +108,32 @@ int lcx_trace_code(lcx_trace *t, uint64_t rip, unsigned want,
  * the (predicted) target. Also keeps the rSP bookkeeping for every
  * instruction. */
 int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next);
+
+/* ---- the registers the walk predicts (values.c) ---- */
+
+/* Stack width in bytes, as the runtime pushes and pops. */
+unsigned lcx_stack_bytes(const lcr_vcpu *v);
+
+/* Read guest RAM without running anything: segmentation and paging as a
+ * read, RAM only (never a device), no fault reported. 0, or -1. */
+int lcx_peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+             uint64_t *val);
+
+/* Start the view at the exit's registers (v NULL: nothing known). */
+void lcx_values_init(lcx_regview *rv, const lcr_vcpu *v);
+
+/* Update t->sv.rv (and rSP for LEAVE, PUSHA, POPA) for x, decoded next;
+ * called before calls.c counts x's pushes and pops. */
+void lcx_values_step(lcx_trace *t, const lcx_insn *x);
+
+/* The target of x, an indirect CALL or JMP, with the predicted registers
+ * and memory. 1, or 0 when it cannot be told. */
+int lcx_values_target(const lcx_trace *t, const lcx_insn *x, uint64_t *tgt);
+
+/* The `bytes` bytes at rSP-at-the-exit + delta as the walk predicts them:
+ * what its PUSH or CALL stored there, else the guest's stack now. */
+int lcx_values_stack(const lcx_trace *t, int64_t delta, unsigned bytes,
+                     uint64_t *val);
 
 /* ---- section 3 (pair.c) ---- */
 

@@ -92,17 +92,19 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
      * speculation that did not close). */
     do {
         shadow = 0;
-        while (n < window) {
+        while (lcx_trace_room(&t, n, window)) {
             lcx_insn *x = &out->insn[n];
             const uint8_t *p;
             size_t avail;
             uint64_t next;
             lc_status st;
 
-            /* The window counts instructions: a followed call's callee
-             * gets what is left of it (calls.c). */
-            if (!lcx_trace_code(&t, rip, (window - n) * LC_INSN_MAX_LEN, &p,
-                                &avail, &range))
+            /* The window counts instructions but followed transfers: a
+             * followed call's callee gets what is left of it (calls.c,
+             * lcx_trace_room). */
+            if (!lcx_trace_code(&t, rip,
+                                lcx_trace_room(&t, n, window) *
+                                    LC_INSN_MAX_LEN, &p, &avail, &range))
                 break;
             memset(x, 0, sizeof(*x));
             st = lcd_decode(in->mode, p, avail, &x->d);

@@ -75,6 +75,21 @@ static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
                                uint32_t weak_backedge_cap, unsigned start,
                                lazy_flags *lz);
 
+/* The run leaves at x (index i). A CALL, RET or JMP the cluster followed
+ * (calls.c) whose target is not the one predicted missed its guard, an
+ * inline cache's miss: count it. Reaching the end of the cluster resets
+ * the count. The engine re-forms a translation whose guard keeps missing
+ * (LCX_RELINK_MISSES in a row), with the state of that exit: a RET
+ * predicted for the caller that made the site hot, while the accessor is
+ * now called from another, re-links to the new caller. */
+static void guard_note(lcx_cluster *cl, unsigned i, const lcx_insn *x)
+{
+    if (i + 1 >= cl->ninsn)
+        cl->guard_misses = 0;
+    else if (x->follow && cl->guard_misses < 255)
+        cl->guard_misses++;
+}
+
 lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
                        uint32_t weak_backedge_cap, unsigned start)
 {
@@ -148,8 +163,10 @@ static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
             i++;
             continue;
         }
-        if (x->target == LCX_NO_TARGET || rip != cl->insn[x->target].rip)
+        if (x->target == LCX_NO_TARGET || rip != cl->insn[x->target].rip) {
+            guard_note(cl, i, x);
             return LC_STOP_END;           /* fell off the end, or left */
+        }
         if (x->target <= i) {
             if (x->backedge == LCX_BE_WEAK && ++weak > weak_backedge_cap)
                 return LC_STOP_BACKEDGES;

@@ -35,6 +35,8 @@
 #define LCX_RANGE_BYTES 256  /* bytes fetched for a range other than the
                               * first */
 #define LCX_MAX_DEPTH 8      /* calls followed without a return between */
+#define LCX_RELINK_MISSES 4  /* guard misses in a row that make the engine
+                              * re-form a translation (run.c) */
 
 /* Backedge kinds (section 6.3). */
 enum lcx_backedge {
@@ -132,6 +134,8 @@ typedef struct lcx_cluster {
     lcd_reg     guess_reg;  /* LCX_GUESS_REG: the register */
     int64_t     guess_delta;/* LCX_GUESS_STACK: the slot, from rSP */
     uint64_t    guess_val;  /* the target it read */
+    uint8_t     guard_misses; /* runs in a row that left at a followed
+                               * transfer's guard (run.c; mutable) */
     lcx_range   range[LCX_MAX_RANGES];
     lcx_insn    insn[LCX_MAX_INSNS];
 } lcx_cluster;

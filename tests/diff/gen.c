@@ -2926,7 +2926,8 @@ static int t_call(gctx *g)
          * value, MSR) come from the initial state; not rSP */
         do reg = (int)rn(g, g->nregs); while (reg == LC_RSP || reg < 3);
         /* the register is loaded right before the call (patched below);
-         * the translation predicts the value it had at the exit */
+         * the translation predicts the value the load gives it
+         * (translator/values.c), not the one it had at the exit */
         km = emit_setup(g, gpr(w == 64 ? 32 : w, (unsigned)reg),
                         w == 16 ? 0x7ff0 : 0x7ff00000);
         if (km < 0)
@@ -3017,9 +3018,10 @@ static int t_call(gctx *g)
         if (encode(g, &mv, buf, &len) < 0 || len != c->insn[km].len)
             return -1;
         memcpy(c->code + c->insn[km].off, buf, len);
-        /* the value at the exit, which the translation predicts: the
-         * same most of the time, else the other valid target (never a
-         * random one: Unicorn cannot stop at an unmapped address) */
+        /* the value at the exit: the same most of the time, else the
+         * other valid target (never a random one: Unicorn cannot stop at
+         * an unmapped address); the translation predicts the loaded one
+         * either way */
         c->st.gpr[reg] = chance(g, 70) ? t : hit ? to : tf;
     } else {
         call.operands[0].imm.s = (int64_t)f_off -

@@ -953,6 +953,138 @@ START_TEST(unanchored_polling_loop)
 }
 END_TEST
 
+/* A driver's poll through accessor functions, iPXE's PCnet shape (32-bit
+ * flat protected mode, register arguments): read CSR0 through
+ * `priv->a->read_csr`, write it back through `priv->a->write_csr`, both
+ * called indirectly through a table the poll loads between the calls.
+ *   7000 read_csr:  mov ecx,eax; mov eax,edx; lea edx,[ecx+0x12];
+ *                   out dx,ax (RAP); lea edx,[ecx+0x10]; in ax,dx; ret
+ *   7010 write_csr: push ebx; mov ebx,eax; mov eax,edx; lea edx,[ebx+0x12];
+ *                   out dx,ax (RAP); lea edx,[ebx+0x10]; mov eax,ecx;
+ *                   out dx,ax (RDP); pop ebx; ret
+ *   7100 poll:      mov ecx,[edi+0xfc]; xor edx,edx; mov eax,ebp;
+ *                   call [ecx]; movzx ecx,ax; mov ebx,ecx;
+ *                   mov edi,[edi+0xfc]; xor edx,edx; mov eax,ebp;
+ *                   call [edi+4]; ud2
+ *   7200 probe:     call 7000; out dx,ax; ud2
+ * The read accessor gets hot from the probe first, so its translation
+ * predicts the RET back into the probe. Then the poll's exits: the RET's
+ * guard misses, and after LCX_RELINK_MISSES runs in a row the engine
+ * forms the translation again from the poll's state. From the RAP write
+ * in read_csr it then follows the RET into the poll, predicts `call
+ * [edi+4]` with EDI as the cluster loads it (not as it was at the exit),
+ * and reaches both accesses of write_csr: 18 instructions, of which the
+ * window counts the 16 that are not CALL or RET. One exit for the poll's
+ * four port accesses. Then the table changes: the CALL's guard misses and
+ * the run ends after it, the return address pushed. */
+#define RELINK_MISSES 4     /* translator.h's LCX_RELINK_MISSES */
+
+START_TEST(accessor_poll_through_pointers)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0xc012, 2, 1);
+    static const uint8_t rd[] = { 0x89, 0xc1, 0x89, 0xd0, 0x8d, 0x51, 0x12,
+                                  0x66, 0xef, 0x8d, 0x51, 0x10, 0x66, 0xed,
+                                  0xc3 };
+    static const uint8_t wr[] = { 0x53, 0x89, 0xc3, 0x89, 0xd0, 0x8d, 0x53,
+                                  0x12, 0x66, 0xef, 0x8d, 0x53, 0x10, 0x89,
+                                  0xc8, 0x66, 0xef, 0x5b, 0xc3 };
+    static const uint8_t poll[] = { 0x8b, 0x8f, 0xfc, 0, 0, 0, 0x31, 0xd2,
+                                    0x89, 0xe8, 0xff, 0x11, 0x0f, 0xb7, 0xc8,
+                                    0x89, 0xcb, 0x8b, 0xbf, 0xfc, 0, 0, 0,
+                                    0x31, 0xd2, 0x89, 0xe8, 0xff, 0x57, 0x04,
+                                    0x0f, 0x0b };
+    static const uint8_t probe[] = { 0xe8, 0xfb, 0xfd, 0xff, 0xff, 0x66,
+                                     0xef, 0x0f, 0x0b };
+    const uint32_t table[2] = { 0x7000, 0x7010 }, ptab = 0x6000;
+    uint32_t ret;
+
+    /* Method 2: no chained runs (they need method 3), so a RET that
+     * misses its guard ends the run, and the re-link is what makes the
+     * poll one exit (chain_repairs_mispredicted_accessor: method 3). */
+    lc_config cfg;
+    lc_config_init(&cfg);
+    cfg.cflow = LC_CFLOW_M2;
+    rig_up(&r, &cfg);
+    memcpy(r.f.ram + 0x7000, rd, sizeof rd);
+    memcpy(r.f.ram + 0x7010, wr, sizeof wr);
+    memcpy(r.f.ram + 0x7100, poll, sizeof poll);
+    memcpy(r.f.ram + 0x7200, probe, sizeof probe);
+    memcpy(r.f.ram + 0x6000, table, sizeof table);
+    memcpy(r.f.ram + 0x6100 + 0xfc, &ptab, 4);     /* priv->a */
+    fvm_state_prot32(&s0, 0);
+    s0.rip = 0x7007;                 /* read_csr's RAP write */
+    s0.gpr[LC_RAX] = 0;              /* CSR0 */
+    s0.gpr[LC_RCX] = 0xc000;         /* the I/O base */
+    s0.gpr[LC_RDX] = 0xc012;
+    s0.gpr[LC_RBP] = 0xc000;
+    s0.gpr[LC_RDI] = 0x6100;         /* priv */
+    s0.gpr[LC_RSP] = 0x8ffc;
+
+    /* The probe makes the site hot: the RET back into it is followed. */
+    ret = 0x7205;
+    memcpy(r.f.ram + 0x8ffc, &ret, 4);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert(res.translated);
+    ck_assert_uint_eq(s.rip, 0x7207);            /* after the probe's OUT */
+    ck_assert_uint_eq(res.exits_done, 3);
+
+    /* The poll: its return site is not the one predicted. */
+    ret = 0x710c;
+    memcpy(r.f.ram + 0x8ffc, &ret, 4);
+    for (int i = 0; i < RELINK_MISSES; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert(res.translated);
+        ck_assert_int_eq(res.stop, LC_STOP_END);
+        ck_assert_uint_eq(s.rip, 0x710c);        /* the RET completed */
+        ck_assert_uint_eq(s.gpr[LC_RSP], 0x9000);
+        ck_assert_uint_eq(res.exits_done, 2);
+    }
+    /* Formed again from the poll's state: one exit, four accesses. */
+    for (int i = 0; i < 2; i++) {
+        s = s0;
+        r.f.nlog = 0;
+        memcpy(r.f.ram + 0x8ffc, &ret, 4);      /* the CALL wrote there */
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, LC_HANDLED);
+        ck_assert_msg(res.exits_done == 4, "run %d: %u exits, %u insns, "
+                      "stop %d, rip %#llx, translated %d", i, res.exits_done,
+                      res.insns, res.stop, (unsigned long long)s.rip,
+                      res.translated);
+        ck_assert_uint_eq(res.exits_saved, 3);
+        ck_assert_uint_eq(res.insns, 18);
+        ck_assert_uint_eq(s.rip, 0x7021);        /* after the RDP write */
+        ck_assert_uint_eq(s.gpr[LC_RDI], 0x6000);
+        ck_assert_uint_eq(s.gpr[LC_RSP], 0x8ff8);  /* popped one, pushed
+                                                    * two: ret, ebx */
+        ck_assert_uint_eq(r.f.nlog, 4);
+    }
+    ck_assert_int_eq(lc_vcpu_get_stats(r.v, &st), LC_OK);
+    ck_assert_uint_eq(st.retranslations, 1);
+
+    /* The table now names another write accessor (the same code one byte
+     * on, after a NOP): the CALL's guard misses; the run ends after the
+     * CALL with its push done, at the real target. */
+    r.f.ram[0x7030] = 0x90;
+    memcpy(r.f.ram + 0x7031, wr, sizeof wr);
+    memcpy(r.f.ram + 0x6004, &(uint32_t){ 0x7030 }, 4);
+    s = s0;
+    memcpy(r.f.ram + 0x8ffc, &ret, 4);
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+    ck_assert_uint_eq(res.exits_done, 2);
+    ck_assert_uint_eq(s.rip, 0x7030);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8ffc);
+    memcpy(&ret, r.f.ram + 0x8ffc, 4);
+    ck_assert_uint_eq(ret, 0x711e);
+    rig_down(&r);
+}
+END_TEST
+
 /* Every example of the paper through the public API on the demo's
  * simulated machine (examples/paper/paper_run.c): after two interpreted
  * exits, one exit runs the cluster the paper describes. */
@@ -1000,6 +1132,7 @@ static Suite *suite(void)
     tcase_add_test(t, bios_saves_two_of_three);
     tcase_add_test(t, vmread_blocks);
     tcase_add_test(t, coherency_and_retranslation);
+    tcase_add_test(t, accessor_poll_through_pointers);
     tcase_add_test(t, empty_translation_cached);
     tcase_add_test(t, self_modifying_cluster);
     tcase_add_test(t, store_beside_code_goes_on);

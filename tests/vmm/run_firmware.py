@@ -239,7 +239,7 @@ def main():
                 # Over TAP the exits of two phases follow the host's
                 # timing, not the code: dnsmasq pings the address before
                 # it offers it (3 s of iPXE idle polling, as long in both
-                # runs, whose exits per poll clustering does not change:
+                # runs: how many polls fit depends on the host's speed,
                 # see docs/vmm.md), and our booted guest polls for
                 # dnsmasq's replies as long as they take (8 polls in one
                 # run, 316 in the next on a loaded machine). The saving
