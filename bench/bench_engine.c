@@ -12,6 +12,9 @@
  *                page: the first walks, the page-walk cache serves the
  *                other three, paper section 11)
  *   mem walk     the same on 4 different pages: every one walks
+ *   mem unpaged  the mem filler's cluster in 32-bit protected mode with
+ *                paging off, minus (OUT + OUT) there, divided by 4: what a
+ *                memory gap filler costs when there is no walk to make
  *   interpreted  an exit with all techniques off (fetch, decode, execute)
  *   translation  an exit that forms and caches a translation (threshold 1,
  *                cache flushed before each), minus a hit
@@ -22,7 +25,7 @@
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
  * interpreted <= 1 us.   bench_engine [--runs N] [--json]
- * [--only hit|two|gap|mem|walk|straight|call]
+ * [--only hit|two|gap|mem|walk|straight|call|flat]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,10 @@ typedef struct rig {
     lc_exit x;
 } rig;
 
+/* The rigs run in long mode, or with `flat` in 32-bit protected mode
+ * with paging off (flat segments: a memory operand needs no page walk). */
+static int rig_flat;
+
 static void up(rig *r, uint32_t techniques, uint32_t threshold,
                const uint8_t *code, size_t n)
 {
@@ -52,7 +59,10 @@ static void up(rig *r, uint32_t techniques, uint32_t threshold,
     c.translate_threshold = threshold;
     fvm_init(&r->f);
     memcpy(r->f.ram + 0x100000, code, n);
-    fvm_state_long64(&r->f, &r->s0);
+    if (rig_flat)
+        fvm_state_prot32(&r->s0, 0);
+    else
+        fvm_state_long64(&r->f, &r->s0);
     r->s0.rip = 0x100000;
     r->s0.gpr[LC_RBX] = 0x200000;
     r->s0.gpr[LC_RSP] = 0x180000;
@@ -105,12 +115,17 @@ int main(int argc, char **argv)
     uint8_t outs2[64], outs12[64], outsm[64], outsw[64];
     size_t n2 = 0, n12 = 0, nm = 0, nw = 0;
     double hit[100], c2[100], c12[100], cm[100], cw[100], interp[100];
-    double trans[100], cstraight[100], ccall[100];
+    double trans[100], cstraight[100], ccall[100], f2[100], fm[100];
     /* out 0x80; 4 x add rax,rcx; out 0x80   and
      * out 0x80; call f; out 0x80; ...; f: add rax,rcx; add rax,rcx; ret */
     static const uint8_t straight6[] = {
         0xe6, 0x80, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8,
         0x48, 0x01, 0xc8, 0xe6, 0x80 };
+    /* paging off: out; [4 x mov eax,[ebx]]; out   and   out; out */
+    static const uint8_t flatm[] = {
+        0xe6, 0x80, 0x8b, 0x03, 0x8b, 0x03, 0x8b, 0x03, 0x8b, 0x03,
+        0xe6, 0x80 };
+    static const uint8_t flat2[] = { 0xe6, 0x80, 0xe6, 0x80 };
     static const uint8_t call6[] = {
         0xe6, 0x80, 0xe8, 0x03, 0x00, 0x00, 0x00, 0xe6, 0x80, 0x90,
         0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0xc3 };
@@ -173,9 +188,13 @@ int main(int argc, char **argv)
         } else if (!strcmp(only, "call")) {
             code = call6;
             n = sizeof call6;
+        } else if (!strcmp(only, "flat")) {
+            code = flatm;
+            n = sizeof flatm;
+            rig_flat = 1;
         } else if (strcmp(only, "hit")) {
             fprintf(stderr, "bench_engine: --only "
-                    "hit|two|gap|mem|walk|straight|call\n");
+                    "hit|two|gap|mem|walk|straight|call|flat\n");
             return 2;
         }
         for (int k = 0; k < runs; k++) {
@@ -223,6 +242,16 @@ int main(int argc, char **argv)
         per_exit(&r, 3, 0);
         ccall[k] = (per_exit(&r, iters, 0) - hit[k]) / 5;
         down(&r);
+        rig_flat = 1;
+        up(&r, LC_TECH_ALL, 3, flat2, sizeof flat2);
+        per_exit(&r, 3, 0);
+        f2[k] = per_exit(&r, iters, 0);
+        down(&r);
+        up(&r, LC_TECH_ALL, 3, flatm, sizeof flatm);
+        per_exit(&r, 3, 0);
+        fm[k] = per_exit(&r, iters, 0);
+        down(&r);
+        rig_flat = 0;
     }
     {
         double h = bench_median(hit, runs), g2 = bench_median(c2, runs);
@@ -232,14 +261,16 @@ int main(int argc, char **argv)
         double gap = (g12 - g2) / 12, mem = (gm - g2) / 4, walk = (gw - g2) / 4;
         double pst = bench_median(cstraight, runs);
         double pcall = bench_median(ccall, runs);
+        double flat = (bench_median(fm, runs) - bench_median(f2, runs)) / 4;
         if (json) {
             printf("{\"unit\": \"ns\", \"hit\": %.1f, \"gap_filler\": %.2f, "
                    "\"mem_gap_filler\": %.2f, \"mem_gap_walk\": %.2f, "
                    "\"interpreted\": %.1f, "
                    "\"translation\": %.1f, \"straight_per_insn\": %.2f, "
-                   "\"call_ret_per_insn\": %.2f, \"runs\": %d, "
+                   "\"call_ret_per_insn\": %.2f, "
+                   "\"mem_gap_unpaged\": %.2f, \"runs\": %d, "
                    "\"iters\": %d}\n",
-                   h, gap, mem, walk, in, tr, pst, pcall, runs, iters);
+                   h, gap, mem, walk, in, tr, pst, pcall, flat, runs, iters);
         } else {
             printf("engine cost per exit (medians of %d runs x %d exits)\n",
                    runs, iters);
@@ -250,6 +281,7 @@ int main(int argc, char **argv)
             printf("  per memory gap filler          %8.2f ns   goal <= 25 ns%s\n",
                    mem, mem <= 25 ? "" : "  MISSED");
             printf("  per memory gap filler, walking %8.2f ns\n", walk);
+            printf("  per memory gap filler, paging off %5.2f ns\n", flat);
             printf("  interpreted exit               %8.1f ns   goal <= 1000 ns%s\n",
                    in, in <= 1000 ? "" : "  MISSED");
             printf("  translation made               %8.1f ns\n", tr);
