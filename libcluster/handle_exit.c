@@ -120,6 +120,14 @@ static int was_invalidated(lc_vcpu *vc, uint64_t rip)
 static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
                             lc_stop_reason stop);
 
+/* Do runs chain with this configuration (chain())? */
+static int chains(const lc_config *cfg)
+{
+    const uint32_t need = LC_TECH_SINGLE | LC_TECH_STATIC | LC_TECH_CALLS;
+
+    return (cfg->techniques & need) == need && cfg->cflow == LC_CFLOW_M3;
+}
+
 /* A translation whose followed CALL, RET or JMP keeps going elsewhere than
  * predicted (translator/run.c counts the runs in a row) predicts from the
  * state of the exit that formed it, which no longer holds: drop it, and
@@ -156,10 +164,14 @@ static lc_status run_translation(exit_ctx *c, tc_entry *te,
         return LC_OK;
     }
     stop = lcx_run(cl, v, c->cfg->weak_backedge_cap, c->start);
-    if (cl->guard_misses >= LCX_RELINK_MISSES)
-        relink(vc, te);         /* dropped: no chained run from it */
-    else
+    /* Where runs chain (method 3 with calls), a run that misses a guard
+     * goes on at once with the translation of the place it reached, so a
+     * translation shared by several callers (an accessor's RET) stays;
+     * elsewhere one that keeps missing is formed again. */
+    if (chains(c->cfg))
         stop = chain(c, cl, stop);
+    else
+        relink(vc, te);
     if (stop == LC_STOP_SMC)
         STAT_INC(vc->stats.smc_stops);
     if (v->insns)
@@ -295,12 +307,11 @@ static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
     const lc_config *cfg = c->cfg;
     lcr_vcpu *v = c->v;
     lc_cpu_state *st = c->state;
-    const uint32_t need = LC_TECH_SINGLE | LC_TECH_STATIC | LC_TECH_CALLS;
 
     /* Going on at a taken branch's target may go backward: a loop, which
      * only method 3 allows (section 6.3; the interrupt check below is its
      * loop-head check). */
-    if ((cfg->techniques & need) != need || cfg->cflow != LC_CFLOW_M3)
+    if (!chains(cfg))
         return stop;
     for (unsigned k = 0; k < LCI_CHAIN_MAX; k++) {
         tc_key key;

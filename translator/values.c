@@ -196,10 +196,11 @@ int lcx_values_stack(const lcx_trace *t, int64_t delta, unsigned bytes,
         *val = rv->push[k].val;
         return 1;
     }
-    /* A slot the walk has not pushed: what the guest's stack holds. */
+    /* A slot the walk has not pushed: what the guest's stack holds. The
+     * address is the stack pointer of the stack's width only (SP with a
+     * 16-bit stack: bits above it in ESP are not part of the offset). */
     m = lcr_mask(lcx_stack_bytes(v));
-    sp = v->st->gpr[LC_RSP];
-    sp = (sp & ~m) | ((sp + (uint64_t)delta) & m);
+    sp = (v->st->gpr[LC_RSP] + (uint64_t)delta) & m;
     if (!rv->mem_ok || lcx_peek(v, LC_SS, sp, bytes, val))
         return 0;
     *val &= lcr_mask(bytes);

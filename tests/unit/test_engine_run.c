@@ -353,6 +353,31 @@ START_TEST(chain_after_mispredicted_ret)
 }
 END_TEST
 
+START_TEST(ret_on_16bit_stack_with_esp_high_bits)
+{
+    /* Real mode, a 16-bit stack: the RET's slot is at SS:SP, whatever
+     * ESP's bits above SP hold (firmware leaves them set). Method 2: no
+     * chained run may stand in for the walk following the RET. */
+    rig r; lc_cpu_state s; lc_result res; lc_config cfg;
+    lc_exit x = io_exit(0xcf8, 1, 1);
+
+    lc_config_init(&cfg);
+    cfg.cflow = LC_CFLOW_M2;
+    rig_up(&r, &cfg);
+    accessor_code(&r);
+    for (int i = 0; i < 3; i++) {            /* translated at the third */
+        at_accessor_out(&r, &s, 0x7003);
+        s.gpr[LC_RSP] = 0x00105ffe;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.insns, 5);         /* out, mov, in, ret, out */
+    ck_assert_uint_eq(res.exits_done, 3);
+    ck_assert_uint_eq(s.rip, 0x7005);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x00106000);
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(no_chain_without_calls)
 {
     rig r; lc_cpu_state s; lc_result res; lc_config cfg;
@@ -1137,6 +1162,7 @@ static Suite *suite(void)
     tcase_add_test(t, self_modifying_cluster);
     tcase_add_test(t, store_beside_code_goes_on);
     tcase_add_test(t, chain_after_mispredicted_ret);
+    tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, absent_device_branch);
     tcase_add_test(t, mismatched_exit_declines);
