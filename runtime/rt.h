@@ -190,6 +190,11 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
 {
     v->pwc.n = 0;
     v->pwc.npt = 0;
+    /* lcr_begin() does not clear the cache (it lives in a caller's stack
+     * frame): a stale or never-set `next` would index past e[] once the
+     * cache is full, a host store beyond the vCPU, return addresses
+     * included. */
+    v->pwc.next = 0;
     v->pwc.ptmask = 0;
 }
 
