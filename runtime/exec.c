@@ -1517,7 +1517,7 @@ static int ex_rdtsc(lcr_vcpu *v, lcr_ectx *c)
 #define ROW_RDMSR    PLAIN(ex_rdmsr)
 #define ROW_WRMSR    PLAIN(ex_wrmsr)
 #define ROW_VMREAD   OWNMEM(lcr_ex_vmread)      /* vmcs.c, section 8 */
-#define ROW_VMWRITE  PLAIN(lcr_ex_vmwrite)
+#define ROW_VMWRITE  OWNMEM(lcr_ex_vmwrite)     /* peeks at its source */
 #define ROW_VMCALL   PLAIN(ex_vmcall)
 /* never run: mode and paging changes */
 #define ROW_MOV_CR   NOTRUN

@@ -751,8 +751,11 @@ static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
  * influence a translation. */
 static mres commit_ad(lcr_vcpu *v, walk *w, unsigned nw)
 {
-    /* A look-ahead (v->probe) never stores: the CPU sets A/D bits only
-     * for accesses it makes. */
+    /* A look (v->probe) never stores: the CPU sets A/D bits only for
+     * accesses it makes. A peek succeeds without them (the caller makes
+     * the real access later, or none); a strict look fails. */
+    if (v->probe == LCR_PROBE_PEEK)
+        return M_OK;
     if (v->probe)
         for (unsigned i = 0; i < nw; i++)
             for (unsigned j = 0; j < w[i].nref; j++)
@@ -1191,6 +1194,10 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
     if (r != M_OK)
         return mres_stop(v, r, la);
     x->nfrag = (uint8_t)nfrag;
+    /* A peek set no A/D bits: the cache, whose entries say the walk's
+     * bits are set, must not remember it. */
+    if (v->probe == LCR_PROBE_PEEK)
+        return 0;
     /* A store to a page table the cache walked through makes its walks
      * stale; then remember this walk (section 11). */
     if (access & LCR_ACC_WRITE)

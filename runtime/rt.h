@@ -178,8 +178,11 @@ typedef struct lcr_vcpu {
      * translator per instruction; lcr_begin() clears it) */
     lcr_route       *route;
     struct lcr_fetch_rec *rec;   /* set by lcr_fetch_at_rec() while it walks */
-    /* Look-ahead by the translator (calls.c): a walk that would have to
-     * set an accessed or dirty bit fails instead (nothing is stored). */
+    /* A translation made only to look (LCR_PROBE_*): 0 for a real
+     * access; STRICT, a walk that would have to set an accessed or dirty
+     * bit fails instead; PEEK, the walk succeeds without setting them and
+     * leaves the page-walk cache as it was (vmcs.c: VMWRITE's source is
+     * looked at before the VMM answers). Nothing is stored either way. */
     uint8_t          probe;
 
     /* set while the instruction after an STI, MOV SS or POP SS runs
@@ -224,6 +227,11 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
 {
     v->pwc.n = 0;
     v->pwc.npt = 0;
+    /* lcr_begin() does not clear the cache (it lives in a caller's stack
+     * frame): a stale or never-set `next` would index past e[] once the
+     * cache is full, a host store beyond the vCPU, return addresses
+     * included. */
+    v->pwc.next = 0;
     v->pwc.ptmask = 0;
     v->pwc.epoch++;
 }
@@ -431,6 +439,11 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
  * and v->fault_vector (13, or 12 for SS) and returns -1. */
 int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
                unsigned access, uint64_t *la);
+
+/* v->probe: a real access, or a look (mmu.c, commit_ad()). */
+#define LCR_PROBE_NONE   0
+#define LCR_PROBE_STRICT 1
+#define LCR_PROBE_PEEK   2
 
 /* Paging and guest-physical lookup: linear range to fragments. Walks the
  * guest's page tables in software for the current CR0/CR4/EFER (none,

@@ -25,6 +25,18 @@
  * after determining ... that the specified VMCS field is supported"
  * (SDM, VMREAD), and a failing VMREAD writes nothing, so the stop before
  * it leaves no dirty bit behind (lc-diff found both).
+ *
+ * VMWRITE's memory source is the other way round: the VMM's callback
+ * needs the value, but the CPU reads it only after the check for a
+ * current VMCS (SDM, VMWRITE "Operation": VMfailInvalid comes first), so
+ * a VMWRITE that fails there sets no accessed bit. The source is therefore
+ * first read through a peek (mmu.c, LCR_PROBE_PEEK: the translation and
+ * its checks, no A/D bit set, nothing cached), the VMM asked with that
+ * value, and only when it completes the instruction is the source
+ * translated for real, which sets the accessed bits the CPU's read sets.
+ * A VMM that fails it (LC_CB_STOP) gets the instruction back untouched,
+ * and its emulation of the exit reads the source or not, as the SDM has
+ * it for the failure it reports.
  */
 #include "exec.h"
 
@@ -61,18 +73,76 @@ int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
+/* The VMWRITE's memory source, looked at without side effects: its
+ * translation in *x (all RAM) and its value in *val. 0, or -1 with
+ * v->stop set: a fault, or a source the peek cannot read without a side
+ * effect (MMIO: a device read), which the CPU then reads itself when the
+ * guest executes the instruction. The instruction's device route is left
+ * out: it is for the accesses the instruction makes, and this is none. */
+static int peek_source(lcr_vcpu *v, lcr_ectx *c, lcr_xlat *x, uint64_t *val)
+{
+    const lcd_insn *in = c->in;
+    lcr_route *route = v->route;
+    uint8_t probe = v->probe;
+    int r;
+
+    v->route = NULL;
+    v->probe = LCR_PROBE_PEEK;
+    r = lcr_mem_xlat(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0),
+                     in->mem.bytes, LCR_ACC_READ, x);
+    v->route = route;
+    v->probe = probe;
+    if (r < 0)
+        return -1;
+    for (unsigned i = 0; i < x->nfrag; i++)
+        if (x->frag[i].kind != LC_GPA_RAM) {
+            lcr_stop(v, LC_STOP_TERMINATOR);
+            return -1;
+        }
+    return lcr_xread(v, x, val);
+}
+
+/* Did the real translation of the source find what the peek found? */
+static int same_source(const lcr_xlat *a, const lcr_xlat *b)
+{
+    if (a->nfrag != b->nfrag)
+        return 0;
+    for (unsigned i = 0; i < a->nfrag; i++)
+        if (a->frag[i].kind != b->frag[i].kind ||
+            a->frag[i].gpa != b->frag[i].gpa ||
+            a->frag[i].len != b->frag[i].len ||
+            a->frag[i].hva != b->frag[i].hva)
+            return 0;
+    return 1;
+}
+
 int lcr_ex_vmwrite(lcr_vcpu *v, lcr_ectx *c)
 {
+    int mem = c->in->opnd[1].kind == LCD_OPND_MEM;
     uint64_t field, val;
+    lcr_xlat peek;
 
     if (!v->ops->vmcs_write)
         return lcr_stop(v, LC_STOP_TERMINATOR);
     if (!vmx_mode_ok(v) || lcr_cpl0_only(v))
         return LCR_STOP;
-    if (lcr_opnd_read(v, c, 0, &field) || lcr_opnd_read(v, c, 1, &val))
+    if (lcr_opnd_read(v, c, 0, &field))
+        return LCR_STOP;
+    if (mem ? peek_source(v, c, &peek, &val) : lcr_opnd_read(v, c, 1, &val))
         return LCR_STOP;
     if (lcr_cb_result(v, v->ops->vmcs_write(v->opaque, field, val)))
         return LCR_STOP;
+    /* The read the CPU made, accessed bits and all. Only the VMM ran in
+     * between; should it have changed the tables under the source, stop
+     * before the instruction: the guest executes it again natively and
+     * the VMM's exit handler writes the field with what the CPU reads
+     * then (the field's last write wins, and no guest code saw it). */
+    if (mem) {
+        if (lcr_prepare_mem(v, c) < 0)
+            return LCR_STOP;
+        if (!same_source(&peek, &c->mx))
+            return lcr_stop(v, LC_STOP_TERMINATOR);
+    }
     lcr_set_flags(v, v->st->rflags & ~LCR_FL_STATUS);
     return LCR_DONE;
 }

@@ -146,6 +146,7 @@ typedef struct ecall {
     lc_result   res;
     int         untouched_bad;   /* declined but the state changed */
     run_result *r;
+    int         ram_touched;     /* declined but the RAM changed */
 } ecall;
 
 static void fill_result(const dcase *c, const lc_cpu_state *s, run_result *r)
@@ -161,6 +162,55 @@ static void fill_result(const dcase *c, const lc_cpu_state *s, run_result *r)
     r->gs_base = s->seg[LC_GS].base;
     memcpy(r->msr, r->dev.msr, sizeof r->msr);
     memcpy(r->dr, r->dev.dr, sizeof r->dr);
+}
+
+/* Set the accessed bit in every paging-structure entry (of the case's
+ * tables, as laid out in `c->ram`) that the walk for the page holding `la`
+ * uses, in `ram`. PAE PDPTEs have none. */
+static void code_walk_accessed(const dcase *c, uint8_t *ram, uint64_t la)
+{
+    const uint64_t am = 0x000ffffffffff000ull;
+    uint64_t e, ta;
+    int lvl;
+
+    if (c->mode == DM_LONG64) {
+        ta = (c->st.cr3 & am) + ((la >> 39) & 511) * 8;
+        lvl = 4;
+    } else if (c->mode == DM_PAE) {
+        ta = (c->st.cr3 & ~0x1full) + ((la >> 30) & 3) * 8;
+        if (ta + 8 > RAM_SIZE)
+            return;
+        memcpy(&e, c->ram + ta, 8);
+        ta = (e & am) + ((la >> 21) & 511) * 8;
+        lvl = 2;
+    } else {
+        return;
+    }
+    for (; lvl >= 1 && ta + 8 <= RAM_SIZE; lvl--) {
+        memcpy(&e, c->ram + ta, 8);
+        ram[ta] |= 0x20;
+        if (!(e & 1) || lvl == 1 || (lvl == 2 && (e & 0x80)))
+            break;
+        unsigned sh = lvl == 4 ? 30 : lvl == 3 ? 21 : 12;
+        ta = (e & am) + ((la >> sh) & 511) * 8;
+    }
+}
+
+/* Did a declined call leave the RAM as it was? The walks of the code
+ * pages are left out: fetching the exiting instruction (the CPU did
+ * before the exit) and decoding ahead of it set their accessed bits. A
+ * data access's bits (a VMWRITE's memory source) count. */
+static int ram_untouched(const dcase *c, const uint8_t *ram)
+{
+    static uint8_t want[RAM_SIZE], got[RAM_SIZE];
+
+    memcpy(want, c->ram, RAM_SIZE);
+    memcpy(got, ram, RAM_SIZE);
+    for (uint64_t p = 0; p < 2; p++) {
+        code_walk_accessed(c, want, c->code_la + p * 0x1000);
+        code_walk_accessed(c, got, c->code_la + p * 0x1000);
+    }
+    return memcmp(want, got, RAM_SIZE) == 0;
 }
 
 /* One lc_vcpu_handle_exit from the case's initial state; the VMM's view of
@@ -200,6 +250,8 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     } else if (memcmp(&st, &st0, sizeof st) != 0) {
         e->untouched_bad = 1;
     }
+    e->ram_touched = e->res.disposition != LC_HANDLED &&
+                     !ram_untouched(c, x->ram);
     fill_result(c, &fin, r);
     memcpy(r->ram, x->ram, RAM_SIZE);
     r->ntrace = e->res.insns + e->pre;
@@ -715,16 +767,18 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         /* the VMM failed the exiting VMREAD/VMWRITE (LC_CB_STOP): the
          * engine must decline it and leave the state alone, so that the
          * VMM emulates the failure on this exit */
-        if (res->disposition == LC_DECLINED && !e->untouched_bad) {
+        if (res->disposition == LC_DECLINED && !e->untouched_bad &&
+            !e->ram_touched) {
             x->s.declined_vmfail++;
             return 1;
         }
         snprintf(what, sizeof what, "the VMM failed the exiting %s, yet the "
-                 "engine %s (stop %s, %u instructions)%s",
+                 "engine %s (stop %s, %u instructions)%s%s",
                  lc_exit_kind_name(c->xfirst.kind),
                  res->disposition == LC_HANDLED ? "handled it" : "declined",
                  lc_stop_reason_name(res->stop), res->insns,
-                 e->untouched_bad ? " and changed the state" : "");
+                 e->untouched_bad ? " and changed the state" : "",
+                 e->ram_touched ? " and changed the RAM" : "");
         report(x, c, k, e, e->r, what, idx, NULL);
         return 0;
     }
@@ -911,14 +965,15 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     eng_ctx ex;
     lc_engine *eng;
     lc_vcpu *vc;
-    ecall a = { "A", 0, 0, { 0 }, 0, x->re[0] };
+    ecall a = { "A", 0, 0, { 0 }, 0, x->re[0], 0 };
     ecall b[3] = {
-        { "B1", 0, 0, { 0 }, 0, x->re[1] }, { "B2", 0, 0, { 0 }, 0, x->re[2] },
-        { "B3", 0, 0, { 0 }, 0, x->re[3] },
+        { "B1", 0, 0, { 0 }, 0, x->re[1], 0 },
+        { "B2", 0, 0, { 0 }, 0, x->re[2], 0 },
+        { "B3", 0, 0, { 0 }, 0, x->re[3], 0 },
     };
-    ecall r1 = { "R1", 0, 0, { 0 }, 0, x->re[4] };
-    ecall r2 = { "R2", 0, 0, { 0 }, 0, x->re[5] };
-    ecall p = { "P", 1, 0, { 0 }, 0, x->re[6] };
+    ecall r1 = { "R1", 0, 0, { 0 }, 0, x->re[4], 0 };
+    ecall r2 = { "R2", 0, 0, { 0 }, 0, x->re[5], 0 };
+    ecall p = { "P", 1, 0, { 0 }, 0, x->re[6], 0 };
 
     memset(x->q.valid, 0, sizeof x->q.valid);
     diff_vm_init(&ex, x->vmram);

@@ -1759,14 +1759,13 @@ static int t_vmx(gctx *g)
              : vmx_field_index(field) < 0 ? 12
              : wr && ((vmx_fields[vmx_field_index(field)] >> 10) & 3) == 1
                  ? 13 : 0;
-    /* The runtime reads a VMWRITE's memory source before it asks the VMM
-     * (runtime/vmcs.c: the callback needs the value), which sets the
-     * page's accessed bits. The CPU reads it too before it looks at the
-     * field, but not under VMfailInvalid; and where the engine stops
-     * before a failing one (a cluster), nothing has read it yet on
-     * Unicorn's side. Neither is generated (docs/differential.md). */
-    int um = chance(g, 40) &&
-             !(wr && (code == VMX_FAIL_INVALID || (code && g->cluster)));
+    /* A VMWRITE's memory source under every outcome: the runtime peeks
+     * at it for the VMM's callback and sets its accessed bits only once
+     * the VMM completed it (runtime/vmcs.c), so a failing one must leave
+     * them to the VMM's handling of the exit (rt_side.c: set under
+     * VMfailValid, not under VMfailInvalid, which comes before the read)
+     * and, where the engine stops before it, untouched. */
+    int um = chance(g, 40);
     if (um && mk_mem(g, w / 8, (wr ? MK_READ : MK_WRITE) | MK_NOMMIO,
                      &ms) < 0)
         return -1;
@@ -2860,7 +2859,9 @@ static int first_exit(gctx *g)
             unsigned fr = rn(g, 3);
             uint64_t field = pick_field(g, wr);
             memspec m;
-            int um = chance(g, 40) && !(wr && !c->vmcs_valid);
+            /* a memory source too when the VMM fails it: the engine
+             * must decline with the source's accessed bits untouched */
+            int um = chance(g, 40);
             st->gpr[fr] = field;
             req_init(&rq, wr ? ZYDIS_MNEMONIC_VMWRITE : ZYDIS_MNEMONIC_VMREAD);
             if (wr)

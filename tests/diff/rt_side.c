@@ -21,13 +21,20 @@
  * (vm_ops.c answered LC_CB_STOP, runtime/vmcs.c stopped before it): the
  * instruction as the SDM has it fail, VMfailInvalid or VMfailValid with
  * the error number in the VM-instruction error field, no operand
- * written, RIP past it. Returns 0, or -1 if it does not fail (then the
- * stop is the runtime's and stays a difference). */
+ * written, RIP past it. A VMWRITE reads its source before it looks at
+ * the field, so under VMfailValid a memory source's accessed bits are
+ * set (the VMM's read, here the runtime's page walk on the VMM's
+ * behalf); VMfailInvalid comes before the read and sets none. The
+ * runtime stopped before reading it for real (runtime/vmcs.c), so what
+ * the page tables hold here is the VMM's doing alone. Returns 0, or -1
+ * if it does not fail (then the stop is the runtime's and stays a
+ * difference). */
 static int vmm_vmfail(const dcase *c, lc_cpu_state *st, dev_side *d,
-                      uint64_t la)
+                      lcr_vcpu *v, uint64_t la)
 {
     vmx_insn vi;
-    uint64_t off = la - c->code_la, field;
+    lcd_insn in;
+    uint64_t off = la - c->code_la, field, gpa;
     int code;
 
     if (off >= c->code_len ||
@@ -37,6 +44,12 @@ static int vmm_vmfail(const dcase *c, lc_cpu_state *st, dev_side *d,
     field = st->gpr[vi.field_reg] & (vi.opbits == 64 ? ~0ull : 0xffffffffu);
     code = vmx_check(d, vi.op == LC_OP_VMWRITE, field);
     if (!code)
+        return -1;
+    if (vi.op == LC_OP_VMWRITE && vi.val_reg < 0 &&
+        code != VMX_FAIL_INVALID &&
+        (lcd_decode(v->mode, c->code + off, c->code_len - off, &in) !=
+             LC_OK ||
+         lcr_mem_gpa(v, &in, st->rip, &gpa) < 0))
         return -1;
     st->rflags = vmx_fail(d, vi.op == LC_OP_VMWRITE, field, code,
                           st->rflags);
@@ -109,7 +122,7 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns)
         }
         if (k >= 0 && (c->insn[k].flags & GI_VMFAIL) &&
             v.stop == LC_STOP_CALLBACK &&
-            vmm_vmfail(c, &st, &r->dev, la) == 0) {
+            vmm_vmfail(c, &st, &r->dev, &v, la) == 0) {
             /* the VMM took the exit and emulated the failure; the guest
              * resumes and the next exit starts a new run */
             lcr_begin(&v, &st, &diff_vm_ops, &x);

@@ -204,6 +204,113 @@ START_TEST(vmread_fail_leaves_no_dirty_bit)
 }
 END_TEST
 
+/* A VMM that fails every VMWRITE (LC_CB_STOP). */
+static lc_cb_result vmwrite_fails(fvm *f, fvm_access *a)
+{
+    if (a->kind == 'V')
+        return LC_CB_STOP;
+    return fvm_default_device(f, a);
+}
+
+/* The VMWRITE analogue: the VMM needs the source's value to answer, but
+ * the CPU reads a memory source only after the check for a current VMCS
+ * (SDM, VMWRITE "Operation": VMfailInvalid first), so the runtime peeks at
+ * it (no accessed bit) and reads it for real only once the VMM completed
+ * the instruction. Before, the stop left the PDE's accessed bit set,
+ * which the CPU does not under VMfailInvalid (lc-diff's known
+ * difference). A source in MMIO cannot be peeked at (a device read): the
+ * run stops before it with no device access. */
+START_TEST(vmwrite_fail_leaves_no_accessed_bit)
+{
+    static const uint8_t code[] = { 0x0f, 0x79, 0x1f };  /* vmwrite rbx, [rdi] */
+    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+    uint64_t pde, pde0, src = 0x1122334455667788ull;
+    const uint64_t pd = 0x3000 + (0x200000 >> 21) * 8;  /* maps 2..4 MiB */
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.rip = 0x8000;
+    s.gpr[LC_RBX] = 0x6800;
+    s.gpr[LC_RDI] = 0x200100;
+    memcpy(f.ram + 0x8000, code, sizeof code);
+    memcpy(f.ram + 0x200100, &src, 8);
+    memcpy(&pde0, f.ram + pd, 8);
+    ck_assert_uint_eq(pde0 & 0x60, 0);            /* A and D clear */
+    f.device = vmwrite_fails;
+    before = s;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_CALLBACK);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde, pde0);
+    ck_assert_uint_eq(f.nlog, 0);
+    /* the VMM answers: it got the value, A set by the read, D not */
+    f.device = NULL;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde & 0x60, 0x20);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert_int_eq(f.log[0].kind, 'V');
+    ck_assert_uint_eq(f.log[0].addr, 0x6800);
+    ck_assert_uint_eq(f.log[0].value, src);
+    ck_assert_uint_eq(s.rip, 0x8003);
+    /* a source in MMIO: no device read, no VMM call, state untouched */
+    f.nlog = 0;
+    s.rip = 0x8000;
+    s.gpr[LC_RDI] = FVM_MMIO + 0x100;
+    before = s;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    ck_assert_uint_eq(f.nlog, 0);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* The peek itself (runtime/mmu.c, LCR_PROBE_PEEK): the translation of a
+ * page whose walk would set an accessed bit succeeds, sets none, and the
+ * page-walk cache does not remember it (its entries say the bits are
+ * set): the real access after it in the same run walks and sets them. A
+ * strict look fails instead. */
+START_TEST(peek_sets_no_accessed_bit)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcr_xlat x;
+    uint64_t pde, pde0;
+    const uint64_t pd = 0x3000 + (0x200000 >> 21) * 8;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    memcpy(&pde0, f.ram + pd, 8);
+    ck_assert_uint_eq(pde0 & 0x60, 0);
+    begin(&v, &f, &s);
+    v.probe = LCR_PROBE_STRICT;
+    ck_assert_int_eq(lcr_translate(&v, 0x200100, 8, LCR_ACC_READ, &x), -1);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    v.stop = LC_STOP_NONE;
+    v.probe = LCR_PROBE_PEEK;
+    ck_assert_int_eq(lcr_translate(&v, 0x200100, 8, LCR_ACC_READ, &x), 0);
+    ck_assert_uint_eq(x.nfrag, 1);
+    ck_assert_uint_eq(x.frag[0].gpa, 0x200100);
+    ck_assert_ptr_eq(x.frag[0].hva, f.ram + 0x200100);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde, pde0);
+    ck_assert_uint_eq(v.pwc.n, 0);
+    v.probe = LCR_PROBE_NONE;
+    ck_assert_int_eq(lcr_translate(&v, 0x200108, 8, LCR_ACC_READ, &x), 0);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde & 0x60, 0x20);
+    ck_assert_uint_eq(v.pwc.n, 1);
+    /* once walked for real, a peek may use the cache: nothing to set */
+    v.probe = LCR_PROBE_PEEK;
+    ck_assert_int_eq(lcr_translate(&v, 0x200110, 8, LCR_ACC_READ, &x), 0);
+    ck_assert_uint_eq(x.frag[0].gpa, 0x200110);
+    fvm_fini(&f);
+}
+END_TEST
+
 /* Section 5: SLES. The device store goes to MMIO; the table load that
  * follows it is plain RAM and takes no exit. */
 START_TEST(sles_mmio_stores)
@@ -1306,6 +1413,8 @@ static Suite *exec_suite(void)
     tcase_add_test(t, vmware_vmreads);
     tcase_add_test(t, vmx_ud_outside_protected_mode);
     tcase_add_test(t, vmread_fail_leaves_no_dirty_bit);
+    tcase_add_test(t, vmwrite_fail_leaves_no_accessed_bit);
+    tcase_add_test(t, peek_sets_no_accessed_bit);
     tcase_add_test(t, win7_loop_traced);
     suite_add_tcase(s, t);
     t = tcase_create("contract");

@@ -1277,6 +1277,42 @@ START_TEST(pwc_one_walk_per_page)
 }
 END_TEST
 
+/* A full cache replaces round robin from e[0], whatever `next` held
+ * before the run: lcr_begin() leaves the cache's bytes as the caller's
+ * stack had them (rt.h), so forgetting must reset the replacement index
+ * too, or the ninth page of a run is stored past e[] (a host write beyond
+ * the vCPU, found by fuzz_engine's corpus under ASan). */
+START_TEST(pwc_full_replaces_inside)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    const unsigned pages = LCR_PWC_ENTRIES + 3;
+
+    paging(PM_4L, 0);
+    V.pwc.next = 0xff;                  /* garbage from an earlier frame */
+    set_mode(LC_MODE_LONG64, 0);        /* forgets, as lcr_begin() does */
+    ck_assert_uint_lt(V.pwc.next, LCR_PWC_ENTRIES);
+    for (unsigned i = 0; i < pages; i++)
+        map4k(la + 0x1000ull * i, 0x30000 + 0x1000ull * i, F_P | F_RW);
+    V.pwc.next = 0xff;
+    lcr_pwc_forget(&V);                 /* map4k() forgot: same again */
+    ck_assert_uint_lt(V.pwc.next, LCR_PWC_ENTRIES);
+    for (unsigned i = 0; i < pages; i++) {
+        int found = 0;
+        expect_ram(la + 0x1000ull * i + 8, 8, R, 0x30008 + 0x1000ull * i,
+                   __LINE__);
+        ck_assert_uint_le(V.pwc.n, LCR_PWC_ENTRIES);
+        ck_assert_uint_lt(V.pwc.next, LCR_PWC_ENTRIES);
+        for (unsigned k = 0; k < V.pwc.n; k++)
+            found |= V.pwc.e[k].lpn == (la >> 12) + i;
+        ck_assert_int_eq(found, 1);     /* cached, inside e[] */
+    }
+    /* The last page hits; the first was replaced and walks again. */
+    expect_ram(la + 0x1000ull * (pages - 1) + 16, 8, R,
+               0x30010 + 0x1000ull * (pages - 1), __LINE__);
+    ck_assert_uint_eq(V.pwc_hits, 1);
+}
+END_TEST
+
 /* D already set, page first mapped for a read: the first store through
  * the cached walk still asks gpa_map with is_write = 1 (a VMM's dirty
  * tracking must see it), once. */
@@ -1836,6 +1872,7 @@ static Suite *mmu_suite(void)
     tcase_add_loop_test(t, pwc_one_walk_per_page, 0,
                         (int)(sizeof(pwc_modes) / sizeof(pwc_modes[0])));
     tcase_add_test(t, pwc_store_maps_for_write);
+    tcase_add_test(t, pwc_full_replaces_inside);
     tcase_add_test(t, pwc_rights_and_state);
     tcase_add_test(t, pwc_store_to_page_table);
     tcase_add_test(t, pwc_cluster_writes_own_page_table);
