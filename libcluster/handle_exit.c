@@ -141,6 +141,19 @@ static void relink(lc_vcpu *vc, tc_entry *te)
     tc_remove(&vc->tc, te);
 }
 
+/* Watch the code a translation runs for self-modification (section 7):
+ * its frames (gfn, from the coherency check), narrowed to its bytes. */
+static void arm_watch(lcr_vcpu *v, const tc_entry *te, const uint64_t *gfn,
+                      unsigned ngfn)
+{
+    if (ngfn > LCR_WATCH_MAX)
+        ngfn = LCR_WATCH_MAX;
+    v->nwatch = (uint8_t)ngfn;
+    for (unsigned i = 0; i < ngfn; i++)
+        v->watch_gfn[i] = gfn[i];
+    lci_watch_narrow(v, te);
+}
+
 /* Run a translation whose code is known coherent: watch its code frames
  * for self-modification (section 7), run it, account for it. */
 static lc_status run_translation(exit_ctx *c, tc_entry *te,
@@ -151,14 +164,8 @@ static lc_status run_translation(exit_ctx *c, tc_entry *te,
     lcx_cluster *cl = te->cl;
     lc_stop_reason stop;
 
-    if (c->cfg->techniques & LC_TECH_SMC) {
-        if (ngfn > LCR_WATCH_MAX)
-            ngfn = LCR_WATCH_MAX;
-        v->nwatch = (uint8_t)ngfn;
-        for (unsigned i = 0; i < ngfn; i++)
-            v->watch_gfn[i] = gfn[i];
-        lci_watch_narrow(v, te);
-    }
+    if (c->cfg->techniques & LC_TECH_SMC)
+        arm_watch(v, te, gfn, ngfn);
     if (cl->ninsn == 0) {       /* an empty translation: nothing to run */
         finish(vc, v, LC_STOP_TERMINATOR, c->first_done, c->res);
         return LC_OK;
@@ -358,14 +365,8 @@ static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
             tc_remove(&c->vc->tc, te);
             break;
         }
-        if (cfg->techniques & LC_TECH_SMC) {
-            if (ngfn > LCR_WATCH_MAX)
-                ngfn = LCR_WATCH_MAX;
-            v->nwatch = (uint8_t)ngfn;
-            for (unsigned i = 0; i < ngfn; i++)
-                v->watch_gfn[i] = gfn[i];
-            lci_watch_narrow(v, te);
-        }
+        if (cfg->techniques & LC_TECH_SMC)
+            arm_watch(v, te, gfn, ngfn);
         stop = lcx_run(te->cl, v, cfg->weak_backedge_cap, 0);
         ran = te->cl;
     }

@@ -199,17 +199,17 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
 
 /* ---- the VMX instructions: architectural semantics in the #UD hook ------ */
 
-static const int uc_seg_id[6] = {
+static const int uc_seg[6] = {
     UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS, UC_X86_REG_DS,
     UC_X86_REG_FS, UC_X86_REG_GS,
 };
-static const int uc_gpr64_id[16] = {
+static const int uc_gpr64[16] = {
     UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
     UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
     UC_X86_REG_R8, UC_X86_REG_R9, UC_X86_REG_R10, UC_X86_REG_R11,
     UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
 };
-static const int uc_gpr32_id[8] = {
+static const int uc_gpr32[8] = {
     UC_X86_REG_EAX, UC_X86_REG_ECX, UC_X86_REG_EDX, UC_X86_REG_EBX,
     UC_X86_REG_ESP, UC_X86_REG_EBP, UC_X86_REG_ESI, UC_X86_REG_EDI,
 };
@@ -219,10 +219,10 @@ static void gprs_read(uc_side *u, uint64_t g[16])
     memset(g, 0, 16 * sizeof g[0]);
     for (int i = 0; i < (u->mode == DM_LONG64 ? 16 : 8); i++) {
         if (u->mode == DM_LONG64) {
-            uc_reg_read(u->uc, uc_gpr64_id[i], &g[i]);
+            uc_reg_read(u->uc, uc_gpr64[i], &g[i]);
         } else {   /* 2.0.1 reads no 64-bit register outside UC_MODE_64 */
             uint32_t v = 0;
-            uc_reg_read(u->uc, uc_gpr32_id[i], &v);
+            uc_reg_read(u->uc, uc_gpr32[i], &v);
             g[i] = v;
         }
     }
@@ -231,10 +231,10 @@ static void gprs_read(uc_side *u, uint64_t g[16])
 static void gpr_write(uc_side *u, int i, uint64_t v)
 {
     if (u->mode == DM_LONG64) {
-        uc_reg_write(u->uc, uc_gpr64_id[i], &v);
+        uc_reg_write(u->uc, uc_gpr64[i], &v);
     } else {
         uint32_t w = (uint32_t)v;
-        uc_reg_write(u->uc, uc_gpr32_id[i], &w);
+        uc_reg_write(u->uc, uc_gpr32[i], &w);
     }
 }
 
@@ -247,7 +247,7 @@ static uint64_t seg_base(uc_side *u, unsigned s)
     uint16_t sel = 0;
     uint64_t b = 0;
 
-    uc_reg_read(u->uc, uc_seg_id[s], &sel);
+    uc_reg_read(u->uc, uc_seg[s], &sel);
     if (u->mode == DM_REAL)
         return (uint64_t)sel << 4;
     if (u->mode == DM_LONG64) {
@@ -559,20 +559,6 @@ void ucs_close(uc_side *u)
     free(u);
 }
 
-static const int uc_seg[6] = {
-    UC_X86_REG_ES, UC_X86_REG_CS, UC_X86_REG_SS, UC_X86_REG_DS,
-    UC_X86_REG_FS, UC_X86_REG_GS,
-};
-static const int uc_gpr64[16] = {
-    UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
-    UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
-    UC_X86_REG_R8, UC_X86_REG_R9, UC_X86_REG_R10, UC_X86_REG_R11,
-    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
-};
-static const int uc_gpr32[8] = {
-    UC_X86_REG_EAX, UC_X86_REG_ECX, UC_X86_REG_EDX, UC_X86_REG_EBX,
-    UC_X86_REG_ESP, UC_X86_REG_EBP, UC_X86_REG_ESI, UC_X86_REG_EDI,
-};
 
 #define CK(x) do { uc_err e_ = (x); if (e_ != UC_ERR_OK) { \
     snprintf(r->why, sizeof r->why, "unicorn setup: %s: %s", #x, \
