@@ -159,12 +159,14 @@ static void track_rsp(lcx_trace *t, const lcd_insn *d)
 }
 
 /* After x (the n-th instruction) the walk's registers and rSP are as x
- * leaves them; an exiting instruction the VMM already completed is in
- * the exit's state already. */
+ * leaves them. Every instruction of the walk runs in the cluster: with
+ * first_done the first one is the one at the current RIP (the exiting
+ * instruction is behind it), and an anchored translation's completed
+ * exiting instruction only makes its destinations unknown, which is
+ * safe. */
 static void track(lcx_trace *t, const lcx_insn *x, unsigned n)
 {
-    if (n == 1 && t->in->first_done)
-        return;
+    (void)n;
     lcx_values_step(t, x);
     track_rsp(t, &x->d);
 }
