@@ -315,11 +315,9 @@ static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
     lcr_vcpu *v = c->v;
     lc_cpu_state *st = c->state;
 
-    /* Going on at a taken branch's target may go backward: a loop, which
-     * only method 3 allows (section 6.3; the interrupt check below is its
-     * loop-head check). */
-    if (!chains(cfg))
-        return stop;
+    /* Called only where chains() holds: going on at a taken branch's
+     * target may go backward, a loop, which only method 3 allows (section
+     * 6.3; the interrupt check below is its loop-head check). */
     for (unsigned k = 0; k < LCI_CHAIN_MAX; k++) {
         tc_key key;
         tc_entry *te;

@@ -158,15 +158,13 @@ static void track_rsp(lcx_trace *t, const lcd_insn *d)
             t->sv.rsp_known = 0;
 }
 
-/* After x (the n-th instruction) the walk's registers and rSP are as x
- * leaves them. Every instruction of the walk runs in the cluster: with
- * first_done the first one is the one at the current RIP (the exiting
- * instruction is behind it), and an anchored translation's completed
- * exiting instruction only makes its destinations unknown, which is
- * safe. */
-static void track(lcx_trace *t, const lcx_insn *x, unsigned n)
+/* After x the walk's registers and rSP are as x leaves them. Every
+ * instruction of the walk runs in the cluster: with first_done the first
+ * one is the one at the current RIP (the exiting instruction is behind
+ * it), and an anchored translation's completed exiting instruction only
+ * makes its destinations unknown, which is safe. */
+static void track(lcx_trace *t, const lcx_insn *x)
 {
-    (void)n;
     lcx_values_step(t, x);
     track_rsp(t, &x->d);
 }
@@ -388,12 +386,12 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
         t->spec = 0;
     if (d->info.cflow == LC_CF_JCC_REL) {
         ok = cond_branch(t, x, n, next);
-        track(t, x, n);
+        track(t, x);
         return ok;
     }
     if (!t->follow) {
         not_followed(t, x, n);
-        track(t, x, n);
+        track(t, x);
         return 0;
     }
     switch (d->info.cflow) {
@@ -437,7 +435,7 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next)
     /* Before track(): a RET's slot is at the rSP before it. */
     if (ok && guess)
         note_guess(t, x, tgt);
-    track(t, x, n);
+    track(t, x);
     if (!ok)
         return 0;
     x->follow = 1;
