@@ -49,7 +49,8 @@ static int span_add(lcr_vcpu *v, uint64_t gfn, unsigned lo, unsigned hi)
  * the watch can too: a frame's span is the bytes of the ranges in it, as
  * their fetch records say (page offset of the first byte, bytes per
  * page). A record that cannot say leaves whole frames. */
-void lci_watch_narrow(lcr_vcpu *v, const tc_entry *te)
+__attribute__((noinline))
+static void narrow(lcr_vcpu *v, const tc_entry *te)
 {
     const lcx_cluster *cl = te->cl;
 
@@ -80,8 +81,35 @@ void lci_watch_narrow(lcr_vcpu *v, const tc_entry *te)
     v->watch_bytes = 1;
 }
 
-/* One code range: by its fetch record, else by a full fetch that
- * re-records. Adds its frames to the watch list. */
+/* The spans depend only on the fetch records and on the frames watched,
+ * so a translation computes them once per record (the hit path runs the
+ * same frames every time) and copies them while the frames agree. */
+void lci_watch_narrow(lcr_vcpu *v, tc_entry *te)
+{
+    unsigned n = v->nwatch, i;
+
+    if (__builtin_expect(te->wvalid && te->wn == n, 1)) {
+        for (i = 0; i < n && te->wgfn[i] == v->watch_gfn[i]; i++)
+            ;
+        if (i == n) {
+            memcpy(v->watch_lo, te->wlo, sizeof te->wlo);
+            memcpy(v->watch_hi, te->whi, sizeof te->whi);
+            v->watch_bytes = te->wbytes;
+            return;
+        }
+    }
+    narrow(v, te);
+    te->wn = (uint8_t)n;
+    te->wbytes = v->watch_bytes;
+    for (i = 0; i < n; i++)
+        te->wgfn[i] = v->watch_gfn[i];
+    memcpy(te->wlo, v->watch_lo, sizeof te->wlo);
+    memcpy(te->whi, v->watch_hi, sizeof te->whi);
+    te->wvalid = 1;
+}
+
+/* One code range: by its fetch record (1), else by a full fetch that
+ * re-records (2). Adds its frames to the watch list. 0: not coherent. */
 static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
                           const uint8_t *expect, size_t n,
                           uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
@@ -105,7 +133,7 @@ static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
     if (got != n || memcmp(code, expect, n))
         return 0;
     lci_watch_add(gfn, ngfn, g, ng);
-    return 1;
+    return 2;
 }
 
 int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
@@ -113,6 +141,7 @@ int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
 {
     const lcx_cluster *cl = te->cl;
     size_t off = 0;
+    int how;
 
     /* The first range by its record: the hit path of the common cluster
      * (one range) is what it was before clusters followed calls. */
@@ -122,6 +151,7 @@ int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
         gfn[1] = te->rec.gfn[1];
     } else {
         *ngfn = 0;
+        te->wvalid = 0;          /* its record is made again (or fails) */
         if (!range_coherent(v, at, &te->rec, te->code, cl->nbytes, gfn,
                             ngfn))
             return 0;
@@ -133,9 +163,14 @@ int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
     for (unsigned r = 1; r < cl->nrange; r++) {
         size_t n = cl->range[r].len;
 
-        if (n && !range_coherent(v, cl->range[r].rip, &te->xrec[r - 1],
-                                 te->xcode + off, n, gfn, ngfn))
-            return 0;
+        if (n) {
+            how = range_coherent(v, cl->range[r].rip, &te->xrec[r - 1],
+                                 te->xcode + off, n, gfn, ngfn);
+            if (how != 1)
+                te->wvalid = 0;
+            if (!how)
+                return 0;
+        }
         off += n;
     }
     return 1;

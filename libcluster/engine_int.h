@@ -107,8 +107,9 @@ int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
 
 /* Narrow the SMC watch armed in `v` (watch_gfn, nwatch) to the bytes of
  * `te`'s code ranges, by their fetch records: sets v->watch_bytes and the
- * spans, or leaves whole frames when a record cannot say. */
-void lci_watch_narrow(lcr_vcpu *v, const tc_entry *te);
+ * spans, or leaves whole frames when a record cannot say. Remembers the
+ * result in `te` for the next run over the same frames. */
+void lci_watch_narrow(lcr_vcpu *v, tc_entry *te);
 
 /* Add frames to a watch list without repeats (at most LCR_WATCH_MAX). */
 void lci_watch_add(uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn,

@@ -143,7 +143,7 @@ static void relink(lc_vcpu *vc, tc_entry *te)
 
 /* Watch the code a translation runs for self-modification (section 7):
  * its frames (gfn, from the coherency check), narrowed to its bytes. */
-static void arm_watch(lcr_vcpu *v, const tc_entry *te, const uint64_t *gfn,
+static void arm_watch(lcr_vcpu *v, tc_entry *te, const uint64_t *gfn,
                       unsigned ngfn)
 {
     if (ngfn > LCR_WATCH_MAX)
@@ -307,9 +307,11 @@ static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key, int *formed)
 
 /* After a run that ended at `stop`: go on through chained translations
  * while each ends cleanly (LC_STOP_END) with another exit near. Returns
- * the stop reason of the last run. */
-static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
-                            lc_stop_reason stop)
+ * the stop reason of the last run. Out of line: the hit path of a
+ * cluster that simply ends takes only chain()'s first test. */
+__attribute__((noinline))
+static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
+                               lc_stop_reason stop)
 {
     const lc_config *cfg = c->cfg;
     lcr_vcpu *v = c->v;
@@ -325,14 +327,14 @@ static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
         unsigned ngfn = 0, lead = 0;
         int formed = 0, at_end;
 
-        if (stop != LC_STOP_END || v->error != LC_OK ||
-            v->insns >= v->insn_budget || v->mode != lcr_cpu_mode(st))
+        if (stop != LC_STOP_END || v->error != LC_OK)
             break;
         /* The run reached its end, where nothing worth running was
-         * found before: no lookup (the hit path of a cluster that simply
-         * ends stays what it was). */
+         * found before: no lookup, tested first (the hit path of a
+         * cluster that simply ends stays what it was). */
         at_end = st->rip == ran->end_rip;
-        if (ran->end_none && at_end)
+        if ((ran->end_none && at_end) || v->insns >= v->insn_budget ||
+            v->mode != lcr_cpu_mode(st))
             break;
         if ((st->rflags & LC_RFLAGS_IF) && v->ops->irq_pending &&
             v->ops->irq_pending(v->opaque, st))
@@ -369,6 +371,17 @@ static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
         ran = te->cl;
     }
     return stop;
+}
+
+static lc_stop_reason chain(exit_ctx *c, lcx_cluster *ran,
+                            lc_stop_reason stop)
+{
+    /* A run that ended otherwise, or at its end where nothing worth
+     * running was found before, goes no further. */
+    if (stop != LC_STOP_END || c->v->error != LC_OK ||
+        (ran->end_none && c->state->rip == ran->end_rip))
+        return stop;
+    return chain_on(c, ran, stop);
 }
 
 /* The translation cache's key for the translation starting at c->at. */

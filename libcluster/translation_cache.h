@@ -39,6 +39,13 @@ typedef struct tc_entry {
      * bytes, one after the other, and fetch records. */
     uint8_t *xcode;
     lcr_fetch_rec *xrec;
+    /* The SMC watch's byte spans (coherency.c, lci_watch_narrow) as last
+     * computed from the fetch records for the frames in wgfn: a hit whose
+     * coherency check reports the same frames copies them instead of
+     * computing them again. Cleared whenever a record is made again. */
+    uint8_t  wvalid, wn, wbytes;
+    uint64_t wgfn[LCR_WATCH_MAX];
+    uint16_t wlo[LCR_WATCH_MAX], whi[LCR_WATCH_MAX];
 } tc_entry;
 
 typedef struct tc_cache {

@@ -281,6 +281,57 @@ START_TEST(store_beside_code_goes_on)
 }
 END_TEST
 
+/* The watch's byte spans are computed once per fetch record and kept in
+ * the translation (coherency.c, lci_watch_narrow): after the guest remaps
+ * the code's page to another frame holding the same bytes, the coherency
+ * check records the new frame and the spans follow it: a store beside the
+ * code on the new frame goes on, one into the code on it stops. */
+START_TEST(watch_follows_remapped_code)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_config c;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* out 0x80,al; mov byte [rbx],0x81; out 0x80,al; out 0x80,al */
+    const uint8_t code[] = { 0xe6, 0x80, 0xc6, 0x03, 0x81, 0xe6, 0x80,
+                             0xe6, 0x80 };
+    uint64_t *pd;
+
+    lc_config_init(&c);
+    c.translate_threshold = 1;
+    rig_up(&r, &c);
+    fvm_state_long64(&r.f, &s0);
+    pd = (uint64_t *)(void *)(r.f.ram + 0x3000);
+    s0.rip = 0x200100;
+    s0.gpr[LC_RBX] = 0x200180;                   /* beside the code */
+    memcpy(r.f.ram + 0x200100, code, sizeof code);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.stop, LC_STOP_END);
+        ck_assert_uint_eq(res.insns, 4);
+    }
+    memcpy(r.f.ram + 0x100, code, sizeof code);
+    pd[1] = 0x87;                    /* the same bytes, at frame 0 */
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+    ck_assert_uint_eq(res.insns, 4);
+    ck_assert_uint_eq(r.f.ram[0x180], 0x81);
+    s = s0;
+    s.gpr[LC_RBX] = 0x200106;      /* the second OUT's port byte */
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_SMC);
+    ck_assert_uint_eq(res.insns, 2);
+    ck_assert_uint_eq(s.rip, 0x200105);
+    ck_assert_uint_eq(r.f.ram[0x106], 0x81);
+    ck_assert_uint_eq(r.f.ram[0x200106], 0x80);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.smc_stops, 1);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+    rig_down(&r);
+}
+END_TEST
+
 /* Chained runs (libcluster/handle_exit.c): an accessor called from two
  * places, `mov dx,0xcf8; out dx,al; mov dl,0xfc; in al,dx; ret`, is
  * translated while called from the first, so its RET predicts that
@@ -1161,6 +1212,7 @@ static Suite *suite(void)
     tcase_add_test(t, empty_translation_cached);
     tcase_add_test(t, self_modifying_cluster);
     tcase_add_test(t, store_beside_code_goes_on);
+    tcase_add_test(t, watch_follows_remapped_code);
     tcase_add_test(t, chain_after_mispredicted_ret);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
