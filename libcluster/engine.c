@@ -33,9 +33,14 @@ void lc_config_init(lc_config *cfg)
     cfg->tcache_max_bytes = 4ull << 20;
 }
 
+/* The size of the lc_config before exit_cost_ns was added: still taken
+ * (config.h). */
+#define LCI_CONFIG_SIZE_V1 offsetof(lc_config, exit_cost_ns)
+
 lc_status lc_config_validate(const lc_config *cfg)
 {
-    if (!cfg || cfg->size != sizeof(*cfg))
+    if (!cfg ||
+        (cfg->size != sizeof(*cfg) && cfg->size != LCI_CONFIG_SIZE_V1))
         return LC_ERR_INVAL;
     if (cfg->techniques & ~LC_TECH_ALL)
         return LC_ERR_INVAL;
@@ -81,7 +86,11 @@ lc_status lc_engine_create(const lc_config *cfg, const lc_vm_ops *ops,
     e = calloc(1, sizeof(*e));
     if (!e)
         return LC_ERR_NOMEM;
-    e->cfg = *cfg;
+    /* An older caller's lc_config ends before the fields added since:
+     * those stay 0 (calloc), their "not known". */
+    memcpy(&e->cfg, cfg, cfg->size);
+    e->cfg.size = sizeof(e->cfg);
+    e->cfg_size = cfg->size;
     /* The table may be older (smaller) or newer (larger) than this
      * library's lc_vm_ops: take what both know; what the VMM's table does
      * not have stays NULL (calloc), which every callback but gpa_map may
@@ -132,7 +141,9 @@ lc_status lc_engine_get_config(const lc_engine *e, lc_config *out)
 {
     if (!e || !out)
         return LC_ERR_INVAL;
-    *out = e->cfg;
+    /* As large as the creator's lc_config: an older caller's is smaller. */
+    memcpy(out, &e->cfg, e->cfg_size);
+    out->size = e->cfg_size;
     return LC_OK;
 }
 

@@ -76,6 +76,17 @@ typedef struct lc_config {
     /** Translation cache: memory cap in bytes (default 4 MiB); past it
      * translations are evicted. */
     uint64_t tcache_max_bytes;
+
+    /** What one exit costs the guest in ns, as the VMM measured it at
+     * power-on (a round trip: the exit, the VMM's dispatch, the
+     * re-entry); 0, the default: not known. The paper caps memory gap
+     * fillers at four (s4) against an exit of 3,000 cycles, 0.9 us (s9);
+     * its s11 proposes a cost/benefit model calibrated at power-on
+     * instead. With a cost here, the cap scales with it:
+     * max_mem_gap_fillers per 0.9 us of exit, never fewer than
+     * max_mem_gap_fillers. Added after tcache_max_bytes: a caller built
+     * with the lc_config that ended there (its `size` says so) gets 0. */
+    uint32_t exit_cost_ns;
 } lc_config;
 
 /** Fill `cfg` with the defaults above. */

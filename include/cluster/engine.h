@@ -48,7 +48,9 @@ lc_status lc_engine_create(const lc_config *cfg, const lc_vm_ops *ops,
  * created from it is alive. NULL is accepted and ignored. */
 lc_status lc_engine_destroy(lc_engine *engine);
 
-/** The configuration in force (a copy). */
+/** The configuration in force (a copy), as large as the lc_config the
+ * engine was created with (its `size`: a caller built with an older, smaller
+ * lc_config gets that much). */
 lc_status lc_engine_get_config(const lc_engine *engine, lc_config *out);
 
 /**

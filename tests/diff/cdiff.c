@@ -115,6 +115,11 @@ static void pick_config(const dcase *c, ccfg *k)
     if (crn(k, 100) < 15)
         f->insn_budget = 1 + crn(k, 40);
     k->replace = crn(k, 100) < 40;
+    /* (drawn last: the draws above, and so the configurations of seeds
+     * recorded before, stay as they were) the cost model that scales
+     * the gap cap (form_static.c) */
+    if (crn(k, 100) < 40)
+        f->exit_cost_ns = crn(k, 20000);
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
         if (c->insn[i].flags & GI_SMC_CODE)
@@ -125,14 +130,14 @@ static void fmt_config(char *b, size_t n, const lc_config *f)
 {
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u gapcap %u "
-             "backedgecap %u budget %u threshold %u",
+             "exitcost %u backedgecap %u budget %u threshold %u",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
              f->techniques & LC_TECH_STATIC ? " static" : "",
              f->techniques & LC_TECH_DYNAMIC ? " dynamic" : "",
              f->techniques & LC_TECH_SMC ? " smc" : "",
-             f->max_cluster_insns, f->max_mem_gap_fillers,
+             f->max_cluster_insns, f->max_mem_gap_fillers, f->exit_cost_ns,
              f->weak_backedge_cap, f->insn_budget, f->translate_threshold);
 }
 

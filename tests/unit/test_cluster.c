@@ -160,6 +160,47 @@ START_TEST(memory_gap_cap_cached)
 }
 END_TEST
 
+/* Section 11's cost/benefit model: with the exit cost the VMM measured
+ * (lc_config.exit_cost_ns), the cap keeps the paper's ratio, four walks
+ * per 0.9 us of exit; an exit cheaper than the paper's keeps the cap. */
+START_TEST(memory_gap_cap_scales_with_exit_cost)
+{
+    lc_config c;
+    /* out 0x80,al; mov eax,[ebx]/[esi]/[edi]/[ecx]/[edx]; out 0x80,al */
+    const uint8_t code[] = { 0xe6, 0x80, 0x8b, 0x03, 0x8b, 0x06, 0x8b, 0x07,
+                             0x8b, 0x01, 0x8b, 0x02, 0xe6, 0x80 };
+    lcx_form_in in = { .cfg = &c, .mode = LC_MODE_PROT32, .rip = 0x1000,
+                       .code = code, .code_len = sizeof code };
+
+    lc_config_init(&c);
+    ck_assert_uint_eq(c.exit_cost_ns, 0);
+    c.exit_cost_ns = 500;                   /* cheaper than the paper's */
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    c.exit_cost_ns = 1000;                  /* 4.4 walks: still four */
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    c.exit_cost_ns = 1125;                  /* five walks */
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 7);
+    ck_assert_uint_eq(cl.nexits, 2);
+    c.exit_cost_ns = 9000;                  /* KVM here: the window binds */
+    c.max_cluster_insns = 6;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    /* a cap of 0 (no memory gap fillers) stays 0 at any exit cost */
+    c.max_cluster_insns = 16;
+    c.max_mem_gap_fillers = 0;
+    c.exit_cost_ns = UINT32_MAX;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    /* no overflow at the largest cap and cost */
+    c.max_mem_gap_fillers = UINT32_MAX;
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 7);
+}
+END_TEST
+
 /* Section 6: the forward-branch example under each method. */
 START_TEST(control_flow_methods)
 {
@@ -782,6 +823,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, dynamic_cluster);
     tcase_add_test(t, memory_gap_cap);
     tcase_add_test(t, memory_gap_cap_cached);
+    tcase_add_test(t, memory_gap_cap_scales_with_exit_cost);
     tcase_add_test(t, control_flow_methods);
     tcase_add_test(t, branch_over_return);
     tcase_add_test(t, run_branch_over_return);

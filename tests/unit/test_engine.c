@@ -48,6 +48,11 @@ START_TEST(config_validation)
     ck_assert_int_eq(lc_config_validate(NULL), LC_ERR_INVAL);
     lc_config_init(&c); c.size = 3;
     ck_assert_int_eq(lc_config_validate(&c), LC_ERR_INVAL);
+    /* the lc_config before exit_cost_ns (a caller built with it) */
+    lc_config_init(&c); c.size = offsetof(lc_config, exit_cost_ns);
+    ck_assert_int_eq(lc_config_validate(&c), LC_OK);
+    lc_config_init(&c); c.size = sizeof c + 8;
+    ck_assert_int_eq(lc_config_validate(&c), LC_ERR_INVAL);
     lc_config_init(&c); c.techniques = 1u << 30;
     ck_assert_int_eq(lc_config_validate(&c), LC_ERR_INVAL);
     lc_config_init(&c); c.cflow = (lc_cflow_method)7;
@@ -82,10 +87,25 @@ START_TEST(engine_lifecycle)
     lc_config_init(&c); c.max_cluster_insns = 0;
     ck_assert_int_eq(lc_engine_create(&c, &ops, &e), LC_ERR_RANGE);
 
+    /* An lc_config from before exit_cost_ns: taken, the field 0, and
+     * given back no larger than it was. */
+    lc_config_init(&c); c.size = offsetof(lc_config, exit_cost_ns);
+    c.exit_cost_ns = 1234;          /* past the caller's struct: not read */
+    ck_assert_int_eq(lc_engine_create(&c, &ops, &e), LC_OK);
+    memset(&got, 0xa5, sizeof got);
+    ck_assert_int_eq(lc_engine_get_config(e, &got), LC_OK);
+    ck_assert_uint_eq(got.size, offsetof(lc_config, exit_cost_ns));
+    ck_assert_uint_eq(got.max_mem_gap_fillers, 4);
+    ck_assert_uint_eq(got.exit_cost_ns, 0xa5a5a5a5u);   /* not written */
+    ck_assert_int_eq(lc_engine_destroy(e), LC_OK);
+
     lc_config_init(&c); c.max_cluster_insns = 8;
+    c.exit_cost_ns = 9000;
     ck_assert_int_eq(lc_engine_create(&c, &ops, &e), LC_OK);
     ck_assert_int_eq(lc_engine_get_config(e, &got), LC_OK);
     ck_assert_uint_eq(got.max_cluster_insns, 8);
+    ck_assert_uint_eq(got.exit_cost_ns, 9000);
+    ck_assert_uint_eq(got.size, sizeof got);
     ck_assert_int_eq(lc_vcpu_create(e, 0, NULL, &v0), LC_OK);
     ck_assert_int_eq(lc_vcpu_create(e, 1, NULL, &v1), LC_OK);
     ck_assert_int_eq(lc_vcpu_create(NULL, 2, NULL, &vx), LC_ERR_INVAL);
