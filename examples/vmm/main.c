@@ -39,6 +39,9 @@ static void usage(FILE *f)
 "      --cluster LIST     techniques: single,pairs,static,dynamic,smc,calls | all\n"
 "                         (default all); -NAME removes one (all,-calls)\n"
 "      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
+"      --exit-cost NS|auto  what one exit costs, for libcluster's budget of memory\n"
+"                         gap fillers (default auto: measured at start on KVM,\n"
+"                         a few ms; 0: the paper's fixed cap of four)\n"
 "      --nic-opt LIST     NIC optimizations (Sugerman et al. 3.3): latch,combine,\n"
 "                         coalesce | all | none (default all); combine-always\n"
 "                         holds every transmit instead of adapting to the rate\n"
@@ -139,7 +142,7 @@ static int parse_uint(const char *s, unsigned long long lo,
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
        O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT,
        O_STATSINTERVAL, O_BIOS, O_ROM, O_DEBUGCON, O_ROMBAR, O_REBOOT,
-       O_MAXREBOOTS };
+       O_MAXREBOOTS, O_EXITCOST };
 
 
 static int parse_args(int argc, char **argv, vmm_options *o)
@@ -168,6 +171,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "rom-bar", no_argument, 0, O_ROMBAR },
         { "reboot", no_argument, 0, O_REBOOT },
         { "max-reboots", required_argument, 0, O_MAXREBOOTS },
+        { "exit-cost", required_argument, 0, O_EXITCOST },
         { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -299,6 +303,16 @@ static int parse_args(int argc, char **argv, vmm_options *o)
             o->max_reboots = v;
             o->reboot = true;
             break;
+        case O_EXITCOST:
+            if (!strcmp(optarg, "auto")) {
+                o->exit_cost_ns = -1;
+                break;
+            }
+            if (parse_uint(optarg, 0, 1000000000, &v,
+                           "--exit-cost (or auto)"))
+                return -1;
+            o->exit_cost_ns = (int64_t)v;
+            break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -410,7 +424,7 @@ int main(int argc, char **argv)
                         .net = "peer", .cluster = true,
                         .techniques = LC_TECH_ALL, .cflow = LC_CFLOW_M3,
                         .nic_opt = { true, true, true, 3, true },
-                        .stats = VMM_STATS_TABLE };
+                        .stats = VMM_STATS_TABLE, .exit_cost_ns = -1 };
     if (parse_args(argc, argv, o))
         return LCVMM_EXIT_ERROR;
     if (o->stats_file) {
@@ -489,6 +503,20 @@ int main(int argc, char **argv)
         lc_config_init(&cfg);
         cfg.techniques = o->techniques;
         cfg.cflow = o->cflow;
+        /* Paper section 11: the cost model calibrated at power-on. On
+         * Unicorn an "exit" is a return from uc_emu_start, not a world
+         * switch: not known, the paper's cap. */
+        if (o->exit_cost_ns >= 0)
+            cfg.exit_cost_ns = (uint32_t)o->exit_cost_ns;
+        else if (o->cpu == VMM_CPU_KVM &&
+                 !(cfg.exit_cost_ns = vmm_kvm_exit_cost_ns()))
+            fprintf(stderr, "lcvmm: could not measure the exit cost: "
+                    "libcluster keeps the paper's memory-gap cap\n");
+        if (!o->quiet && o->cpu == VMM_CPU_KVM)
+            fprintf(stderr, "lcvmm: exit cost %u ns (%s)\n",
+                    cfg.exit_cost_ns,
+                    o->exit_cost_ns >= 0 ? "--exit-cost" :
+                    "measured at start");
         vmm_fill_lc_ops(vm, &vm->ops);
         lc_status s = lc_engine_create(&cfg, &vm->ops, &vm->engine);
         if (s != LC_OK) {

@@ -71,6 +71,8 @@ typedef struct vmm_options {
     bool rom_bar;                 /* --rom-bar: ROM BAR instead of fw_cfg */
     bool reboot;                  /* --reboot: a guest reset reboots it */
     uint64_t max_reboots;         /* --max-reboots (0: no limit) */
+    int64_t exit_cost_ns;         /* --exit-cost: -1 auto (measured at
+                                   * start on KVM), else the value given */
 } vmm_options;
 
 /* Counting one of them on a vCPU thread: --stats-interval reads them
@@ -250,6 +252,9 @@ int  vmm_kvm_set_slot(void *vm_fd, unsigned slot, uint64_t gpa,
                       uint64_t size, void *hva, bool ro);
 bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run);
 void vmm_kvm_quirks_probe(vmm *vm);     /* once per process */
+/* kvm_calibrate.c: one exit's round trip on a throwaway VM, in ns (0 when
+ * it cannot be measured): libcluster's lc_config.exit_cost_ns. */
+uint32_t vmm_kvm_exit_cost_ns(void);
 /* fw_phase.c: a backend in front of `inner` that sees the guest's frames
  * (boot phases), and the phases' statistics. */
 net_backend *vmm_fw_watch_net(vmm *vm, net_backend *inner);

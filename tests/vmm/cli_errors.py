@@ -126,6 +126,10 @@ CASES = [
     (f'bad reboot limit {v!r}', image(header()), ['--max-reboots', v],
      '--max-reboots must be')
     for v in ('0', ' 5', '-1', '18446744073709551616', '5x', '')
+] + [
+    (f'bad exit cost {v!r}', image(header()), ['--exit-cost', v],
+     '--exit-cost (or auto) must be')
+    for v in ('-1', ' 9000', '9us', '1000000001', 'Auto', '')
 ]
 
 # A guest's debug-exit code C != 0 must never look like lcvmm's own
