@@ -1061,6 +1061,13 @@ static int shadow_run(lcr_vcpu *v, lcr_ectx *c, const shadow_save *s)
         addr = v->fault_addr;
         goto undo;
     }
+    /* A REP INS/OUTS may stop between iterations with the ones done
+     * standing (port accesses made, rCX and the index moved: string_io):
+     * taken back with the instruction that opened the shadow, they would
+     * be left half undone. Not started here: the CPU runs both. */
+    if (next.info.rep &&
+        (next.info.op == LC_OP_INS || next.info.op == LC_OP_OUTS))
+        goto undo;
     v->in_shadow = 1;
     v->route = NULL;            /* the translator's route was for us */
     r = dispatch(v, &next);

@@ -688,9 +688,13 @@ static unsigned static_extent(const dcase *c, const lc_config *f)
          * interrupt shadow, in the same step, and the run ends after it
          * (runtime/exec.c, shadow_run) */
         if (opens_shadow(c, (int)i)) {
+            /* (a REP INS/OUTS is not started there: the run stops
+             * before the instruction opening the shadow) */
             if (i + 1 < c->ninsns && i + 1 < window &&
                 decode_at(c, (int)i + 1, &info) &&
-                info.exit_class == LC_CLASS_STRONG)
+                info.exit_class == LC_CLASS_STRONG &&
+                !(info.rep && (info.op == LC_OP_INS ||
+                               info.op == LC_OP_OUTS)))
                 last = i + 1;
             break;
         }

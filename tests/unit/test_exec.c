@@ -1126,6 +1126,38 @@ START_TEST(cli_sti_shadow)
     ck_assert_uint_eq(s.rip, 0x7002);
     ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
     ck_assert_int_eq(v.stop, LC_STOP_IRQ);
+    /* sti; rep outsb: a REP OUTS may stop between iterations with those
+     * done standing, which could not be taken back with the STI: it is not
+     * started in the shadow, the step stops before the STI and no byte
+     * reaches the port (fuzz_engine found the state half changed) */
+    memcpy(f.ram + 0x7000, "\xfb\xf3\x6e", 3);
+    f.irq = 0;
+    f.nlog = 0;
+    s.rflags = 0x2;
+    s.rip = 0x7000;
+    s.gpr[LC_RCX] = 3;
+    s.gpr[LC_RSI] = 0x100;
+    s.gpr[LC_RDX] = 0x80;
+    before = s;
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 10;
+    v.rep_budget = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    ck_assert_uint_eq(f.nlog, 0);
+    ck_assert_uint_eq(v.insns, 0);
+    /* without the shadow the same REP OUTS runs, one iteration a step */
+    s.rip = 0x7001;
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 10;
+    v.rep_budget = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_BUDGET);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 2);
+    ck_assert_uint_eq(f.nlog, 1);
     fvm_fini(&f);
 }
 END_TEST
