@@ -132,6 +132,13 @@ tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
     e->size = sizeof(*e) + clsize + cl->nbytes + xbytes +
               nx * sizeof(*e->xrec);
 
+    /* A translation larger than the whole cap (a cap of a few KiB and a
+     * cluster with callees) is not kept: evicting everything would not
+     * make room for it. */
+    if (e->size > c->max_bytes) {
+        entry_free(e);
+        return NULL;
+    }
     old = tc_lookup(c, k);
     if (old)
         tc_remove(c, old);

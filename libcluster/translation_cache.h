@@ -63,8 +63,8 @@ void tc_flush(tc_cache *c);
 tc_entry *tc_lookup(const tc_cache *c, const tc_key *k);
 /* Copies `cl` (its used part) and `code` (range 0), and for its other
  * ranges their bytes and records from `xc` (NULL when cl->nrange <= 1);
- * evicts to stay under the cap. NULL on allocation failure (nothing
- * changed). */
+ * evicts to stay under the cap. NULL on allocation failure, or when the
+ * translation alone is larger than the cap (nothing changed). */
 tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
                     const uint8_t *code, const lcx_code *xc);
 void tc_remove(tc_cache *c, tc_entry *e);

@@ -220,8 +220,9 @@ static int mem_read(const lcx_trace *t, const lcx_insn *x, unsigned bytes,
      * walk pushed (cdecl arguments, a saved register) whose value is not
      * in memory yet. */
     if (m->seg == LC_SS && rsp_now(t, &sp))
-        return lcx_values_stack(t, t->sv.rsp_delta + (int64_t)(ea - sp),
-                                bytes, val);
+        /* (wrapping: ea and rSP are guest values, any distance apart) */
+        return lcx_values_stack(t, (int64_t)((uint64_t)t->sv.rsp_delta +
+                                             (ea - sp)), bytes, val);
     if (lcx_peek(t->in->v, m->seg, ea, bytes, val))
         return 0;
     *val &= lcr_mask(bytes);
