@@ -324,7 +324,7 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
         tc_key key;
         tc_entry *te;
         uint64_t gfn[LCR_WATCH_MAX];
-        unsigned ngfn = 0, lead = 0, reach = 0;
+        unsigned ngfn = 0;
         int formed = 0, at_end;
 
         if (stop != LC_STOP_END || v->error != LC_OK)
@@ -354,15 +354,11 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
             break;
         }
         /* Only when its first exit is as near the last one as the window
-         * lets a formation reach: counted as the window is, without the
-         * transfers the translation follows (calls.c, lcx_trace_room). */
-        while (lead < te->cl->ninsn && !te->cl->insn[lead].exiting) {
-            if (!te->cl->insn[lead].follow)
-                reach++;
-            lead++;
-        }
-        if (lead >= te->cl->ninsn ||
-            v->insns - v->exit_insns + reach > cfg->max_cluster_insns)
+         * lets a formation reach (tc_entry.first_exit, counted once when
+         * the translation was cached). */
+        if (te->first_exit == TC_NO_EXIT ||
+            v->insns - v->exit_insns + te->first_exit >
+                cfg->max_cluster_insns)
             break;
         if (!lci_coherent(v, te, key.rip, gfn, &ngfn)) {
             STAT_INC(c->vc->stats.coherency_failures);

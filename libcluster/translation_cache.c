@@ -129,6 +129,14 @@ tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
         xbytes += cl->range[r].len;
     }
     e->key = *k;
+    e->first_exit = TC_NO_EXIT;
+    for (unsigned i = 0, reach = 0; i < cl->ninsn; i++) {
+        if (cl->insn[i].exiting) {
+            e->first_exit = (uint8_t)reach;
+            break;
+        }
+        reach += !cl->insn[i].follow;
+    }
     e->size = sizeof(*e) + clsize + cl->nbytes + xbytes +
               nx * sizeof(*e->xrec);
 

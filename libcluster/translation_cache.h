@@ -26,6 +26,8 @@ typedef struct tc_key {
     uint8_t  first_done;
 } tc_key;
 
+#define TC_NO_EXIT 0xff
+
 typedef struct tc_entry {
     struct tc_entry *chain;     /* bucket list */
     struct tc_entry *older, *newer;
@@ -44,6 +46,11 @@ typedef struct tc_entry {
      * coherency check reports the same frames copies them instead of
      * computing them again. Cleared whenever a record is made again. */
     uint8_t  wvalid, wn, wbytes;
+    /* Instructions before the first exiting one, counted as the window
+     * counts them (without the transfers the cluster follows, calls.c's
+     * lcx_trace_room): how far a chained run must reach to get to an
+     * exit (handle_exit.c). TC_NO_EXIT: none exits. */
+    uint8_t  first_exit;
     uint64_t wgfn[LCR_WATCH_MAX];
     uint16_t wlo[LCR_WATCH_MAX], whi[LCR_WATCH_MAX];
 } tc_entry;

@@ -1061,12 +1061,12 @@ static int shadow_run(lcr_vcpu *v, lcr_ectx *c, const shadow_save *s)
         addr = v->fault_addr;
         goto undo;
     }
-    /* A REP INS/OUTS may stop between iterations with the ones done
-     * standing (port accesses made, rCX and the index moved: string_io):
-     * taken back with the instruction that opened the shadow, they would
-     * be left half undone. Not started here: the CPU runs both. */
-    if (next.info.rep &&
-        (next.info.op == LC_OP_INS || next.info.op == LC_OP_OUTS))
+    /* An instruction that may stop with part of its work standing (a
+     * REP INS/OUTS: port accesses made, rCX and the index moved) could
+     * not be taken back with the one that opened the shadow. Not started
+     * here: the CPU runs both. */
+    if (next.info.rep && (unsigned)next.info.op < LC_OP_COUNT_ &&
+        (lcr_op_rows[next.info.op].flags & LCR_ROW_REP_PARTIAL))
         goto undo;
     v->in_shadow = 1;
     v->route = NULL;            /* the translator's route was for us */
@@ -1516,8 +1516,9 @@ static int ex_rdtsc(lcr_vcpu *v, lcr_ectx *c)
 /* strongly exiting: run through the VMM's callbacks */
 #define ROW_IN       PLAIN(ex_in_out)
 #define ROW_OUT      PLAIN(ex_in_out)
-#define ROW_INS      OWNMEM(ex_string_io)
-#define ROW_OUTS     OWNMEM(ex_string_io)
+#define ROW_INS      X_(ex_string_io, LCR_ROW_OWNMEM | LCR_ROW_REP_PARTIAL, \
+                        LCR_FAST_NONE, 0)
+#define ROW_OUTS     ROW_INS
 #define ROW_CPUID    PLAIN(ex_cpuid)
 #define ROW_HLT      PLAIN(ex_hlt)
 #define ROW_MOV_DR   PLAIN(ex_mov_dr)

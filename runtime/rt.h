@@ -316,6 +316,10 @@ enum lcr_row_flags {
                                 * operands (stack, string I/O) */
     LCR_ROW_STORE  = 1u << 1,  /* an ALU row writes its result back (not
                                 * CMP, TEST) */
+    LCR_ROW_REP_PARTIAL = 1u << 2, /* with a REP prefix it may stop between
+                                * iterations with those done standing (the
+                                * one exception to exec.h's "LCR_STOP: no
+                                * register written"): INS, OUTS */
 };
 
 typedef struct lcr_op_row {

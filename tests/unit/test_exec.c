@@ -152,11 +152,14 @@ START_TEST(vmx_ud_outside_protected_mode)
 }
 END_TEST
 
-/* A VMM that fails every VMREAD (LC_CB_STOP: it emulates VMfailInvalid or
+/* A VMM that fails every VMREAD ('v') or every VMWRITE ('V'), as the
+ * test sets vmx_fail_kind (LC_CB_STOP: it emulates VMfailInvalid or
  * VMfailValid on the real exit). */
-static lc_cb_result vmread_fails(fvm *f, fvm_access *a)
+static char vmx_fail_kind;
+
+static lc_cb_result vmx_fails(fvm *f, fvm_access *a)
 {
-    if (a->kind == 'v')
+    if (a->kind == vmx_fail_kind)
         return LC_CB_STOP;
     return fvm_default_device(f, a);
 }
@@ -183,7 +186,8 @@ START_TEST(vmread_fail_leaves_no_dirty_bit)
     memcpy(f.ram + 0x8000, code, sizeof code);
     memcpy(&pde0, f.ram + pd, 8);
     ck_assert_uint_eq(pde0 & 0x60, 0);            /* A and D clear */
-    f.device = vmread_fails;
+    vmx_fail_kind = 'v';
+    f.device = vmx_fails;
     before = s;
     begin(&v, &f, &s);
     ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
@@ -203,14 +207,6 @@ START_TEST(vmread_fail_leaves_no_dirty_bit)
     fvm_fini(&f);
 }
 END_TEST
-
-/* A VMM that fails every VMWRITE (LC_CB_STOP). */
-static lc_cb_result vmwrite_fails(fvm *f, fvm_access *a)
-{
-    if (a->kind == 'V')
-        return LC_CB_STOP;
-    return fvm_default_device(f, a);
-}
 
 /* The VMWRITE analogue: the VMM needs the source's value to answer, but
  * the CPU reads a memory source only after the check for a current VMCS
@@ -236,7 +232,8 @@ START_TEST(vmwrite_fail_leaves_no_accessed_bit)
     memcpy(f.ram + 0x200100, &src, 8);
     memcpy(&pde0, f.ram + pd, 8);
     ck_assert_uint_eq(pde0 & 0x60, 0);            /* A and D clear */
-    f.device = vmwrite_fails;
+    vmx_fail_kind = 'V';
+    f.device = vmx_fails;
     before = s;
     begin(&v, &f, &s);
     ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
