@@ -197,6 +197,8 @@ static int prepare_mem(lcr_vcpu *v, lcr_ectx *c)
     }
     if (!access || in->mem.agen)
         return 0;
+    if (c->row && (c->row->flags & LCR_ROW_PLAINMEM))
+        access |= LCR_ACC_PLAIN;
     return operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0),
                         in->mem.bytes, access);
 }
@@ -350,6 +352,22 @@ static int sreg_operand(const lcd_insn *in)
            in->opnd[0].reg.cls == LCD_REG_SEG;
 }
 
+/* Every fragment plain RAM: neither a device nor a traced page. Reads that
+ * must happen before a check that can still fault (a divisor, a selector),
+ * multi-slot stack accesses (PUSHA, POPA: a device or the VMM refusing
+ * the third of eight stores would leave two done) and instructions that
+ * would reach two devices (a port and MMIO, MMIO and a traced page: the
+ * first access cannot be taken back if the second is refused, ops.h) need
+ * it; anything else is left to the CPU. */
+static int plain_ram(const lcr_xlat *x, int allow_traced)
+{
+    for (unsigned i = 0; i < x->nfrag; i++)
+        if (x->frag[i].kind != LC_GPA_RAM ||
+            (x->frag[i].traced && !allow_traced))
+            return 0;
+    return 1;
+}
+
 static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c);
 static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
 
@@ -368,6 +386,10 @@ static int ex_push(lcr_vcpu *v, lcr_ectx *c)
         return LCR_STOP;
     if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
         return LCR_STOP;
+    /* a device read, then a store the VMM may refuse (plain_ram) */
+    if (in->opnd[0].kind == LCD_OPND_MEM && !plain_ram(&c->mx, 1) &&
+        !plain_ram(&sx, 0))
+        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_opnd_read(v, c, 0, &a))
         return LCR_STOP;
     if (in->opnd[0].kind == LCD_OPND_IMM)
@@ -397,6 +419,9 @@ static int ex_pop(lcr_vcpu *v, lcr_ectx *c)
         operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, (int64_t)n), n,
                      LCR_ACC_WRITE) < 0)
         return LCR_STOP;
+    if (in->opnd[0].kind == LCD_OPND_MEM && !plain_ram(&sx, 1) &&
+        !plain_ram(&c->mx, 0))
+        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_xread(v, &sx, &a))
         return LCR_STOP;
     note_vmm_access(&sx, &c->vmm);
@@ -660,11 +685,8 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
          * CALL then faults. */
         if (in->opnd[0].kind == LCD_OPND_MEM) {
             if (operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), n,
-                             LCR_ACC_READ) < 0)
+                             LCR_ACC_READ | LCR_ACC_PLAIN) < 0)
                 return LCR_STOP;
-            for (unsigned i = 0; i < c->mx.nfrag; i++)
-                if (c->mx.frag[i].kind != LC_GPA_RAM)
-                    return stop(v, LC_STOP_TERMINATOR);
             if (lcr_xread(v, &c->mx, &target))
                 return LCR_STOP;
         } else if (in->opnd[0].kind == LCD_OPND_REG) {
@@ -710,7 +732,9 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
     if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ)) != NULL) {
         target = ram_load_n(h, n);                  /* section 11 cache */
     } else {
-        if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
+        /* read before the target check, which can still fault */
+        if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ | LCR_ACC_PLAIN,
+                         &sx) < 0)
             return LCR_STOP;
         if (lcr_xread(v, &sx, &target))
             return LCR_STOP;
@@ -821,8 +845,14 @@ static int string_io(lcr_vcpu *v, lcr_ectx *c, int is_out, uint32_t *iters)
             return LCR_DONE;
         if (*iters >= v->rep_budget)
             return stop(v, LC_STOP_BUDGET);
-        if (lcr_mem_xlat(v, seg, ea, n, is_out ? LCR_ACC_READ : LCR_ACC_WRITE,
-                     &x) < 0)
+        /* The port is one device; memory must not be another (MMIO, or a
+         * traced page for INS's store): the port read of an INS, or the
+         * MMIO read of an OUTS, could not be taken back if the second
+         * access were refused. The CPU does it (after the iterations
+         * done, as an interrupted REP). */
+        if (lcr_mem_xlat(v, seg, ea, n,
+                         (is_out ? LCR_ACC_READ : LCR_ACC_WRITE) |
+                             LCR_ACC_PLAIN, &x) < 0)
             return LCR_STOP;
         if (is_out) {
             uint64_t d;
@@ -997,20 +1027,6 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
 
 /* ---- gap fillers found missing on real code paths (issue 14) ------------ */
 
-/* Every fragment plain RAM: neither a device nor a traced page. Reads that
- * must happen before a check that can still fault (a divisor, a selector)
- * and multi-slot stack accesses (PUSHA, POPA: a device or the VMM refusing
- * the third of eight stores would leave two done) need it; anything else
- * is left to the CPU. */
-static int plain_ram(const lcr_xlat *x, int allow_traced)
-{
-    for (unsigned i = 0; i < x->nfrag; i++)
-        if (x->frag[i].kind != LC_GPA_RAM ||
-            (x->frag[i].traced && !allow_traced))
-            return 0;
-    return 1;
-}
-
 /* The interrupt shadow (SDM vol. 3 6.8.3; STI, MOV SS, POP SS): no
  * interrupt is delivered between the instruction and the next one.
  * lc_cpu_state has no field to hand a shadow back to the VMM, so a run
@@ -1138,10 +1154,8 @@ static int ex_mov_sreg(lcr_vcpu *v, lcr_ectx *c)
     if (d->kind == LCD_OPND_REG && d->reg.cls == LCD_REG_SEG) {
         if (src->kind == LCD_OPND_MEM) {
             if (operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), 2,
-                             LCR_ACC_READ) < 0)
+                             LCR_ACC_READ | LCR_ACC_PLAIN) < 0)
                 return LCR_STOP;
-            if (!plain_ram(&c->mx, 1))
-                return stop(v, LC_STOP_TERMINATOR);
             if (lcr_xread(v, &c->mx, &a))
                 return LCR_STOP;
         } else {
@@ -1205,10 +1219,8 @@ static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c)
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), a;
     lcr_xlat sx;
 
-    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
+    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ | LCR_ACC_PLAIN, &sx) < 0)
         return LCR_STOP;
-    if (!plain_ram(&sx, 1))
-        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_xread(v, &sx, &a))
         return LCR_STOP;
     return load_sreg(v, c, in->opnd[0].reg.num, (uint16_t)a, &sx, sb,
@@ -1228,8 +1240,6 @@ static int divide(lcr_vcpu *v, lcr_ectx *c, int is_signed)
     uint64_t b;
     int dneg = 0, bneg = 0;
 
-    if (c->has_mx && !plain_ram(&c->mx, 1))
-        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_opnd_read(v, c, 0, &b))
         return LCR_STOP;
     b &= lcr_mask(n);
@@ -1368,10 +1378,8 @@ static int ex_pusha(lcr_vcpu *v, lcr_ectx *c)
 
     for (unsigned k = 0; k < 8; k++) {
         if (lcr_mem_xlat(v, LC_SS, (sp - (k + 1) * n) & lcr_mask(sb), n,
-                         LCR_ACC_WRITE, &sx[k]) < 0)
+                         LCR_ACC_WRITE | LCR_ACC_PLAIN, &sx[k]) < 0)
             return LCR_STOP;
-        if (!plain_ram(&sx[k], 0))
-            return stop(v, LC_STOP_TERMINATOR);
     }
     for (unsigned k = 0; k < 8; k++)   /* k is the register number */
         if (lcr_xwrite(v, &sx[k], (k == LC_RSP ? sp : v->st->gpr[k]) &
@@ -1392,10 +1400,8 @@ static int ex_popa(lcr_vcpu *v, lcr_ectx *c)
         if (7 - k == LC_RSP)
             continue;
         if (lcr_mem_xlat(v, LC_SS, (sp + k * n) & lcr_mask(sb), n,
-                         LCR_ACC_READ, &sx[k]) < 0)
+                         LCR_ACC_READ | LCR_ACC_PLAIN, &sx[k]) < 0)
             return LCR_STOP;
-        if (!plain_ram(&sx[k], 1))
-            return stop(v, LC_STOP_TERMINATOR);
     }
     for (unsigned k = 0; k < 8; k++)
         if (7 - k != LC_RSP && lcr_xread(v, &sx[k], &val[7 - k]))
@@ -1505,7 +1511,7 @@ static int ex_rdtsc(lcr_vcpu *v, lcr_ectx *c)
 #define ROW_STD      PLAIN(ex_std)
 #define ROW_NOP      PLAIN(ex_nop)
 /* near control flow; CALL and RET are named, not yet run */
-#define ROW_JMP      PLAIN(ex_jmp)
+#define ROW_JMP      X_(ex_jmp, LCR_ROW_PLAINMEM, LCR_FAST_NONE, 0)
 #define ROW_JCC      PLAIN(ex_jcc)
 #define ROW_LOOP     PLAIN(ex_loop)
 #define ROW_LOOPE    PLAIN(ex_loope)
@@ -1532,8 +1538,8 @@ static int ex_rdtsc(lcr_vcpu *v, lcr_ectx *c)
 /* segment register moves, with the CPU's descriptor checks (sreg.c) */
 #define ROW_MOV_SREG OWNMEM(ex_mov_sreg)
 /* issue 14's gap fillers; BT* keep the bit test's kind in `alu` */
-#define ROW_DIV      PLAIN(ex_div)
-#define ROW_IDIV     PLAIN(ex_idiv)
+#define ROW_DIV      X_(ex_div, LCR_ROW_PLAINMEM, LCR_FAST_NONE, 0)
+#define ROW_IDIV     X_(ex_idiv, LCR_ROW_PLAINMEM, LCR_FAST_NONE, 0)
 #define ROW_BT       X_(ex_bt, LCR_ROW_OWNMEM, LCR_FAST_NONE, BT_TEST)
 #define ROW_BTS      X_(ex_bt, LCR_ROW_OWNMEM, LCR_FAST_NONE, BT_SET)
 #define ROW_BTR      X_(ex_bt, LCR_ROW_OWNMEM, LCR_FAST_NONE, BT_RESET)

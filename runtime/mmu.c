@@ -806,6 +806,13 @@ static int la_range_ok(const lcr_vcpu *v, uint64_t la, unsigned len)
            lcr_canonical(last, lcr_la_bits(v));
 }
 
+/* LCR_ACC_PLAIN's test: RAM, and for a store not a traced page. */
+static int frag_plain(const lcr_frag *f, unsigned access)
+{
+    return f->kind == LC_GPA_RAM &&
+           !((access & LCR_ACC_WRITE) && f->traced);
+}
+
 /* ---- the page-walk cache (section 11 of the paper; rt.h) -------------- */
 
 static int pwc_state_ok(const lcr_vcpu *v)
@@ -938,6 +945,8 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
         if (f->kind == LC_GPA_RAM && !v->route)
             pwc_keep_map(e, f, &m, wr);
     }
+    if ((access & LCR_ACC_PLAIN) && !frag_plain(f, access))
+        return stop_term(v);
     x->la = la;
     x->len = len;
     x->access = (uint8_t)access;
@@ -1127,8 +1136,10 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
      * access has other rights, a page-crossing access is two walks); a
      * cached page passed every check below when it was walked, and they
      * hold for any access inside it. */
-    if (v->pwc.nslot && len - 1u < LC_INSN_MAX_LEN && access &&
-        !(access & ~(unsigned)(LCR_ACC_READ | LCR_ACC_WRITE)) &&
+    if (v->pwc.nslot && len - 1u < LC_INSN_MAX_LEN &&
+        (access & (LCR_ACC_READ | LCR_ACC_WRITE)) &&
+        !(access & ~(unsigned)(LCR_ACC_READ | LCR_ACC_WRITE |
+                               LCR_ACC_PLAIN)) &&
         (la & PAGE_MASK) + len <= PAGE_SIZE) {
         int h = pwc_lookup(v, la, len, access, x);
 
@@ -1188,6 +1199,8 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
         r = map_frag_m(v, w[i].gpa, flen[i], access, &x->frag[i], &m);
         if (r != M_OK)
             return mres_stop(v, r, fla[i]);
+        if ((access & LCR_ACC_PLAIN) && !frag_plain(&x->frag[i], access))
+            return stop_term(v);
     }
     /* Phase 2: A/D bits, only now that the translation succeeds. */
     r = commit_ad(v, w, nfrag);

@@ -41,6 +41,12 @@ enum lcr_access {
      * such as the CPU's read of the TSS I/O permission bit map at any
      * CPL; SMAP applies to it whatever RFLAGS.AC says */
     LCR_ACC_IMPLICIT = 1u << 3,
+    /* with READ or WRITE: plain RAM only, no MMIO and, for a store, no
+     * traced page; anything else stops as a terminator before an A or D
+     * bit is set. For an access the VMM must not see: one that would
+     * follow another device's (a port and MMIO in one INS or OUTS), or a
+     * read before a check that can still fault (a RET's return address). */
+    LCR_ACC_PLAIN = 1u << 4,
 };
 
 /* One physically contiguous piece of a translated access. */
@@ -320,6 +326,10 @@ enum lcr_row_flags {
                                 * iterations with those done standing (the
                                 * one exception to exec.h's "LCR_STOP: no
                                 * register written"): INS, OUTS */
+    LCR_ROW_PLAINMEM = 1u << 3, /* its memory operand is read before a
+                                * check that can still fault (a jump
+                                * target, a divisor): plain RAM only
+                                * (LCR_ACC_PLAIN) */
 };
 
 typedef struct lcr_op_row {

@@ -54,6 +54,35 @@ static int vmx_mode_ok(lcr_vcpu *v)
     }
 }
 
+/* Would the VMREAD's memory destination fault, or reach the VMM (MMIO, a
+ * traced page: a refusal there would come after the answer)? Looked at
+ * with no side effects (LCR_PROBE_PEEK: no A/D bits, no route learned):
+ * 1 with v->stop set, else 0. */
+static int dest_faults(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    lcr_route *route = v->route;
+    uint8_t probe = v->probe;
+    lcr_xlat x;
+    int r;
+
+    v->route = NULL;
+    v->probe = LCR_PROBE_PEEK;
+    r = lcr_mem_xlat(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0),
+                     in->mem.bytes, LCR_ACC_WRITE, &x);
+    v->route = route;
+    v->probe = probe;
+    if (r < 0)
+        return 1;
+    /* a device or the VMM could refuse the store after the answer */
+    for (unsigned i = 0; i < x.nfrag; i++)
+        if (x.frag[i].kind != LC_GPA_RAM || x.frag[i].traced) {
+            lcr_stop(v, LC_STOP_TERMINATOR);
+            return 1;
+        }
+    return 0;
+}
+
 int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c)
 {
     uint64_t field, val = 0;
@@ -64,9 +93,14 @@ int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c)
         return LCR_STOP;
     if (lcr_opnd_read(v, c, 1, &field))
         return LCR_STOP;
+    /* A destination that would fault stops the run before the VMM is
+     * asked (a stop must leave no callback done): looked at without
+     * A/D bits, which the real translation after the answer sets (a
+     * VMREAD the VMM fails writes nothing; OWNMEM row, exec.c). */
+    if (c->in->opnd[0].kind == LCD_OPND_MEM && dest_faults(v, c))
+        return LCR_STOP;
     if (lcr_cb_result(v, v->ops->vmcs_read(v->opaque, field, &val)))
         return LCR_STOP;
-    /* the destination after the VMM's answer (OWNMEM row, exec.c) */
     if (lcr_prepare_mem(v, c) < 0 || lcr_opnd_write(v, c, 0, val))
         return LCR_STOP;
     lcr_set_flags(v, v->st->rflags & ~LCR_FL_STATUS);

@@ -21,6 +21,13 @@
  *    complete, and the guest will take the exit on it when it resumes.
  *    This is how a VMM says "I/O needed" (a device that must answer
  *    asynchronously) without the engine having to suspend.
+ *  - The engine cannot take an access back, so a device refuses an
+ *    instruction at its first access or not at all: once it accepted a
+ *    part (the first piece of an access split across pages, the read of
+ *    a read-modify-write), it must accept the rest. The engine itself
+ *    never runs an instruction whose accesses would reach two devices in
+ *    turn (INS and OUTS with MMIO or, for INS, a traced page; PUSH and
+ *    POP between MMIO and an MMIO or traced stack): the guest does it.
  *  - pio() and mmio() see every access a cluster makes, including ones
  *    that would never have exited to the VMM: a port or address the
  *    hypervisor serves itself (KVM's in-kernel 8259A, 8254, I/O APIC,

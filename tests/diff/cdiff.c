@@ -678,6 +678,12 @@ static unsigned static_extent(const dcase *c, const lc_config *f)
             info.cflow != LC_CF_NONE ||
             (c->insn[i].flags & (GI_SMC | GI_STOP | GI_VMFAIL)))
             break;
+        /* an INS or OUTS whose memory is MMIO (or, for INS, a traced
+         * page) is not run: a port and a device in one instruction
+         * (runtime/exec.c, string_io); which it is depends on rSI/rDI
+         * then, so no bound reaches past one */
+        if (info.op == LC_OP_INS || info.op == LC_OP_OUTS)
+            break;
         if (info.exit_class == LC_CLASS_STRONG) {
             last = i;
             gap = 0;
@@ -689,12 +695,12 @@ static unsigned static_extent(const dcase *c, const lc_config *f)
          * (runtime/exec.c, shadow_run) */
         if (opens_shadow(c, (int)i)) {
             /* (a REP INS/OUTS is not started there: the run stops
-             * before the instruction opening the shadow) */
+             * before the instruction opening the shadow; nor is one
+             * with MMIO, see above) */
             if (i + 1 < c->ninsns && i + 1 < window &&
                 decode_at(c, (int)i + 1, &info) &&
                 info.exit_class == LC_CLASS_STRONG &&
-                !(info.rep && (info.op == LC_OP_INS ||
-                               info.op == LC_OP_OUTS)))
+                info.op != LC_OP_INS && info.op != LC_OP_OUTS)
                 last = i + 1;
             break;
         }

@@ -1306,6 +1306,18 @@ static int t_io(gctx *g)
     return emit(g, &rq, out ? LC_OP_OUT : LC_OP_IN) < 0 ? -1 : 0;
 }
 
+/* Is linear address `t` in one of the case's MMIO regions? */
+static int in_mmio(const gctx *g, uint64_t t)
+{
+    for (int i = 0; i < g->nreg; i++)
+        if (g->reg[i].mmio && t - g->reg[i].la < g->reg[i].len)
+            return 1;
+    return 0;
+}
+
+static int emit_stop(gctx *g, ZydisEncoderRequest *rq, unsigned op,
+                     const memspec *m);
+
 static int t_strio(gctx *g)
 {
     ZydisEncoderRequest rq;
@@ -1357,6 +1369,11 @@ static int t_strio(gctx *g)
     rq.address_size_hint = ab == 16 ? ZYDIS_ADDRESS_SIZE_HINT_16
                          : ab == 32 ? ZYDIS_ADDRESS_SIZE_HINT_32
                                     : ZYDIS_ADDRESS_SIZE_HINT_64;
+    /* OUTS from MMIO: a device read and a port in one instruction, which
+     * the library leaves to the CPU (runtime/exec.c, string_io): a clean
+     * decline, unless a REP's count is 0 (no access at all) */
+    if (out && (!rep || n > 0) && in_mmio(g, t))
+        return emit_stop(g, &rq, LC_OP_OUTS, NULL) < 0 ? -1 : 0;
     return emit(g, &rq, out ? LC_OP_OUTS : LC_OP_INS) < 0 ? -1 : 0;
 }
 

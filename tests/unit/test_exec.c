@@ -701,6 +701,107 @@ START_TEST(rep_budget)
 }
 END_TEST
 
+/* An instruction whose accesses would reach two devices, the first of
+ * which could not be taken back if the second refused (ops.h, LC_CB_STOP):
+ * a port and MMIO or a traced page (INS, OUTS), MMIO and an MMIO or
+ * traced stack (PUSH, POP with a memory operand). The CPU does it: the
+ * step stops before it with no callback made; a REP stops between
+ * iterations, as an interrupted REP. */
+static int step_io(fvm *f, lc_cpu_state *s, lcr_vcpu *v)
+{
+    lcd_insn in;
+
+    memset(v, 0, sizeof *v);
+    v->insn_budget = 10;
+    v->rep_budget = 10;
+    f->nlog = 0;
+    lcr_begin(v, s, &fvm_ops, f);
+    return lcr_step(v, &in);
+}
+
+START_TEST(two_devices_not_run)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    const uint32_t mmio = (uint32_t)FVM_MMIO + 0x10;
+
+    fvm_init(&f);
+    f.traced_gfn = 0x9;
+    fvm_state_prot32(&s, 0);
+    s.rip = 0x7000;
+    s.gpr[LC_RDX] = 0x3f8;
+    s.gpr[LC_RSP] = 0x8000;
+
+    f.ram[0x7000] = 0x6c;                       /* insb */
+    s.gpr[LC_RDI] = mmio;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);               /* the port was not read */
+    ck_assert_uint_eq(s.gpr[LC_RDI], mmio);
+    ck_assert_uint_eq(s.rip, 0x7000);
+    s.gpr[LC_RDI] = 0x9010;                     /* into a traced page */
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);
+    s.gpr[LC_RDI] = 0x8010;                     /* plain RAM: runs */
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_DONE);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert_int_eq(f.log[0].kind, 'i');
+
+    f.ram[0x7000] = 0x6e;                       /* outsb */
+    s.rip = 0x7000;
+    s.gpr[LC_RSI] = mmio;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);               /* MMIO was not read */
+    s.gpr[LC_RSI] = 0x9010;     /* reading a traced page is plain RAM */
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_DONE);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert_int_eq(f.log[0].kind, 'o');
+
+    /* rep insb from 0x8ffe: two bytes into RAM, then the traced page */
+    f.ram[0x7000] = 0xf3; f.ram[0x7001] = 0x6c;
+    s.rip = 0x7000;
+    s.gpr[LC_RDI] = 0x8ffe;
+    s.gpr[LC_RCX] = 5;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 2);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 3);
+    ck_assert_uint_eq(s.gpr[LC_RDI], 0x9000);
+    ck_assert_uint_eq(s.rip, 0x7000);
+
+    /* push dword [mmio]: onto a stack in MMIO no, onto RAM yes */
+    memcpy(f.ram + 0x7000, (uint8_t[]){ 0xff, 0x35 }, 2);
+    memcpy(f.ram + 0x7002, &mmio, 4);
+    s.gpr[LC_RSP] = mmio + 0x100;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);
+    ck_assert_uint_eq(s.gpr[LC_RSP], mmio + 0x100);
+    s.gpr[LC_RSP] = 0x9100;                     /* a traced stack: no */
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_uint_eq(f.nlog, 0);
+    s.gpr[LC_RSP] = 0x8100;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_DONE);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert_int_eq(f.log[0].kind, 'r');
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x80fc);
+
+    /* pop dword [mmio] from a stack in MMIO: no; from RAM: yes */
+    memcpy(f.ram + 0x7000, (uint8_t[]){ 0x8f, 0x05 }, 2);
+    s.rip = 0x7000;
+    s.gpr[LC_RSP] = mmio + 0x100;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);
+    s.gpr[LC_RSP] = 0x8100;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_DONE);
+    ck_assert_uint_eq(f.nlog, 1);
+    ck_assert_int_eq(f.log[0].kind, 'w');
+    fvm_fini(&f);
+}
+END_TEST
+
 START_TEST(budget_and_irq)
 {
     fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
@@ -1455,6 +1556,7 @@ static Suite *exec_suite(void)
     tcase_add_test(t, callback_stop_leaves_state);
     tcase_add_test(t, smc_stops_after_write);
     tcase_add_test(t, rep_budget);
+    tcase_add_test(t, two_devices_not_run);
     tcase_add_test(t, budget_and_irq);
     tcase_add_test(t, alu_flags);
     suite_add_tcase(s, t);
