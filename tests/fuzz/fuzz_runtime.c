@@ -43,8 +43,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     v.nwatch = 1;
     v.watch_gfn[0] = 0;
     lcr_begin(&v, &s, &fvm_ops, &f.vm);
+    memset(&in, 0, sizeof in);
     for (int i = 0; i < 64; i++) {
-        if (lcr_step(&v, &in) != LCR_DONE || v.stop != LC_STOP_NONE)
+        lc_cpu_state before = s;
+        int r;
+
+        f.vm.nlog = 0;
+        r = lcr_step(&v, &in);
+        /* A stop is before the instruction: nothing changed, no callback
+         * done; only a REP INS/OUTS may stop between iterations. */
+        if (r == LCR_STOP &&
+            !(in.info.rep && (in.info.op == LC_OP_INS ||
+                              in.info.op == LC_OP_OUTS)) &&
+            (memcmp(&before, &s, sizeof s) || f.vm.nlog != 0))
+            abort();
+        if (r != LCR_DONE || v.stop != LC_STOP_NONE)
             break;
     }
     if (v.stop >= LC_STOP_REASON_COUNT_)

@@ -5,7 +5,8 @@
  * of RAM whose contents (page tables, descriptors, code) come from the
  * input, a traced page (3), a read-only page (4), an MMIO window at
  * 0x20000, and a device function whose every answer (reads, CPUID, MSRs,
- * DRs, VMCS fields, interrupts, port I/O refusals) comes from the input.
+ * DRs, VMCS fields, interrupts, port I/O refusals, which MMIO and traced
+ * blocks refuse) comes from the input.
  * The fixture's callbacks check the contracts the engine promises
  * (access sizes, DR numbers, traced writes inside RAM) and abort if one
  * is broken. Everything is bounded: the input reads as zeros past its
@@ -30,6 +31,7 @@ typedef struct fz {
     fvm vm;                 /* the vCPU's opaque: &fz.vm */
     const uint8_t *data;
     size_t size, pos;
+    uint8_t salt;           /* which MMIO and traced blocks refuse */
 } fz;
 
 /* The next n bytes of the input, little-endian; zeros past its end. */
@@ -44,10 +46,21 @@ static inline uint64_t take(fz *f, unsigned n)
     return v;
 }
 
+/* A device refuses (LC_CB_STOP) every access to one 16-byte block or
+ * none, as ops.h asks of a device: one block in 32 of the MMIO window and
+ * of the traced page, chosen by the input's last byte. */
+static inline int fz_refuses(const fz *f, uint64_t gpa)
+{
+    return (((gpa >> 4) ^ f->salt) & 0x1f) == 0;
+}
+
 static inline lc_cb_result fz_device(fvm *vm, fvm_access *a)
 {
     fz *f = vm->ctx;
 
+    if ((a->kind == 'r' || a->kind == 'w' || a->kind == 't') &&
+        fz_refuses(f, a->addr))
+        return LC_CB_STOP;
     switch (a->kind) {
     case 'i':
     case 'o':
@@ -87,6 +100,7 @@ static inline int fz_open(fz *f, const uint8_t *data, size_t size)
     f->data = data;
     f->size = size;
     f->pos = 0;
+    f->salt = size ? data[size - 1] : 0;
     return 0;
 }
 
