@@ -1016,6 +1016,41 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
     return e->map_hva + (gpa - e->map_lo);
 }
 
+int lcr_pwc_peek(const lcr_vcpu *v, uint64_t la, unsigned len,
+                 uint64_t *val)
+{
+    const lcr_pwc *p = &v->pwc;
+    const lcr_pwc_ent *e = NULL;
+    uint64_t lpn, gpa;
+    uint8_t b[8] = { 0 };
+
+    if (!p->nslot || v->route || len - 1u >= 8 || !pwc_state_ok(v))
+        return 0;
+    /* The hosts of the kept answers are valid until the guest-physical
+     * map changes (lc_vm_ops.gpa_map's contract): not after a flush. */
+    if (v->flush_gen &&
+        __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != p->gen)
+        return 0;
+    if (!long_mode_active(v))
+        la &= LA32_MASK;
+    if ((la & PAGE_MASK) + len > PAGE_SIZE)
+        return 0;
+    lpn = la >> 12;
+    for (unsigned i = 0; i < p->nslot; i++)
+        if (p->e[i].lpn == lpn) {
+            e = &p->e[i];
+            break;
+        }
+    if (!e || !e->mapped || !(e->ok & LCR_ACC_READ))
+        return 0;
+    gpa = e->gpa | (la & PAGE_MASK);
+    if (gpa < e->map_lo || gpa + len > e->map_hi)
+        return 0;
+    lcr_ram_read(b, e->map_hva + (gpa - e->map_lo), len);
+    memcpy(val, b, sizeof b);
+    return 1;
+}
+
 /* Which data accesses (LCR_ACC_READ, LCR_ACC_WRITE) the rights a walk
  * found allow in context `c`: pg_rights() for a read and for a write,
  * in one pass (a read-modify-write needs both). */

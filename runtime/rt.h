@@ -263,6 +263,18 @@ lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *st);
  * lcr_translate(). Changes nothing but pwc_hits. */
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
 
+/* A guess: the `len` (1..8) bytes at linear address `la` as the page-walk
+ * cache last saw their page, whatever its epoch: no revalidation, no
+ * gpa_map, no A bit, nothing changed. The page tables or the VMM's map
+ * answer may have changed since the entry was made (the host memory read
+ * is still guest RAM: the entry is gone once the map changes), so the
+ * value is only a prediction, for a decision a wrong value cannot make
+ * unsafe (the engine's check whether an empty chained translation still
+ * applies, handle_exit.c). 1 and *val (zero extended) when the cache
+ * answers, else 0. */
+int lcr_pwc_peek(const lcr_vcpu *v, uint64_t la, unsigned len,
+                 uint64_t *val);
+
 /* MOV between a general register (or an immediate) and plain RAM whose
  * page the cache answers for (lcr_pwc_ram()), run inline: 1 if done
  * (exactly as lcr_exec() would have done it), 0 if nothing happened and
