@@ -1635,6 +1635,57 @@ START_TEST(pwc_ram_inline_answers)
 }
 END_TEST
 
+/* A guess through the cache (lcr_pwc_peek, the chain's check of a
+ * stacked return address): the current bytes of the page the entry last
+ * mapped, in any epoch, with no walk, no gpa_map call and nothing
+ * changed; stale after a remap by design; nothing once the map
+ * generation or the paging state moved, across a page, or uncached. */
+START_TEST(pwc_peek_guesses)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    uint64_t ent[6], gen = 3, val = 0, cr3;
+    unsigned nmap, hits;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    V.flush_gen = &gen;
+    map_at(la, 0x30000, 1, F_P | F_RW, F_DIR, ent);
+    memcpy(T.ram + 0x30008, &(uint64_t){ 0x1122334455667788ull }, 8);
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 8, &val), 0);  /* uncached */
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    lcr_pwc_forget(&V);                 /* a callback ran */
+    nmap = T.nmap;
+    hits = V.pwc_hits;
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 8, &val), 1);
+    ck_assert_uint_eq(val, 0x1122334455667788ull);
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 2, &val), 1);
+    ck_assert_uint_eq(val, 0x7788);
+    ck_assert_uint_eq(T.nmap, nmap);
+    ck_assert_uint_eq(V.pwc_hits, hits);
+    ck_assert_uint_eq(V.pwc.n, 0);      /* not revalidated */
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 0xffc, 8, &val), 0);
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 0, &val), 0);
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 9, &val), 0);
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 0x1008, 8, &val), 0);
+
+    /* the PTE maps another page now: the guess still reads the old one
+     * (a walk, lcr_translate, finds the new) */
+    memcpy(T.ram + ent[1], &(uint64_t){ 0x35000 | F_P | F_RW | F_A }, 8);
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 8, &val), 1);
+    ck_assert_uint_eq(val, 0x1122334455667788ull);
+
+    /* another paging state, or the map changed: no answer */
+    cr3 = S.cr3;
+    S.cr3 ^= 0x1000;
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 8, &val), 0);
+    S.cr3 = cr3;
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 8, &val), 1);
+    gen++;
+    ck_assert_int_eq(lcr_pwc_peek(&V, la + 8, 8, &val), 0);
+    V.flush_gen = NULL;
+}
+END_TEST
+
 /* A cluster loads from its own code page, then stores into it with MOV:
  * the store completes and the run stops there (section 7), inline path
  * or not. */
@@ -1880,6 +1931,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, pwc_dropped_on_flush_generation);
     tcase_add_test(t, pwc_engine_runs_see_remap);
     tcase_add_test(t, pwc_ram_inline_answers);
+    tcase_add_test(t, pwc_peek_guesses);
     tcase_add_test(t, pwc_inline_store_into_code_stops);
     suite_add_tcase(s, t);
 
