@@ -202,7 +202,7 @@ def main():
               'KiB), tcache %s bytes, %s '
               'translations, %s evictions%s' % (
                   'ok' if good else 'FAIL', w, r['done'], a.n, r['unit'],
-                  r['wall_s'], r['rss_start_kib'], r['rss_peak_kib'],
+                  r['wall_s'], r['rss_settled_kib'], r['rss_peak_kib'],
                   r['rss_end_kib'], growth, r['own_settled_kib'],
                   r['own_end_kib'], r['tcache_bytes'],
                   r['translations'], r['evictions'],
