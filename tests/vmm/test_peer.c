@@ -10,12 +10,15 @@
  * (frames are passed in heap buffers of their exact size so the address
  * sanitizer sees any overread).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../unit/harness.h"
 #include "net.h"
 #include "net_frames.h"
+#include "boot_srv.h"
 
 static uint8_t frame[2048];
 static uint8_t reply[NET_FRAME_MAX];
@@ -690,6 +693,51 @@ static void check_answers_for(net_backend *be, const uint8_t *ip)
     ck_assert_uint_gt(net_rx(be, reply, sizeof reply), 0);
 }
 
+/* TFTP (backends/tftp.c): a duplicate ACK gets nothing at once (the
+ * Sorcerer's Apprentice), but one repeated TFTP_RESEND_MS or more after
+ * the next block went out means that block was lost: it goes again. */
+START_TEST(tftp_resends_lost_block)
+{
+    char dir[] = "/tmp/lc-tftp-XXXXXX", path[64], err[128];
+    static const uint8_t rrq[] = "\0\1f\0octet";
+    uint8_t file[1500], out[1024], ack[4] = { 0, 4, 0, 0 };
+    uint16_t from;
+    tftp_server *t;
+    FILE *f;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/f", dir);
+    for (unsigned i = 0; i < sizeof file; i++)
+        file[i] = (uint8_t)i;
+    ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+    ck_assert_uint_eq(fwrite(file, 1, sizeof file, f), sizeof file);
+    fclose(f);
+    ck_assert_ptr_nonnull(t = tftp_create(dir, err, sizeof err));
+
+    /* no options: block 1 at once, from the transfer's own port */
+    ck_assert_uint_eq(tftp_input(t, 2000, 69, rrq, sizeof rrq, out, &from),
+                      4 + 512);
+    ck_assert_uint_eq(out[3], 1);
+    /* ACK 0 again at once: a delayed duplicate, nothing */
+    ck_assert_uint_eq(tftp_input(t, 2000, from, ack, 4, out, &from), 0);
+    /* ... and after the client's timeout: block 1 was lost, again */
+    usleep(600 * 1000);
+    ck_assert_uint_eq(tftp_input(t, 2000, from, ack, 4, out, &from),
+                      4 + 512);
+    ck_assert_uint_eq(out[3], 1);
+    ck_assert_mem_eq(out + 4, file, 512);
+    ack[3] = 1;
+    ck_assert_uint_eq(tftp_input(t, 2000, from, ack, 4, out, &from),
+                      4 + 512);
+    ck_assert_uint_eq(out[3], 2);
+    ck_assert_uint_eq(tftp_input(t, 2000, from, ack, 4, out, &from), 0);
+    ck_assert_uint_eq(tftp_get_stats(t)->resent, 1);
+    tftp_destroy(t);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(net_arg_peer)
 {
     static const uint8_t ip[4] = { 192, 168, 7, 1 };
@@ -761,6 +809,7 @@ static Suite *peer_suite(void)
     tcase_add_test(tc, queue_is_bounded_and_ordered);
     tcase_add_test(tc, rx_buffer_too_small);
     tcase_add_test(tc, peer_create_checks_address);
+    tcase_add_test(tc, tftp_resends_lost_block);
     tcase_add_test(tc, net_arg_peer);
     tcase_add_test(tc, net_arg_errors);
     suite_add_tcase(s, tc);

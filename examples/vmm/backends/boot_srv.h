@@ -51,9 +51,10 @@ void tftp_destroy(tftp_server *t);
 size_t tftp_input(tftp_server *t, uint16_t port, uint16_t to_port,
                   const uint8_t *msg, size_t len, uint8_t *out,
                   uint16_t *from_port);
-/* Counters: requests, files served whole, blocks sent, errors sent. */
+/* Counters: requests, files served whole, blocks sent, errors sent,
+ * blocks sent again (a repeated ACK, late: the block was lost). */
 typedef struct tftp_stats {
-    uint64_t requests, files, blocks, errors;
+    uint64_t requests, files, blocks, errors, resent;
 } tftp_stats;
 const tftp_stats *tftp_get_stats(const tftp_server *t);
 

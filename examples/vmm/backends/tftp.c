@@ -6,7 +6,12 @@
  * (RFC 2347). Each transfer gets a port of its own (the server's TID);
  * the client's ACK of block n brings block n + 1; a duplicate ACK is
  * ignored (RFC 1123 4.2.3.1: answering it is the Sorcerer's Apprentice
- * bug); the block after the file's last full block is shorter than the
+ * bug) unless it comes TFTP_RESEND_MS or more after block n + 1 went
+ * out: then that block was lost (a NIC with no receive buffer free drops
+ * it) and the client is repeating its ACK on its own timeout, so block
+ * n + 1 goes again. The peer has no timer of its own, so the client's
+ * retransmission is the clock (RFC 1350 leaves the timeout to both
+ * sides); a delayed duplicate, sooner, still gets nothing. The block after the file's last full block is shorter than the
  * block size (possibly empty) and ends the transfer.
  *
  * File names are the client's: only names of [A-Za-z0-9._-] components
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "boot_srv.h"
@@ -36,6 +42,7 @@
 #define ERR_TID      5
 #define FILE_MAX (64u << 20)
 #define TID_FIRST 49152
+#define TFTP_RESEND_MS 500
 
 struct tftp_server {
     int dirfd;
@@ -46,8 +53,17 @@ struct tftp_server {
     size_t size;
     unsigned blksize;
     uint32_t sent;              /* last data block sent; 0: the OACK */
+    uint64_t sent_ms;           /* when it went out (CLOCK_MONOTONIC) */
     tftp_stats stats;
 };
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 tftp_server *tftp_create(const char *dir, char *err, size_t errlen)
 {
@@ -209,6 +225,7 @@ static size_t rrq(tftp_server *t, uint16_t port, const uint8_t *msg,
     *from = t->tid;
     if (!blksize && !want_tsize) {
         t->sent = 1;
+        t->sent_ms = now_ms();
         return data_block(t, 1, out);   /* no options: data at once */
     }   /* no options: data at once */
     out[0] = 0; out[1] = OP_OACK;
@@ -251,6 +268,12 @@ size_t tftp_input(tftp_server *t, uint16_t port, uint16_t to_port,
     /* the ACK must name the block sent last (16-bit numbers wrap for
      * files over 32 MiB at 512-byte blocks; 0 acknowledges the OACK) */
     block = (uint32_t)(msg[2] << 8 | msg[3]);
+    if (t->sent && block == ((t->sent - 1) & 0xffff) &&
+        now_ms() - t->sent_ms >= TFTP_RESEND_MS) {
+        t->stats.resent++;      /* block `sent` was lost: again */
+        t->sent_ms = now_ms();
+        return data_block(t, t->sent, out);
+    }
     if (block != (t->sent & 0xffff))
         return 0;               /* duplicate or stray: ignored */
     if (t->sent && (size_t)t->sent * t->blksize > t->size) {
@@ -259,5 +282,6 @@ size_t tftp_input(tftp_server *t, uint16_t port, uint16_t to_port,
         return 0;
     }
     t->sent++;
+    t->sent_ms = now_ms();
     return data_block(t, t->sent, out);
 }
