@@ -197,7 +197,7 @@ static int prepare_mem(lcr_vcpu *v, lcr_ectx *c)
     }
     if (!access || in->mem.agen)
         return 0;
-    if (c->row && (c->row->flags & LCR_ROW_PLAINMEM))
+    if (c->row->flags & LCR_ROW_PLAINMEM)
         access |= LCR_ACC_PLAIN;
     return operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0),
                         in->mem.bytes, access);
@@ -352,22 +352,6 @@ static int sreg_operand(const lcd_insn *in)
            in->opnd[0].reg.cls == LCD_REG_SEG;
 }
 
-/* Every fragment plain RAM: neither a device nor a traced page. Reads that
- * must happen before a check that can still fault (a divisor, a selector),
- * multi-slot stack accesses (PUSHA, POPA: a device or the VMM refusing
- * the third of eight stores would leave two done) and instructions that
- * would reach two devices (a port and MMIO, MMIO and a traced page: the
- * first access cannot be taken back if the second is refused, ops.h) need
- * it; anything else is left to the CPU. */
-static int plain_ram(const lcr_xlat *x, int allow_traced)
-{
-    for (unsigned i = 0; i < x->nfrag; i++)
-        if (x->frag[i].kind != LC_GPA_RAM ||
-            (x->frag[i].traced && !allow_traced))
-            return 0;
-    return 1;
-}
-
 static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c);
 static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
 
@@ -384,12 +368,13 @@ static int ex_push(lcr_vcpu *v, lcr_ectx *c)
         operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), n,
                      LCR_ACC_READ) < 0)
         return LCR_STOP;
-    if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
+    /* After a device read, a store the VMM may refuse could not take the
+     * read back (ops.h): then the slot must be plain RAM. */
+    if (lcr_mem_xlat(v, LC_SS, sp, n,
+                     in->opnd[0].kind == LCD_OPND_MEM && !lcr_xlat_plain(&c->mx)
+                         ? LCR_ACC_WRITE | LCR_ACC_PLAIN : LCR_ACC_WRITE,
+                     &sx) < 0)
         return LCR_STOP;
-    /* a device read, then a store the VMM may refuse (plain_ram) */
-    if (in->opnd[0].kind == LCD_OPND_MEM && !plain_ram(&c->mx, 1) &&
-        !plain_ram(&sx, 0))
-        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_opnd_read(v, c, 0, &a))
         return LCR_STOP;
     if (in->opnd[0].kind == LCD_OPND_IMM)
@@ -415,13 +400,12 @@ static int ex_pop(lcr_vcpu *v, lcr_ectx *c)
     /* POP to memory with an rSP base uses rSP after the increment (SDM
      * POP: "the ESP register is incremented before the effective address
      * is computed"). */
+    /* after a device read, the store plain RAM (as in ex_push) */
     if (in->opnd[0].kind == LCD_OPND_MEM &&
         operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, (int64_t)n), n,
-                     LCR_ACC_WRITE) < 0)
+                     lcr_xlat_plain(&sx) ? LCR_ACC_WRITE
+                                         : LCR_ACC_WRITE | LCR_ACC_PLAIN) < 0)
         return LCR_STOP;
-    if (in->opnd[0].kind == LCD_OPND_MEM && !plain_ram(&sx, 1) &&
-        !plain_ram(&c->mx, 0))
-        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_xread(v, &sx, &a))
         return LCR_STOP;
     note_vmm_access(&sx, &c->vmm);
@@ -1191,13 +1175,13 @@ static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c)
 
     if (s >= LC_NR_SREGS)
         return stop(v, LC_STOP_TERMINATOR);
+    /* a 32-bit slot is read first (its upper half is kept): plain RAM */
     if (lcr_mem_xlat(v, LC_SS, sp, n,
-                     n == 4 ? LCR_ACC_READ | LCR_ACC_WRITE : LCR_ACC_WRITE,
+                     n == 4 ? LCR_ACC_READ | LCR_ACC_WRITE | LCR_ACC_PLAIN
+                            : LCR_ACC_WRITE,
                      &sx) < 0)
         return LCR_STOP;
     if (n == 4) {
-        if (!plain_ram(&sx, 0))
-            return stop(v, LC_STOP_TERMINATOR);
         if (lcr_xread(v, &sx, &old))
             return LCR_STOP;
         if (old >> 16)

@@ -813,6 +813,23 @@ static int frag_plain(const lcr_frag *f, unsigned access)
            !((access & LCR_ACC_WRITE) && f->traced);
 }
 
+int lcr_xlat_plain(const lcr_xlat *x)
+{
+    for (unsigned i = 0; i < x->nfrag; i++)
+        if (!frag_plain(&x->frag[i], x->access))
+            return 0;
+    return 1;
+}
+
+/* The cache's entry for linear page `lpn` (any epoch), or NULL. */
+static inline lcr_pwc_ent *pwc_find(const lcr_pwc *p, uint64_t lpn)
+{
+    for (unsigned i = 0; i < p->nslot; i++)
+        if (p->e[i].lpn == lpn)
+            return (lcr_pwc_ent *)&p->e[i];
+    return NULL;
+}
+
 /* ---- the page-walk cache (section 11 of the paper; rt.h) -------------- */
 
 static int pwc_state_ok(const lcr_vcpu *v)
@@ -905,14 +922,9 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     uint64_t lpn = la >> 12, gpa;
     unsigned need = access & (LCR_ACC_READ | LCR_ACC_WRITE);
     unsigned wr = (access & LCR_ACC_WRITE) != 0;
-    lcr_pwc_ent *e = NULL;
+    lcr_pwc_ent *e = pwc_find(p, lpn);
     lcr_frag *f = &x->frag[0];
 
-    for (unsigned i = 0; i < p->nslot; i++)
-        if (p->e[i].lpn == lpn) {
-            e = &p->e[i];
-            break;
-        }
     if (!e)
         return 0;
     if (!pwc_state_ok(v)) {
@@ -971,11 +983,7 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
     if ((la & PAGE_MASK) + len > PAGE_SIZE)
         return NULL;
     lpn = la >> 12;
-    for (unsigned i = 0; i < p->nslot; i++)
-        if (p->e[i].lpn == lpn) {
-            e = &p->e[i];
-            break;
-        }
+    e = pwc_find(p, lpn);
     if (!e)
         return NULL;
     if (e->epoch != p->epoch || e->mapped <= wr) {
@@ -1036,11 +1044,7 @@ int lcr_pwc_peek(const lcr_vcpu *v, uint64_t la, unsigned len,
     if ((la & PAGE_MASK) + len > PAGE_SIZE)
         return 0;
     lpn = la >> 12;
-    for (unsigned i = 0; i < p->nslot; i++)
-        if (p->e[i].lpn == lpn) {
-            e = &p->e[i];
-            break;
-        }
+    e = pwc_find(p, lpn);
     if (!e || !e->mapped || !(e->ok & LCR_ACC_READ))
         return 0;
     gpa = e->gpa | (la & PAGE_MASK);
@@ -1115,9 +1119,7 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
         p->pt_gfn[p->npt++] = g;
         p->ptmask |= 1ull << (g & 63);
     }
-    for (i = 0; i < p->nslot; i++)
-        if (p->e[i].lpn == la >> 12)
-            e = &p->e[i];
+    e = pwc_find(p, la >> 12);
     if (!e) {
         if (p->nslot < LCR_PWC_ENTRIES) {
             e = &p->e[p->nslot++];

@@ -263,6 +263,12 @@ lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *st);
  * lcr_translate(). Changes nothing but pwc_hits. */
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
 
+/* Does translation `x` reach only plain RAM, as LCR_ACC_PLAIN would ask
+ * for its access (no MMIO; for a store, no traced page)? For an
+ * instruction whose second access must be plain only when its first
+ * one was not (PUSH and POP with a memory operand). */
+int lcr_xlat_plain(const lcr_xlat *x);
+
 /* A guess: the `len` (1..8) bytes at linear address `la` as the page-walk
  * cache last saw their page, whatever its epoch: no revalidation, no
  * gpa_map, no A bit, nothing changed. The page tables or the VMM's map

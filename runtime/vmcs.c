@@ -54,33 +54,26 @@ static int vmx_mode_ok(lcr_vcpu *v)
     }
 }
 
-/* Would the VMREAD's memory destination fault, or reach the VMM (MMIO, a
- * traced page: a refusal there would come after the answer)? Looked at
- * with no side effects (LCR_PROBE_PEEK: no A/D bits, no route learned):
- * 1 with v->stop set, else 0. */
-static int dest_faults(lcr_vcpu *v, lcr_ectx *c)
+/* The memory operand's translation for `access`, looked at with no side
+ * effects (LCR_PROBE_PEEK: no A/D bits; the instruction's device route
+ * left out: it is for the accesses the instruction makes, and this is
+ * none), plain RAM only (LCR_ACC_PLAIN: a device read has side effects,
+ * a device store could be refused after the VMM answered). 0, or -1 with
+ * v->stop set: a fault, or a terminator. */
+static int peek_xlat(lcr_vcpu *v, lcr_ectx *c, unsigned access, lcr_xlat *x)
 {
     const lcd_insn *in = c->in;
     lcr_route *route = v->route;
     uint8_t probe = v->probe;
-    lcr_xlat x;
     int r;
 
     v->route = NULL;
     v->probe = LCR_PROBE_PEEK;
     r = lcr_mem_xlat(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0),
-                     in->mem.bytes, LCR_ACC_WRITE, &x);
+                     in->mem.bytes, access | LCR_ACC_PLAIN, x);
     v->route = route;
     v->probe = probe;
-    if (r < 0)
-        return 1;
-    /* a device or the VMM could refuse the store after the answer */
-    for (unsigned i = 0; i < x.nfrag; i++)
-        if (x.frag[i].kind != LC_GPA_RAM || x.frag[i].traced) {
-            lcr_stop(v, LC_STOP_TERMINATOR);
-            return 1;
-        }
-    return 0;
+    return r;
 }
 
 int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c)
@@ -93,12 +86,16 @@ int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c)
         return LCR_STOP;
     if (lcr_opnd_read(v, c, 1, &field))
         return LCR_STOP;
-    /* A destination that would fault stops the run before the VMM is
-     * asked (a stop must leave no callback done): looked at without
-     * A/D bits, which the real translation after the answer sets (a
-     * VMREAD the VMM fails writes nothing; OWNMEM row, exec.c). */
-    if (c->in->opnd[0].kind == LCD_OPND_MEM && dest_faults(v, c))
-        return LCR_STOP;
+    /* A destination that would fault or reach the VMM stops the run
+     * before the VMM is asked (a stop must leave no callback done): only
+     * looked at here, the real translation after the answer sets the A/D
+     * bits (a VMREAD the VMM fails writes nothing; OWNMEM row, exec.c). */
+    if (c->in->opnd[0].kind == LCD_OPND_MEM) {
+        lcr_xlat x;
+
+        if (peek_xlat(v, c, LCR_ACC_WRITE, &x) < 0)
+            return LCR_STOP;
+    }
     if (lcr_cb_result(v, v->ops->vmcs_read(v->opaque, field, &val)))
         return LCR_STOP;
     if (lcr_prepare_mem(v, c) < 0 || lcr_opnd_write(v, c, 0, val))
@@ -107,32 +104,15 @@ int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
-/* The VMWRITE's memory source, looked at without side effects: its
- * translation in *x (all RAM) and its value in *val. 0, or -1 with
- * v->stop set: a fault, or a source the peek cannot read without a side
- * effect (MMIO: a device read), which the CPU then reads itself when the
- * guest executes the instruction. The instruction's device route is left
- * out: it is for the accesses the instruction makes, and this is none. */
+/* The VMWRITE's memory source, looked at without side effects
+ * (peek_xlat): its translation in *x (all RAM) and its value in *val. 0,
+ * or -1 with v->stop set: a fault, or a source the peek cannot read
+ * without a side effect (MMIO: a device read), which the CPU then reads
+ * itself when the guest executes the instruction. */
 static int peek_source(lcr_vcpu *v, lcr_ectx *c, lcr_xlat *x, uint64_t *val)
 {
-    const lcd_insn *in = c->in;
-    lcr_route *route = v->route;
-    uint8_t probe = v->probe;
-    int r;
-
-    v->route = NULL;
-    v->probe = LCR_PROBE_PEEK;
-    r = lcr_mem_xlat(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0),
-                     in->mem.bytes, LCR_ACC_READ, x);
-    v->route = route;
-    v->probe = probe;
-    if (r < 0)
+    if (peek_xlat(v, c, LCR_ACC_READ, x) < 0)
         return -1;
-    for (unsigned i = 0; i < x->nfrag; i++)
-        if (x->frag[i].kind != LC_GPA_RAM) {
-            lcr_stop(v, LC_STOP_TERMINATOR);
-            return -1;
-        }
     return lcr_xread(v, x, val);
 }
 

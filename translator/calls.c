@@ -349,27 +349,6 @@ static void note_guess(lcx_trace *t, const lcx_insn *x, uint64_t tgt)
     }
 }
 
-/* The return address a RET would take from `sp` now, as a guess: from
- * the page-walk cache's last view of the stack page when it has one
- * (lcr_pwc_peek: no revalidation; after a port or MMIO callback a
- * revalidating read costs a re-read of every paging entry and a gpa_map
- * call, more than the rest of the check), else read properly. 0 when
- * read. */
-static int stack_guess(lcr_vcpu *v, uint64_t sp, unsigned n, uint64_t *val)
-{
-    lc_stop_reason stop = v->stop;
-    uint8_t vec = v->fault_vector;
-    uint64_t addr = v->fault_addr, la;
-    int r = lcr_linear(v, LC_SS, sp, n, LCR_ACC_READ, &la);
-
-    v->stop = stop;
-    v->fault_vector = vec;
-    v->fault_addr = addr;
-    if (r == 0 && lcr_pwc_peek(v, la, n, val))
-        return 0;
-    return lcx_peek(v, LC_SS, sp, n, val);
-}
-
 int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *out)
 {
     unsigned n = cl->guess_bytes;
@@ -381,7 +360,8 @@ int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *out)
     case LCX_GUESS_STACK: {
         uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)cl->guess_delta) &
                       lcr_mask(lcx_stack_bytes(v));
-        if (stack_guess(v, sp, n, &val))
+        /* only a prediction: the cache's last view will do (values.c) */
+        if (lcx_peek_guess(v, LC_SS, sp, n, &val))
             return -1;
         break;
     }

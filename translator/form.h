@@ -119,6 +119,13 @@ unsigned lcx_stack_bytes(const lcr_vcpu *v);
 int lcx_peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
              uint64_t *val);
 
+/* lcx_peek() for a prediction that a stale value cannot make unsafe: the
+ * page-walk cache's last view of the page first (lcr_pwc_peek: no
+ * revalidation, no gpa_map; after a callback a revalidating read costs a
+ * re-read of every paging entry and a gpa_map call), else lcx_peek(). */
+int lcx_peek_guess(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                   uint64_t *val);
+
 /* Start the view at the exit's registers (v NULL: nothing known). */
 void lcx_values_init(lcx_regview *rv, const lcr_vcpu *v);
 

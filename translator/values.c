@@ -80,6 +80,21 @@ int lcx_peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
     return 0;
 }
 
+int lcx_peek_guess(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                   uint64_t *val)
+{
+    lc_stop_reason stop = v->stop;
+    uint8_t vec = v->fault_vector;
+    uint64_t addr = v->fault_addr, la;
+
+    if (lcr_linear(v, seg, ea, n, LCR_ACC_READ, &la) == 0)
+        return lcr_pwc_peek(v, la, n, val) ? 0 : lcx_peek(v, seg, ea, n, val);
+    v->stop = stop;             /* the segment check failed: so would */
+    v->fault_vector = vec;      /* lcx_peek()'s */
+    v->fault_addr = addr;
+    return -1;
+}
+
 void lcx_values_init(lcx_regview *rv, const lcr_vcpu *v)
 {
     memset(rv, 0, sizeof(*rv));

@@ -51,10 +51,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         f.vm.nlog = 0;
         r = lcr_step(&v, &in);
         /* A stop is before the instruction: nothing changed, no callback
-         * done; only a REP INS/OUTS may stop between iterations. */
+         * done; only a REP of a row that says so (LCR_ROW_REP_PARTIAL)
+         * may stop between iterations. */
         if (r == LCR_STOP &&
-            !(in.info.rep && (in.info.op == LC_OP_INS ||
-                              in.info.op == LC_OP_OUTS)) &&
+            !(in.info.rep && (unsigned)in.info.op < LC_OP_COUNT_ &&
+              (lcr_op_rows[in.info.op].flags & LCR_ROW_REP_PARTIAL)) &&
             (memcmp(&before, &s, sizeof s) || f.vm.nlog != 0))
             abort();
         if (r != LCR_DONE || v.stop != LC_STOP_NONE)
