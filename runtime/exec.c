@@ -1624,7 +1624,33 @@ void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
         lcr_pwc_forget(v);
 }
 
-int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in)
+unsigned lcr_inline_kind(const lcd_insn *in)
+{
+    const lc_insn_info *ii = &in->info;
+
+    if (ii->exit_class == LC_CLASS_TERMINATOR)
+        return LCR_INL_NONE;
+    switch (ii->op) {
+    case LC_OP_MOV:
+        return in->mem.present && !in->mem.agen ? LCR_INL_MOV : LCR_INL_NONE;
+    case LC_OP_CALL:
+        if (ii->cflow == LC_CF_CALL_REL ||
+            (ii->cflow == LC_CF_CALL_IND && in->nopnds > 0 &&
+             in->opnd[0].kind == LCD_OPND_REG))
+            return LCR_INL_CALL;
+        return LCR_INL_NONE;
+    case LC_OP_RET:
+        return ii->cflow == LC_CF_RET ? LCR_INL_RET : LCR_INL_NONE;
+    case LC_OP_IN:
+    case LC_OP_OUT:
+        return LCR_INL_IO;
+    default:
+        return LCR_INL_NONE;
+    }
+}
+
+/* MOV between a general register (or an immediate) and RAM. */
+static int inline_mov(lcr_vcpu *v, const lcd_insn *in)
 {
     const lcd_opnd *o0 = &in->opnd[0], *o1 = &in->opnd[1];
     unsigned n = in->mem.bytes, access;
@@ -1632,8 +1658,6 @@ int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in)
 
     if (in->info.op != LC_OP_MOV || in->nopnds != 2 || !in->mem.present ||
         in->mem.agen || in->info.exit_class == LC_CLASS_STRONG ||
-        in->info.exit_class == LC_CLASS_TERMINATOR ||
-        v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF) ||
         (n != 1 && n != 2 && n != 4 && n != 8))
         return 0;
     if (o0->kind == LCD_OPND_REG && o0->reg.cls == LCD_REG_GPR &&
@@ -1654,9 +1678,111 @@ int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in)
         lcr_reg_set(v, o0->reg, n, ram_load_n(h, n));
     else
         ram_store_n(h, n, lcr_src_value(v, o1));
+    v->st->rip += in->info.length;
+    return 1;
+}
+
+/* Near CALL, relative or through a register: ex_call() with its stack
+ * slot in RAM the cache answers for. A target that would fault, or any
+ * other stack, is left to ex_call(). */
+static int inline_call(lcr_vcpu *v, const lcd_insn *in)
+{
+    const lc_insn_info *ii = &in->info;
+    unsigned sb = stack_bytes(v), n = ii->operand_bits / 8;
+    uint64_t next = v->st->rip + ii->length, target, sp;
+    uint8_t *h;
+
+    if (ii->cflow == LC_CF_CALL_REL)
+        target = (next + (uint64_t)ii->branch_disp) & lcr_mask(n);
+    else if (ii->cflow == LC_CF_CALL_IND && in->nopnds > 0 &&
+             in->opnd[0].kind == LCD_OPND_REG)
+        target = lcr_reg_get(v, in->opnd[0].reg, n) & lcr_mask(n);
+    else
+        return 0;
+    if (!branch_ok(v, target))
+        return 0;
+    sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb);
+    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE)) == NULL)
+        return 0;
+    ram_store_n(h, n, next & lcr_mask(n));
+    gpr_set(v, LC_RSP, sb, sp);
+    v->st->rip = target;
+    return 1;
+}
+
+/* Near RET and RET imm16: ex_ret() with its stack slot in RAM the cache
+ * answers for and a target that does not fault. */
+static int inline_ret(lcr_vcpu *v, const lcd_insn *in)
+{
+    const lc_insn_info *ii = &in->info;
+    unsigned sb = stack_bytes(v), n = ii->operand_bits / 8;
+    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), target, extra = 0;
+    uint8_t *h;
+
+    if (ii->cflow != LC_CF_RET)
+        return 0;
+    if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
+        extra = in->opnd[0].imm & 0xffff;
+    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ)) == NULL)
+        return 0;
+    target = ram_load_n(h, n) & lcr_mask(n);
+    if (!branch_ok(v, target))
+        return 0;
+    gpr_set(v, LC_RSP, sb, sp + n + extra);
+    v->st->rip = target;
+    return 1;
+}
+
+/* IN and OUT (not the string forms) where no bit map needs reading:
+ * ex_in_out() without the dispatcher. The callback's refusal is final:
+ * -1 with v->stop set, as lcr_exec() would stop. */
+static int inline_io(lcr_vcpu *v, const lcd_insn *in)
+{
+    int is_out = in->info.op == LC_OP_OUT;
+    const lcd_opnd *data = &in->opnd[is_out ? 1 : 0];
+    const lcd_opnd *port = &in->opnd[is_out ? 0 : 1];
+    unsigned iopl = (unsigned)((v->st->rflags & LC_RFLAGS_IOPL) >> 12);
+    uint32_t val = 0;
+    uint16_t p;
+
+    if ((in->info.op != LC_OP_IN && !is_out) || in->nopnds != 2 ||
+        data->kind != LCD_OPND_REG || !v->ops->pio ||
+        (v->mode != LC_MODE_REAL &&
+         (v->mode == LC_MODE_VM86 || v->cpl > iopl)))
+        return 0;
+    p = port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
+                                   : (uint16_t)v->st->gpr[LC_RDX];
+    if (is_out)
+        val = (uint32_t)lcr_reg_get(v, data->reg, data->bytes);
+    if (pio(v, p, data->bytes, is_out, &val) < 0)
+        return -1;
+    if (!is_out)
+        lcr_reg_set(v, data->reg, data->bytes, val);
+    v->exits_done++;
+    v->exit_insns = v->insns;
+    v->st->rip += in->info.length;
+    return 1;
+}
+
+int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
+{
+    int r;
+
+    /* lcr_exec()'s own checks; the caller has made the interrupt check
+     * unnecessary (not a loop head). */
+    if (v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF))
+        return 0;
+    switch (kind) {
+    case LCR_INL_MOV:  r = inline_mov(v, in); break;
+    case LCR_INL_CALL: r = inline_call(v, in); break;
+    case LCR_INL_RET:  r = inline_ret(v, in); break;
+    case LCR_INL_IO:   r = inline_io(v, in); break;
+    default:           return 0;
+    }
+    if (r <= 0)
+        return r;
     v->stop = LC_STOP_NONE;
     v->smc_hit = 0;
-    v->st->rip += in->info.length;
     v->dirty |= LC_DIRTY_RIP;
     v->insns++;
     return 1;
@@ -1679,7 +1805,11 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
         return stop(v, LC_STOP_IRQ);
     if (in->info.exit_class == LC_CLASS_TERMINATOR)
         return stop(v, LC_STOP_TERMINATOR);
+    /* It may change the paging state (MOV CR, WRMSR EFER, POPF's AC, a
+     * far transfer's CPL): the page-walk cache compares it again. */
+    v->pwc.state_known = 0;
     r = dispatch(v, in);
+    v->pwc.state_known = 0;
     if (r == LCR_DONE) {
         v->insns++;
         if (v->smc_hit && v->stop == LC_STOP_NONE)

@@ -853,6 +853,22 @@ static int pwc_is_pt(const lcr_pwc *p, uint64_t gfn)
     return 0;
 }
 
+/* What lcr_pwc_ram() may serve from entry `e` (current epoch) without
+ * asking anything else (LCR_PWC_FAST_*). */
+static uint8_t pwc_fast(const lcr_pwc *p, const lcr_pwc_ent *e)
+{
+    uint8_t f = 0;
+
+    if (!e->mapped)
+        return 0;
+    if (e->ok & LCR_ACC_READ)
+        f |= LCR_PWC_FAST_R;
+    if ((e->ok & LCR_ACC_WRITE) && e->dirty && e->mapped == 2 &&
+        !e->readonly && !e->traced && !pwc_is_pt(p, e->gpa >> 12))
+        f |= LCR_PWC_FAST_W;
+    return f;
+}
+
 /* A store is about to go to `gpa`: if a cached walk read an entry in its
  * frame, the walk may no longer be what the tables say (the guest edits
  * its own page tables): forget them all. */
@@ -871,26 +887,28 @@ static void pwc_store(lcr_vcpu *v, uint64_t gpa)
 static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
 {
     lcr_pwc *p = &v->pwc;
-    unsigned i;
 
     if (v->flush_gen &&
         __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != p->gen) {
         lcr_pwc_drop(v);
         return 0;
     }
-    for (i = 0; i < e->nent; i++)
+    for (unsigned i = 0; i < e->nent; i++)
         if (load_entry(e->ehva[i], e->esize) != e->eval[i])
             return 0;
-    /* egfn[0 .. ngfn) are the walk's distinct frames (pwc_fill) */
-    if (p->npt + e->ngfn > LCR_PWC_PT)
-        return 0;               /* too many tables to watch: walk */
-    for (i = 0; i < e->ngfn; i++)
-        if (!pwc_is_pt(p, e->egfn[i])) {
-            p->pt_gfn[p->npt++] = e->egfn[i];
-            p->ptmask |= 1ull << (e->egfn[i] & 63);
-        }
+    /* Its frames are watched already (pwc_fill: the watch outlives the
+     * epoch). */
     e->epoch = p->epoch;
-    e->mapped = 0;
+    /* The VMM's answer for the data page stays while the flush generation
+     * holds: lc_vm_ops.gpa_map's contract asks for lc_engine_flush() on
+     * every change of what it answers, tracing included (as KVM's
+     * gfn_to_hva_cache keeps its host address while the memslots'
+     * generation holds). Without a generation (a runtime used on its
+     * own) it is asked again. */
+    if (!v->flush_gen) {
+        e->mapped = 0;
+        e->fast = 0;
+    }
     p->n++;
     return 1;
 }
@@ -954,8 +972,10 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
 
         if (r != M_OK)
             return mres_stop(v, r, la);
-        if (f->kind == LC_GPA_RAM && !v->route)
+        if (f->kind == LC_GPA_RAM && !v->route) {
             pwc_keep_map(e, f, &m, wr);
+            e->fast = pwc_fast(p, e);
+        }
     }
     if ((access & LCR_ACC_PLAIN) && !frag_plain(f, access))
         return stop_term(v);
@@ -973,23 +993,32 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
     lcr_pwc *p = &v->pwc;
     unsigned wr = access == LCR_ACC_WRITE;
     lcr_pwc_ent *e = NULL;
-    uint64_t lpn, gpa;
+    uint64_t gpa;
 
-    if (!p->nslot || v->route || len - 1u >= 8 ||
+    if (v->route || len - 1u >= 8 ||
         (access != LCR_ACC_READ && access != LCR_ACC_WRITE))
         return NULL;
     if (!long_mode_active(v))
         la &= LA32_MASK;
     if ((la & PAGE_MASK) + len > PAGE_SIZE)
         return NULL;
-    lpn = la >> 12;
-    e = pwc_find(p, lpn);
+    e = pwc_find(p, la >> 12);
     if (!e)
         return NULL;
-    if (e->epoch != p->epoch || e->mapped <= wr) {
-        /* First use in this epoch (revalidate, ask gpa_map) or first
-         * store: what lcr_translate() would do, once. A stop it finds
-         * is found again by the full path. */
+    if (!p->state_known) {
+        if (!pwc_state_ok(v))
+            return NULL;
+        p->state_known = 1;
+    }
+    /* First use in this epoch: the paging entries read back (the VMM's
+     * answer is kept while the flush generation holds). */
+    if (e->epoch != p->epoch && !pwc_revalidate(v, e))
+        return NULL;
+    if (!(e->fast & (wr ? LCR_PWC_FAST_W : LCR_PWC_FAST_R))) {
+        /* No answer from the VMM for this access yet (the first store, or
+         * no generation to keep one by), or one of the cases below: what
+         * lcr_translate() would do, once. A stop it finds is found again
+         * by the full path. */
         lcr_xlat x;
         int h = pwc_lookup(v, la, len, access, &x);
 
@@ -1002,23 +1031,21 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
             return NULL;
         }
         v->pwc_hits--;          /* counted below */
-    } else if (!pwc_state_ok(v)) {
-        return NULL;
+        /* Exactly the cases pwc_lookup() serves from this epoch's entry
+         * and the VMM's answer it keeps (it may have dropped everything:
+         * then the epoch moved); a store also must not need anything
+         * lcr_write() does besides storing: no traced page, no page
+         * table (pwc_fast() says). */
+        if (e->epoch != p->epoch ||
+            !(e->fast & (wr ? LCR_PWC_FAST_W : LCR_PWC_FAST_R)))
+            return NULL;
     }
-    /* Exactly the cases pwc_lookup() serves from this epoch's entry and
-     * the VMM's answer it keeps (it may have dropped everything: then the
-     * epoch moved); a store also must not need anything lcr_write() does
-     * besides storing: no traced page, no page table, no watched code
-     * bytes (the watch covers the bytes the translation runs). */
-    if (e->epoch != p->epoch || (e->ok & access) != access ||
-        (wr && !e->dirty) || e->mapped <= wr)
-        return NULL;
     gpa = e->gpa | (la & PAGE_MASK);
     if (gpa < e->map_lo || gpa + len > e->map_hi)
         return NULL;
-    if (wr && (e->readonly || e->traced ||
-               (p->npt && pwc_is_pt(p, gpa >> 12)) ||
-               lcr_watched(v, gpa, len)))
+    /* nor watched code bytes (the watch covers the bytes the translation
+     * runs) */
+    if (wr && lcr_watched(v, gpa, len))
         return NULL;
     v->pwc_hits++;
     return e->map_hva + (gpa - e->map_lo);
@@ -1081,6 +1108,27 @@ static uint8_t pg_data_rights(const pgctx *c, const walk *w)
     return ok;
 }
 
+/* Watch the frames of walk `w`'s paging entries (pt_gfn). 0 if they do
+ * not all fit. */
+static int pwc_watch_walk(lcr_pwc *p, const walk *w)
+{
+    for (unsigned i = 0; i < w->npt; i++) {
+        uint64_t g = w->pt_gfn[i];
+
+        if (pwc_is_pt(p, g))
+            continue;
+        if (p->npt == LCR_PWC_PT)
+            return 0;
+        p->pt_gfn[p->npt++] = g;
+        p->ptmask |= 1ull << (g & 63);
+        /* a data page that now holds a watched table: stores test it */
+        for (unsigned k = 0; k < p->nslot; k++)
+            if (p->e[k].gpa >> 12 == g)
+                p->e[k].fast &= (uint8_t)~LCR_PWC_FAST_W;
+    }
+    return 1;
+}
+
 /* Remember a walk that just succeeded (its A/D bits committed) for the
  * rest of the run. `f`, `m`: the data fragment and the VMM's answer. */
 static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
@@ -1109,15 +1157,12 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     for (i = 0; i < w->npt; i++)
         if (wr && w->pt_gfn[i] == w->gpa >> 12)
             return;
-    for (i = 0; i < w->npt; i++) {
-        uint64_t g = w->pt_gfn[i];
-
-        if (pwc_is_pt(p, g))
-            continue;
-        if (p->npt == LCR_PWC_PT)
-            return;             /* too many tables to watch: not cached */
-        p->pt_gfn[p->npt++] = g;
-        p->ptmask |= 1ull << (g & 63);
+    if (!pwc_watch_walk(p, w)) {
+        /* The watch is full of frames of entries replaced since: start
+         * again from this walk (every entry held must be watched). */
+        lcr_pwc_drop(v);
+        pwc_fill(v, c, la, w, f, m);
+        return;
     }
     e = pwc_find(p, la >> 12);
     if (!e) {
@@ -1154,6 +1199,7 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     e->mapped = 0;
     if (f->kind == LC_GPA_RAM && !v->route && m->kind == LC_GPA_RAM)
         pwc_keep_map(e, f, m, wr);
+    e->fast = pwc_fast(p, e);
 }
 
 int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
@@ -1546,6 +1592,10 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
     rec->cs_unusable = st->seg[LC_CS].unusable;
     rec->cpl = v->cpl;
     rec->mode = (uint8_t)v->mode;
+    rec->e8 = 1;
+    for (unsigned i = 0; i < rec->nent; i++)
+        if (rec->esize[i] != 8 || ((uintptr_t)rec->ehva[i] & 7))
+            rec->e8 = 0;
     return got;
 }
 
@@ -1556,23 +1606,15 @@ unsigned lcr_fetch_page_off(const lcr_fetch_rec *rec)
     return (unsigned)(la & 0xfff);
 }
 
-int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
-                    const uint8_t *expect, size_t len)
+/* The code bytes a record points at, against `expect`. */
+static inline __attribute__((always_inline))
+int rec_code_equal(const lcr_fetch_rec *rec, const uint8_t *expect,
+                          size_t len)
 {
-    const lc_cpu_state *st = v->st;
     size_t off = 0;
 
-    if (!rec->valid || rec->rip != rip || rec->cr0 != st->cr0 ||
-        rec->cr3 != st->cr3 || rec->cr4 != st->cr4 ||
-        rec->efer != st->efer || rec->cs_base != st->seg[LC_CS].base ||
-        rec->cs_limit != st->seg[LC_CS].limit ||
-        rec->cs_attr != cs_attr_of(&st->seg[LC_CS]) ||
-        rec->cs_unusable != st->seg[LC_CS].unusable || rec->cpl != v->cpl ||
-        rec->mode != (uint8_t)v->mode)
-        return 0;
-    for (unsigned i = 0; i < rec->nent; i++)
-        if (load_entry(rec->ehva[i], rec->esize[i]) != rec->eval[i])
-            return 0;
+    if (__builtin_expect(rec->npages == 1 && rec->code_len[0] >= len, 1))
+        return lcr_ram_equal(rec->code[0], expect, len);
     for (unsigned p = 0; p < rec->npages && off < len; p++) {
         size_t n = rec->code_len[p];
         if (n > len - off)
@@ -1582,6 +1624,54 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
         off += n;
     }
     return off == len;
+}
+
+int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
+                    const uint8_t *expect, size_t len)
+{
+    const lc_cpu_state *st = v->st;
+
+    if (!rec->valid || rec->rip != rip || rec->cr0 != st->cr0 ||
+        rec->cr3 != st->cr3 || rec->cr4 != st->cr4 ||
+        rec->efer != st->efer || rec->cs_base != st->seg[LC_CS].base ||
+        rec->cs_limit != st->seg[LC_CS].limit ||
+        rec->cs_attr != cs_attr_of(&st->seg[LC_CS]) ||
+        rec->cs_unusable != st->seg[LC_CS].unusable || rec->cpl != v->cpl ||
+        rec->mode != (uint8_t)v->mode)
+        return 0;
+    if (rec->e8) {
+        for (unsigned i = 0; i < rec->nent; i++)
+            if (__atomic_load_n((const uint64_t *)(const void *)rec->ehva[i],
+                                __ATOMIC_RELAXED) != rec->eval[i])
+                return 0;
+    } else {
+        for (unsigned i = 0; i < rec->nent; i++)
+            if (load_entry(rec->ehva[i], rec->esize[i]) != rec->eval[i])
+                return 0;
+    }
+    return rec_code_equal(rec, expect, len);
+}
+
+int lcr_fetch_code_equal(const lcr_fetch_rec *rec, const uint8_t *expect,
+                         size_t len)
+{
+    return rec->valid && rec_code_equal(rec, expect, len);
+}
+
+int lcr_fetch_same_walk(const lcr_fetch_rec *a, const lcr_fetch_rec *b)
+{
+    if (!a->valid || !b->valid || a->nent != b->nent ||
+        a->cr0 != b->cr0 || a->cr3 != b->cr3 || a->cr4 != b->cr4 ||
+        a->efer != b->efer || a->cs_base != b->cs_base ||
+        a->cs_attr != b->cs_attr || a->cs_limit != b->cs_limit ||
+        a->cs_unusable != b->cs_unusable || a->cpl != b->cpl ||
+        a->mode != b->mode)
+        return 0;
+    for (unsigned i = 0; i < a->nent; i++)
+        if (a->ehva[i] != b->ehva[i] || a->eval[i] != b->eval[i] ||
+            a->esize[i] != b->esize[i])
+            return 0;
+    return 1;
 }
 
 size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,

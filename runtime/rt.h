@@ -99,22 +99,32 @@ typedef struct lcr_route {
  * persists (lcr_begin_keep, the engine), between runs (the guest ran).
  * An entry of an earlier epoch is used again only after every paging
  * entry its walk read reads back unchanged (the walk is a function of
- * them and of the paging state, so it would find the same), and its
- * gpa_map answer is asked again (a VMM may start tracing a page without
- * telling us). Entries are dropped outright (lcr_pwc_drop) when:
+ * them and of the paging state, so it would find the same). Its
+ * gpa_map answer is kept while the engine's flush generation holds
+ * (lc_vm_ops.gpa_map's contract: the VMM flushes on every change of what
+ * gpa_map answers, tracing included); without a generation
+ * (`flush_gen` NULL) it is asked again. Entries are dropped outright
+ * (lcr_pwc_drop) when:
  *  - the paging state they were made in (CR0, CR3, CR4, EFER, CPL,
  *    RFLAGS.AC) differs;
- *  - a store goes to a frame holding a paging-structure entry a walk of
- *    this epoch read (pt_gfn, checked on every write translation and
- *    write; the walker's own A/D updates excepted, they only set bits);
+ *  - a store goes to a frame holding a paging-structure entry the walk
+ *    of an entry held read (pt_gfn, checked on every write translation
+ *    and write; the walker's own A/D updates excepted, they only set
+ *    bits). The watch covers the entries of earlier epochs too, so a
+ *    revalidation has nothing to add to it;
  *  - the guest-physical map changed (the engine's flush generation
  *    `*flush_gen` moved: the hosts of the recorded entries may be gone).
  * A write through an entry whose leaf D bit was clear walks again, as the
  * CPU does (SDM vol. 3 4.8), and sets D. Fetches, implicit supervisor
  * accesses and accesses crossing a page always walk. */
 #define LCR_PWC_ENTRIES 8
-#define LCR_PWC_PT      8     /* paging-structure frames watched */
+#define LCR_PWC_PT      12    /* paging-structure frames watched */
 #define LCR_PWC_LEVELS  5     /* paging entries a walk reads, at most */
+#define LCR_PWC_FAST_R  1     /* a read needs only the VMM's span */
+#define LCR_PWC_FAST_W  2     /* a store needs only the span and the SMC
+                               * watch: writable, D set, answered for a
+                               * write, not ROM, not traced, not a page
+                               * table */
 
 typedef struct lcr_pwc_ent {
     uint64_t lpn;         /* linear address >> 12 */
@@ -130,6 +140,9 @@ typedef struct lcr_pwc_ent {
                            * write (a store needs 2: dirty tracking) */
     uint8_t  traced;
     uint8_t  readonly;
+    uint8_t  fast;        /* LCR_PWC_FAST_*: what lcr_pwc_ram() may serve
+                           * from this entry without further tests (in
+                           * its epoch: pwc_fast() in mmu.c) */
     uint8_t  nent;        /* paging entries the walk read, and their size */
     uint8_t  esize;
     uint8_t  ngfn;        /* distinct frames among them (egfn) */
@@ -146,7 +159,11 @@ typedef struct lcr_pwc {
     uint8_t  npt;         /* valid pt_gfn */
     uint8_t  next;        /* replaced next when full (round robin) */
     uint8_t  cpl, ac;     /* the paging state the entries were made in */
-    uint8_t  pad_[2];
+    uint8_t  state_known; /* the paging state was compared with it in this
+                           * epoch and no instruction went through
+                           * lcr_exec() since (the inline forms change
+                           * none of it) */
+    uint8_t  pad_;
     uint64_t epoch;
     uint64_t gen;         /* *flush_gen when the entries were made */
     uint64_t cr0, cr3, cr4, efer;
@@ -232,13 +249,13 @@ typedef struct lcr_vcpu {
 static inline void lcr_pwc_forget(lcr_vcpu *v)
 {
     v->pwc.n = 0;
-    v->pwc.npt = 0;
+    v->pwc.state_known = 0;
     /* lcr_begin() does not clear the cache (it lives in a caller's stack
      * frame): a stale or never-set `next` would index past e[] once the
      * cache is full, a host store beyond the vCPU, return addresses
-     * included. */
+     * included. The page-table watch (npt) stays: it covers the frames of
+     * every entry held, whatever its epoch; lcr_pwc_drop() clears it. */
     v->pwc.next = 0;
-    v->pwc.ptmask = 0;
     v->pwc.epoch++;
 }
 
@@ -248,7 +265,8 @@ static inline void lcr_pwc_drop(lcr_vcpu *v)
 {
     lcr_pwc_forget(v);
     v->pwc.nslot = 0;
-    v->pwc.next = 0;
+    v->pwc.npt = 0;
+    v->pwc.ptmask = 0;
 }
 
 /* The execution mode `st` is in, from CR0.PE, EFER.LMA, CS.L/D and
@@ -281,11 +299,26 @@ int lcr_xlat_plain(const lcr_xlat *x);
 int lcr_pwc_peek(const lcr_vcpu *v, uint64_t la, unsigned len,
                  uint64_t *val);
 
-/* MOV between a general register (or an immediate) and plain RAM whose
- * page the cache answers for (lcr_pwc_ram()), run inline: 1 if done
- * (exactly as lcr_exec() would have done it), 0 if nothing happened and
- * lcr_exec() must run it. For the translator's run loop (run.c). */
-int lcr_exec_mov_fast(lcr_vcpu *v, const lcd_insn *in);
+/* Instructions the translator's run loop (run.c) executes through
+ * lcr_exec_inline() instead of the dispatcher, by the shape decoded
+ * (lcr_inline_kind(), decided once per translation):
+ *  - MOV between a general register (or an immediate) and plain RAM whose
+ *    page the cache answers for (lcr_pwc_ram());
+ *  - near CALL (relative, or through a register) and near RET / RET imm16
+ *    with the stack slot in such RAM and a target that does not fault;
+ *  - IN and OUT where no I/O permission bit map must be read (real mode,
+ *    or CPL <= IOPL).
+ * Each does exactly what lcr_exec() would. 1: done; 0: nothing happened,
+ * run lcr_exec(); -1: stopped (the device refused: v->stop says so). */
+enum lcr_inline {
+    LCR_INL_NONE = 0,
+    LCR_INL_MOV,
+    LCR_INL_CALL,
+    LCR_INL_RET,
+    LCR_INL_IO,
+};
+unsigned lcr_inline_kind(const lcd_insn *in);
+int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
 
 /* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs,
  * drops the page-walk cache). */
@@ -450,7 +483,9 @@ typedef struct lcr_fetch_rec {
     uint64_t       rip, cr0, cr3, cr4, efer, cs_base;
     uint64_t       cs_attr;  /* CS type .. avl, as stored (cs_attr_of()) */
     uint32_t       cs_limit;
-    uint8_t        cs_unusable, cpl, mode, pad_;
+    uint8_t        cs_unusable, cpl, mode;
+    uint8_t        e8;       /* every entry 8 bytes at an 8-aligned host
+                              * address: the check loads each in one go */
 } lcr_fetch_rec;
 
 /* lcr_fetch_at() that also fills `rec` (rec->valid only if every byte
@@ -464,6 +499,14 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
  * bytes equal `expect`; 0 otherwise (do a full fetch). No callbacks. */
 int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
                     const uint8_t *expect, size_t len);
+
+/* Were `a` and `b` made in the same state through the same paging
+ * entries (their RIPs aside)? Then, right after lcr_fetch_check() passed
+ * `a`, lcr_fetch_code_equal() (the code bytes alone) decides for `b`: a
+ * callee on its caller's page (libcluster/coherency.c). */
+int lcr_fetch_same_walk(const lcr_fetch_rec *a, const lcr_fetch_rec *b);
+int lcr_fetch_code_equal(const lcr_fetch_rec *rec, const uint8_t *expect,
+                         size_t len);
 
 /* Segmentation: effective address `ea` in segment `seg` to a linear
  * address, with limit, type, privilege and canonical checks for an access

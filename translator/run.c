@@ -130,6 +130,7 @@ static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
     for (;;) {
         lcx_insn *x = &cl->insn[i];
         uint64_t rip;
+        int inl;
 
         /* Interrupt checks at loop heads, except on entry: the guest has
          * just exited there with interrupts as they are. */
@@ -144,12 +145,15 @@ static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
                 run_fast(&cl->insn[i + k].fast, v, lz);
             i += n - 1;
             x = &cl->insn[i];
-        } else if (x->d.info.op == LC_OP_MOV && x->d.mem.present &&
-                   !v->irq_check && !x->routed &&
-                   (v->route = NULL, lcr_exec_mov_fast(v, &x->d))) {
-            /* A MOV to or from RAM the page-walk cache answers for
-             * (section 11): no dispatch, no walk. It neither reads nor
-             * writes the flags: a lazy computation stays pending. */
+        } else if (x->inl && !v->irq_check && !x->routed &&
+                   (v->route = NULL,
+                    (inl = lcr_exec_inline(v, &x->d, x->inl)) != 0)) {
+            /* A MOV to or from RAM, a CALL or RET with its stack slot in
+             * RAM the page-walk cache answers for (section 11), an IN or
+             * OUT: no dispatch, no walk. None reads or writes the flags:
+             * a lazy computation stays pending. */
+            if (inl < 0)
+                return v->stop;         /* the device refused */
         } else {
             materialize(lz, v->st);
             v->route = x->routed ? &x->route : NULL;

@@ -74,6 +74,8 @@ typedef struct lcx_insn {
     uint8_t  routed;    /* use `route` for this instruction's accesses */
     uint8_t  fast_run;  /* inline gap fillers from here on, straight line,
                          * none of them a loop head (0: not inline) */
+    uint8_t  inl;       /* enum lcr_inline: the runtime's inline form
+                         * (lcr_exec_inline), tried before lcr_exec */
     uint64_t rip;
     uint8_t  exiting;   /* strongly exiting, or weakly and predicted/paired */
     uint8_t  backedge;  /* enum lcx_backedge, for a backward branch */

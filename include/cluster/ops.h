@@ -90,9 +90,14 @@ typedef struct lc_vm_ops {
     /** Required. Translate a guest-physical address. `is_write` says what
      * the access will be. Must not fail for any gpa: unbacked addresses
      * answer LC_GPA_UNMAPPED. The engine remembers answers across exits
-     * (which device frame an instruction always hits, paper section 5):
-     * call lc_engine_flush() whenever the guest-physical map changes
-     * (a BAR moves, a memory slot is added or removed). */
+     * (which device frame an instruction always hits, paper section 5;
+     * the host address, `traced` and `readonly` of the RAM pages its
+     * page-walk cache holds, section 11): call lc_engine_flush() whenever
+     * any answer would change (a BAR moves, a memory slot is added or
+     * removed, a page starts or stops being traced or read-only). A VMM
+     * that logs dirty pages from `is_write` flushes when it clears its
+     * log, as it would re-protect pages under KVM: until then a page
+     * answered once for a write is not asked again. */
     void (*gpa_map)(void *opaque, uint64_t gpa, int is_write,
                     lc_gpa_map *out);
 

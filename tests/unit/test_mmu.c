@@ -1635,6 +1635,57 @@ START_TEST(pwc_ram_inline_answers)
 }
 END_TEST
 
+/* The VMM's answer for a cached page outlives the epoch while the flush
+ * generation holds (lc_vm_ops.gpa_map's contract: any change of it comes
+ * with lc_engine_flush()): after the VMM ran, the entry is revalidated by
+ * its paging entries alone, no gpa_map call; once the generation moved,
+ * everything is asked again (here: the page became traced, so a store
+ * is no longer inline). Without a generation the answer is asked again
+ * at every epoch. */
+START_TEST(pwc_keeps_map_per_generation)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    uint64_t gen = 7;
+    unsigned nmap;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    V.flush_gen = &gen;
+    map4k(la, 0x30000, F_P | F_RW | F_A | F_D);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
+    lcr_pwc_forget(&V);                 /* the VMM ran */
+    nmap = T.nmap;
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, R), T.ram + 0x30018);
+    ck_assert_uint_eq(T.nmap, nmap);
+
+    /* a changed paging entry still walks: the revalidation reads it */
+    lcr_pwc_forget(&V);
+    map4k(la, 0x31000, F_P | F_RW | F_A | F_D);
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 8, 8, R));
+    expect_ram(la, 8, R, 0x31000, __LINE__);
+
+    T.traced_gfn = 0x31;                /* and the VMM flushes */
+    gen++;
+    lcr_pwc_forget(&V);
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 16, 8, W));
+    expect_ram(la, 8, R, 0x31000, __LINE__);
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 16, 8, W));
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, R), T.ram + 0x31010);
+    T.traced_gfn = FVM_NONE;
+
+    /* no generation: the answer is asked again after the VMM ran */
+    V.flush_gen = NULL;
+    lcr_pwc_drop(&V);
+    expect_ram(la, 8, R, 0x31000, __LINE__);
+    lcr_pwc_forget(&V);
+    nmap = T.nmap;
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, R), T.ram + 0x31008);
+    ck_assert_uint_eq(T.nmap, nmap + 1);
+}
+END_TEST
+
 /* A guess through the cache (lcr_pwc_peek, the chain's check of a
  * stacked return address): the current bytes of the page the entry last
  * mapped, in any epoch, with no walk, no gpa_map call and nothing
@@ -1932,6 +1983,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, pwc_engine_runs_see_remap);
     tcase_add_test(t, pwc_ram_inline_answers);
     tcase_add_test(t, pwc_peek_guesses);
+    tcase_add_test(t, pwc_keeps_map_per_generation);
     tcase_add_test(t, pwc_inline_store_into_code_stops);
     suite_add_tcase(s, t);
 
