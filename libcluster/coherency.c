@@ -81,23 +81,12 @@ static void narrow(lcr_vcpu *v, const tc_entry *te)
     v->watch_bytes = 1;
 }
 
-/* The spans depend only on the fetch records and on the frames watched,
- * so a translation computes them once per record (the hit path runs the
- * same frames every time) and copies them while the frames agree. */
-void lci_watch_narrow(lcr_vcpu *v, tc_entry *te)
+/* Computed again and kept in `te` (engine_int.h, lci_watch_narrow: the
+ * copy while the frames agree). */
+void lci_watch_narrow_full(lcr_vcpu *v, tc_entry *te)
 {
     unsigned n = v->nwatch, i;
 
-    if (__builtin_expect(te->wvalid && te->wn == n, 1)) {
-        for (i = 0; i < n && te->wgfn[i] == v->watch_gfn[i]; i++)
-            ;
-        if (i == n) {
-            memcpy(v->watch_lo, te->wlo, sizeof te->wlo);
-            memcpy(v->watch_hi, te->whi, sizeof te->whi);
-            v->watch_bytes = te->wbytes;
-            return;
-        }
-    }
     narrow(v, te);
     te->wn = (uint8_t)n;
     te->wbytes = v->watch_bytes;
@@ -109,9 +98,11 @@ void lci_watch_narrow(lcr_vcpu *v, tc_entry *te)
 }
 
 /* One code range: by its fetch record (1), else by a full fetch that
- * re-records (2). Adds its frames to the watch list. 0: not coherent. */
+ * re-records (2). Adds its frames to the watch list. 0: not coherent.
+ * `checked`: a record that passed its check in this run just before, or
+ * NULL. */
 static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
-                          const uint8_t *expect, size_t n,
+                          int same_walk, const uint8_t *expect, size_t n,
                           uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
 {
     uint8_t code[LCX_MAX_INSNS * LC_INSN_MAX_LEN];
@@ -120,8 +111,11 @@ static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
     size_t got;
 
     /* First by the fetch record: the paging entries and code bytes the
-     * translation was made from, read directly, no walk, no callback. */
-    if (lcr_fetch_check(v, rip, rec, expect, n)) {
+     * translation was made from, read directly, no walk, no callback.
+     * `same_walk`: the first range's record, made through the same
+     * entries in the same state, has just passed: the code is left. */
+    if (same_walk ? rec->rip == rip && lcr_fetch_code_equal(rec, expect, n)
+                  : lcr_fetch_check(v, rip, rec, expect, n)) {
         lci_watch_add(gfn, ngfn, rec->gfn, rec->npages < 2 ? rec->npages : 2);
         return 1;
     }
@@ -136,10 +130,11 @@ static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
     return 2;
 }
 
-int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
-                 uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
+int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
+                      uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
 {
     const lcx_cluster *cl = te->cl;
+    unsigned same = 0, all = 1;
     size_t off = 0;
     int how;
 
@@ -149,11 +144,14 @@ int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
         *ngfn = te->rec.npages < 2 ? te->rec.npages : 2;
         gfn[0] = te->rec.gfn[0];
         gfn[1] = te->rec.gfn[1];
+        if (te->xvalid)
+            same = te->xsame;
     } else {
         *ngfn = 0;
         te->wvalid = 0;          /* its record is made again (or fails) */
-        if (!range_coherent(v, at, &te->rec, te->code, cl->nbytes, gfn,
-                            ngfn))
+        te->xvalid = 0;
+        if (!range_coherent(v, at, &te->rec, 0, te->code, cl->nbytes,
+                            gfn, ngfn))
             return 0;
     }
     if (cl->nrange <= 1)
@@ -165,13 +163,26 @@ int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
 
         if (n) {
             how = range_coherent(v, cl->range[r].rip, &te->xrec[r - 1],
-                                 te->xcode + off, n, gfn, ngfn);
-            if (how != 1)
+                                 (same >> (r - 1)) & 1, te->xcode + off, n,
+                                 gfn, ngfn);
+            if (how != 1) {
                 te->wvalid = 0;
+                te->xvalid = 0;
+                all = 0;
+            }
             if (!how)
                 return 0;
         }
         off += n;
+    }
+    /* Every record as checked: which of them share the first's walk. */
+    if (all && !te->xvalid) {
+        te->xsame = 0;
+        for (unsigned r = 1; r < cl->nrange; r++)
+            if (cl->range[r].len &&
+                lcr_fetch_same_walk(&te->rec, &te->xrec[r - 1]))
+                te->xsame |= (uint8_t)(1u << (r - 1));
+        te->xvalid = 1;
     }
     return 1;
 }

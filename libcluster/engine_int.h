@@ -103,14 +103,49 @@ uint8_t lci_exit_props(const lc_exit *x);
  * other code ranges) still what it was made from? On yes, gfn[] and *ngfn
  * are the code's frames (for the SMC watch, at most LCR_WATCH_MAX).
  * Re-records a range's fetch record when it had to do a full fetch. */
-int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
-                 uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn);
+int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
+                      uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn);
+
+/* The hit path's common case in the caller: one code range whose record
+ * still holds. */
+static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
+                               uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
+{
+    if (te->cl->nrange <= 1 &&
+        lcr_fetch_check(v, at, &te->rec, te->code, te->cl->nbytes)) {
+        *ngfn = te->rec.npages < 2 ? te->rec.npages : 2;
+        gfn[0] = te->rec.gfn[0];
+        gfn[1] = te->rec.gfn[1];
+        return 1;
+    }
+    return lci_coherent_full(v, te, at, gfn, ngfn);
+}
 
 /* Narrow the SMC watch armed in `v` (watch_gfn, nwatch) to the bytes of
  * `te`'s code ranges, by their fetch records: sets v->watch_bytes and the
  * spans, or leaves whole frames when a record cannot say. Remembers the
  * result in `te` for the next run over the same frames. */
-void lci_watch_narrow(lcr_vcpu *v, tc_entry *te);
+void lci_watch_narrow_full(lcr_vcpu *v, tc_entry *te);
+
+/* The spans depend only on the fetch records and on the frames watched,
+ * so a translation computes them once per record (the hit path runs the
+ * same frames every time) and copies them while the frames agree. */
+static inline void lci_watch_narrow(lcr_vcpu *v, tc_entry *te)
+{
+    unsigned n = v->nwatch, i;
+
+    if (__builtin_expect(te->wvalid && te->wn == n, 1)) {
+        for (i = 0; i < n && te->wgfn[i] == v->watch_gfn[i]; i++)
+            ;
+        if (i == n) {
+            memcpy(v->watch_lo, te->wlo, sizeof te->wlo);
+            memcpy(v->watch_hi, te->whi, sizeof te->whi);
+            v->watch_bytes = te->wbytes;
+            return;
+        }
+    }
+    lci_watch_narrow_full(v, te);
+}
 
 /* Add frames to a watch list without repeats (at most LCR_WATCH_MAX). */
 void lci_watch_add(uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn,

@@ -72,7 +72,8 @@ static unsigned log2_bucket(uint64_t n, unsigned buckets)
     return b;
 }
 
-static void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
+static inline __attribute__((always_inline))
+void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
                    int first_done, lc_result *res)
 {
     lc_stats *s = &vc->stats;
@@ -156,7 +157,8 @@ static void arm_watch(lcr_vcpu *v, tc_entry *te, const uint64_t *gfn,
 
 /* Run a translation whose code is known coherent: watch its code frames
  * for self-modification (section 7), run it, account for it. */
-static lc_status run_translation(exit_ctx *c, tc_entry *te,
+static inline __attribute__((always_inline))
+lc_status run_translation(exit_ctx *c, tc_entry *te,
                                  const uint64_t *gfn, unsigned ngfn)
 {
     lc_vcpu *vc = c->vc;

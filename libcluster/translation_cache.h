@@ -46,6 +46,10 @@ typedef struct tc_entry {
      * coherency check reports the same frames copies them instead of
      * computing them again. Cleared whenever a record is made again. */
     uint8_t  wvalid, wn, wbytes;
+    /* Bit r - 1: xrec[r - 1] was made in rec's state through rec's paging
+     * entries (lcr_fetch_same_walk), so once rec passed its check only
+     * its code is compared. Valid while xvalid; cleared with wvalid. */
+    uint8_t  xvalid, xsame;
     /* Instructions before the first exiting one, counted as the window
      * counts them (without the transfers the cluster follows, calls.c's
      * lcx_trace_room): how far a chained run must reach to get to an
