@@ -1101,7 +1101,8 @@ static int load_sreg(lcr_vcpu *v, lcr_ectx *c, unsigned seg, uint16_t sel,
                      const lcr_xlat *stack, unsigned sb, uint64_t new_sp)
 {
     lcr_sreg_load ld;
-    shadow_save sv;
+    shadow_save sv = { 0 };   /* set before shadow_run() reads it; the
+                                * compiler cannot see the SS guard */
 
     if (seg == LC_SS && v->in_shadow)
         return stop(v, LC_STOP_TERMINATOR);
@@ -1576,108 +1577,73 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
 
 /* ---- public entry points ----------------------------------------------- */
 
-static void begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
-                  void *opaque)
-{
-    /* The inputs before `route` stay as the caller set them; everything
-     * from `route` up to the page-walk cache is cleared, the cache kept
-     * for the callers to drop or revalidate (rt.h): on the hit path every
-     * byte cleared costs. */
-    memset(&v->route, 0, offsetof(lcr_vcpu, pwc) - offsetof(lcr_vcpu, route));
-    v->st = st;
-    v->ops = ops;
-    v->opaque = opaque;
-    if (!v->rep_budget)
-        v->rep_budget = 1;
-    if (v->nwatch > LCR_WATCH_MAX)
-        v->nwatch = LCR_WATCH_MAX;
-    v->pwc_hits = 0;
-    v->mode = lcr_cpu_mode(st);
-    /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
-     * code); real mode is CPL 0 and vm86 CPL 3. */
-    if (v->mode == LC_MODE_REAL)
-        v->cpl = 0;
-    else if (v->mode == LC_MODE_VM86)
-        v->cpl = 3;
-    else
-        v->cpl = st->seg[LC_SS].dpl & 3;
-}
-
 void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
                void *opaque)
 {
-    begin(v, st, ops, opaque);
+    lcr_begin_common(v, st, ops, opaque);
     lcr_pwc_drop(v);
 }
 
-void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
-                    void *opaque, const uint64_t *flush_gen)
-{
-    begin(v, st, ops, opaque);
-    v->flush_gen = flush_gen;
-    /* The guest ran since the last run: the cached walks hold only after
-     * their entries read back unchanged (section 11, mmu.c); a changed
-     * guest-physical map drops them. */
-    if (flush_gen && v->pwc.gen != __atomic_load_n(flush_gen, __ATOMIC_ACQUIRE))
-        lcr_pwc_drop(v);
-    else
-        lcr_pwc_forget(v);
-}
 
 unsigned lcr_inline_kind(const lcd_insn *in)
 {
     const lc_insn_info *ii = &in->info;
+    const lcd_opnd *o0 = &in->opnd[0], *o1 = &in->opnd[1];
+    unsigned n = in->mem.bytes;
 
     if (ii->exit_class == LC_CLASS_TERMINATOR)
         return LCR_INL_NONE;
     switch (ii->op) {
     case LC_OP_MOV:
-        return in->mem.present && !in->mem.agen ? LCR_INL_MOV : LCR_INL_NONE;
+        /* between a general register (not AH..BH) or an immediate and
+         * memory, of a size one host access can do */
+        if (in->nopnds != 2 || !in->mem.present || in->mem.agen ||
+            ii->exit_class == LC_CLASS_STRONG || (n != 1 && n != 2 && n != 4 && n != 8))
+            return LCR_INL_NONE;
+        if (o0->kind == LCD_OPND_REG && o0->reg.cls == LCD_REG_GPR &&
+            o0->bytes == n && o1->kind == LCD_OPND_MEM)
+            return LCR_INL_LOAD;
+        if (o0->kind == LCD_OPND_MEM &&
+            ((o1->kind == LCD_OPND_REG && o1->reg.cls == LCD_REG_GPR) ||
+             o1->kind == LCD_OPND_IMM))
+            return LCR_INL_STORE;
+        return LCR_INL_NONE;
     case LC_OP_CALL:
-        if (ii->cflow == LC_CF_CALL_REL ||
-            (ii->cflow == LC_CF_CALL_IND && in->nopnds > 0 &&
-             in->opnd[0].kind == LCD_OPND_REG))
-            return LCR_INL_CALL;
+        if (ii->cflow == LC_CF_CALL_REL)
+            return LCR_INL_CALL_REL;
+        if (ii->cflow == LC_CF_CALL_IND && in->nopnds > 0 &&
+            o0->kind == LCD_OPND_REG)
+            return LCR_INL_CALL_REG;
         return LCR_INL_NONE;
     case LC_OP_RET:
         return ii->cflow == LC_CF_RET ? LCR_INL_RET : LCR_INL_NONE;
     case LC_OP_IN:
+        return in->nopnds == 2 && o0->kind == LCD_OPND_REG ? LCR_INL_IN
+                                                           : LCR_INL_NONE;
     case LC_OP_OUT:
-        return LCR_INL_IO;
+        return in->nopnds == 2 && o1->kind == LCD_OPND_REG ? LCR_INL_OUT
+                                                           : LCR_INL_NONE;
     default:
         return LCR_INL_NONE;
     }
 }
 
-/* MOV between a general register (or an immediate) and RAM. */
-static int inline_mov(lcr_vcpu *v, const lcd_insn *in)
+/* MOV between a general register (or an immediate) and RAM: the shape
+ * was checked by lcr_inline_kind(). */
+static int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store)
 {
-    const lcd_opnd *o0 = &in->opnd[0], *o1 = &in->opnd[1];
-    unsigned n = in->mem.bytes, access;
+    unsigned n = in->mem.bytes;
     uint8_t *h;
 
-    if (in->info.op != LC_OP_MOV || in->nopnds != 2 || !in->mem.present ||
-        in->mem.agen || in->info.exit_class == LC_CLASS_STRONG ||
-        (n != 1 && n != 2 && n != 4 && n != 8))
-        return 0;
-    if (o0->kind == LCD_OPND_REG && o0->reg.cls == LCD_REG_GPR &&
-        o0->bytes == n && o1->kind == LCD_OPND_MEM)
-        access = LCR_ACC_READ;
-    else if (o0->kind == LCD_OPND_MEM &&
-             ((o1->kind == LCD_OPND_REG && o1->reg.cls == LCD_REG_GPR) ||
-              o1->kind == LCD_OPND_IMM))
-        access = LCR_ACC_WRITE;
-    else
-        return 0;
     /* Segmentation as always (a fault there is found again by lcr_exec). */
     h = ram_fast(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
-                 access);
+                 store ? LCR_ACC_WRITE : LCR_ACC_READ);
     if (!h)
         return 0;               /* unaligned: lcr_read/lcr_write split it */
-    if (access == LCR_ACC_READ)
-        lcr_reg_set(v, o0->reg, n, ram_load_n(h, n));
+    if (store)
+        ram_store_n(h, n, lcr_src_value(v, &in->opnd[1]));
     else
-        ram_store_n(h, n, lcr_src_value(v, o1));
+        lcr_reg_set(v, in->opnd[0].reg, n, ram_load_n(h, n));
     v->st->rip += in->info.length;
     return 1;
 }
@@ -1685,20 +1651,17 @@ static int inline_mov(lcr_vcpu *v, const lcd_insn *in)
 /* Near CALL, relative or through a register: ex_call() with its stack
  * slot in RAM the cache answers for. A target that would fault, or any
  * other stack, is left to ex_call(). */
-static int inline_call(lcr_vcpu *v, const lcd_insn *in)
+static int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
 {
     const lc_insn_info *ii = &in->info;
     unsigned sb = stack_bytes(v), n = ii->operand_bits / 8;
     uint64_t next = v->st->rip + ii->length, target, sp;
     uint8_t *h;
 
-    if (ii->cflow == LC_CF_CALL_REL)
+    if (rel)
         target = (next + (uint64_t)ii->branch_disp) & lcr_mask(n);
-    else if (ii->cflow == LC_CF_CALL_IND && in->nopnds > 0 &&
-             in->opnd[0].kind == LCD_OPND_REG)
-        target = lcr_reg_get(v, in->opnd[0].reg, n) & lcr_mask(n);
     else
-        return 0;
+        target = lcr_reg_get(v, in->opnd[0].reg, n) & lcr_mask(n);
     if (!branch_ok(v, target))
         return 0;
     sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb);
@@ -1719,8 +1682,6 @@ static int inline_ret(lcr_vcpu *v, const lcd_insn *in)
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), target, extra = 0;
     uint8_t *h;
 
-    if (ii->cflow != LC_CF_RET)
-        return 0;
     if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
         extra = in->opnd[0].imm & 0xffff;
     if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ)) == NULL)
@@ -1736,19 +1697,17 @@ static int inline_ret(lcr_vcpu *v, const lcd_insn *in)
 /* IN and OUT (not the string forms) where no bit map needs reading:
  * ex_in_out() without the dispatcher. The callback's refusal is final:
  * -1 with v->stop set, as lcr_exec() would stop. */
-static int inline_io(lcr_vcpu *v, const lcd_insn *in)
+static inline __attribute__((always_inline)) int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
 {
-    int is_out = in->info.op == LC_OP_OUT;
     const lcd_opnd *data = &in->opnd[is_out ? 1 : 0];
     const lcd_opnd *port = &in->opnd[is_out ? 0 : 1];
-    unsigned iopl = (unsigned)((v->st->rflags & LC_RFLAGS_IOPL) >> 12);
     uint32_t val = 0;
     uint16_t p;
 
-    if ((in->info.op != LC_OP_IN && !is_out) || in->nopnds != 2 ||
-        data->kind != LCD_OPND_REG || !v->ops->pio ||
+    if (!v->ops->pio ||
         (v->mode != LC_MODE_REAL &&
-         (v->mode == LC_MODE_VM86 || v->cpl > iopl)))
+         (v->mode == LC_MODE_VM86 ||
+          v->cpl > ((v->st->rflags & LC_RFLAGS_IOPL) >> 12))))
         return 0;
     p = port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
                                    : (uint16_t)v->st->gpr[LC_RDX];
@@ -1773,11 +1732,14 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     if (v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF))
         return 0;
     switch (kind) {
-    case LCR_INL_MOV:  r = inline_mov(v, in); break;
-    case LCR_INL_CALL: r = inline_call(v, in); break;
-    case LCR_INL_RET:  r = inline_ret(v, in); break;
-    case LCR_INL_IO:   r = inline_io(v, in); break;
-    default:           return 0;
+    case LCR_INL_LOAD:     r = inline_mov(v, in, 0); break;
+    case LCR_INL_STORE:    r = inline_mov(v, in, 1); break;
+    case LCR_INL_CALL_REL: r = inline_call(v, in, 1); break;
+    case LCR_INL_CALL_REG: r = inline_call(v, in, 0); break;
+    case LCR_INL_RET:      r = inline_ret(v, in); break;
+    case LCR_INL_IN:       r = inline_io(v, in, 0); break;
+    case LCR_INL_OUT:      r = inline_io(v, in, 1); break;
+    default:               return 0;
     }
     if (r <= 0)
         return r;

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Only the public headers that describe data: never the engine's API
  * (the build links the runtime without the engine, see meson.build). */
@@ -270,8 +271,24 @@ static inline void lcr_pwc_drop(lcr_vcpu *v)
 }
 
 /* The execution mode `st` is in, from CR0.PE, EFER.LMA, CS.L/D and
- * RFLAGS.VM (mode.c); contract as lc_cpu_mode_of(). */
-lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *st);
+ * RFLAGS.VM (at the start of every run, lcr_begin*(), to decode and to
+ * choose address and operand sizes); contract as lc_cpu_mode_of(). */
+static inline lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *s)
+{
+    const lc_segment *cs = &s->seg[LC_CS];
+
+    if (!(s->cr0 & LC_CR0_PE))
+        return LC_MODE_REAL;
+    if (s->efer & LC_EFER_LMA) {
+        if (cs->l)
+            return LC_MODE_LONG64;
+        return cs->db ? LC_MODE_COMPAT32 : LC_MODE_COMPAT16;
+    }
+    if (s->rflags & LC_RFLAGS_VM)
+        return LC_MODE_VM86;
+    return cs->db ? LC_MODE_PROT32 : LC_MODE_PROT16;
+}
+
 
 /* The host address of `len` (1..8) bytes at linear address `la` when this
  * epoch's page-walk cache already answers for them as plain RAM for
@@ -312,10 +329,13 @@ int lcr_pwc_peek(const lcr_vcpu *v, uint64_t la, unsigned len,
  * run lcr_exec(); -1: stopped (the device refused: v->stop says so). */
 enum lcr_inline {
     LCR_INL_NONE = 0,
-    LCR_INL_MOV,
-    LCR_INL_CALL,
-    LCR_INL_RET,
-    LCR_INL_IO,
+    LCR_INL_LOAD,       /* MOV r, m */
+    LCR_INL_STORE,      /* MOV m, r / imm */
+    LCR_INL_CALL_REL,
+    LCR_INL_CALL_REG,
+    LCR_INL_RET,        /* RET, RET imm16 */
+    LCR_INL_IN,
+    LCR_INL_OUT,
 };
 unsigned lcr_inline_kind(const lcd_insn *in);
 int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
@@ -328,8 +348,49 @@ void lcr_begin(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
 /* The same for a context that persists across runs of one vCPU (the
  * engine's): the page-walk cache is kept, to be revalidated (its epoch
  * ends), unless `*flush_gen` (if not NULL) moved since it was filled. */
-void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st, const lc_vm_ops *ops,
-                    void *opaque, const uint64_t *flush_gen);
+/* (lcr_begin_common: what both do; on the hit path, inline) */
+static inline void lcr_begin_common(lcr_vcpu *v, lc_cpu_state *st,
+                                    const lc_vm_ops *ops, void *opaque)
+{
+    /* The inputs before `route` stay as the caller set them; everything
+     * from `route` up to the page-walk cache is cleared, the cache kept
+     * for the callers to drop or revalidate (rt.h): on the hit path every
+     * byte cleared costs. */
+    memset(&v->route, 0, offsetof(lcr_vcpu, pwc) - offsetof(lcr_vcpu, route));
+    v->st = st;
+    v->ops = ops;
+    v->opaque = opaque;
+    if (!v->rep_budget)
+        v->rep_budget = 1;
+    if (v->nwatch > LCR_WATCH_MAX)
+        v->nwatch = LCR_WATCH_MAX;
+    v->pwc_hits = 0;
+    v->mode = lcr_cpu_mode(st);
+    /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
+     * code); real mode is CPL 0 and vm86 CPL 3. */
+    if (v->mode == LC_MODE_REAL)
+        v->cpl = 0;
+    else if (v->mode == LC_MODE_VM86)
+        v->cpl = 3;
+    else
+        v->cpl = st->seg[LC_SS].dpl & 3;
+}
+
+static inline void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st,
+                                  const lc_vm_ops *ops, void *opaque,
+                                  const uint64_t *flush_gen)
+{
+    lcr_begin_common(v, st, ops, opaque);
+    v->flush_gen = flush_gen;
+    /* The guest ran since the last run: the cached walks hold only after
+     * their entries read back unchanged (section 11, mmu.c); a changed
+     * guest-physical map drops them. */
+    if (flush_gen && v->pwc.gen != __atomic_load_n(flush_gen, __ATOMIC_ACQUIRE))
+        lcr_pwc_drop(v);
+    else
+        lcr_pwc_forget(v);
+}
+
 
 /* Result of one step. */
 enum lcr_step {

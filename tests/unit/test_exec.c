@@ -1532,6 +1532,190 @@ START_TEST(push_pop_sreg)
 }
 END_TEST
 
+/* The run loop's inline forms (lcr_exec_inline: MOV to and from RAM, near
+ * CALL and RET, IN and OUT) must do exactly what the dispatcher does
+ * (lcr_exec, which tests/diff proves against Unicorn), or nothing at
+ * all. Each case runs from random states on two identical machines: one
+ * through the inline form, one through lcr_exec. Both contexts first
+ * translate the data and stack pages, as an earlier access of the run
+ * would, so the page-walk cache can answer; addresses near page ends,
+ * unaligned slots, refused ports, CPL above IOPL and a single-step flag
+ * make some attempts decline (0: nothing changed) or stop (-1: as
+ * lcr_exec stops). Every case must take the inline form at least once. */
+static const struct inline_case {
+    lc_cpu_mode mode;
+    const char *hex;
+} inline_cases[] = {
+    { LC_MODE_LONG64, "48 89 03" },             /* mov [rbx], rax */
+    { LC_MODE_LONG64, "48 8b 0b" },             /* mov rcx, [rbx] */
+    { LC_MODE_LONG64, "89 43 05" },             /* mov [rbx+5], eax */
+    { LC_MODE_LONG64, "66 8b 53 fe" },          /* mov dx, [rbx-2] */
+    { LC_MODE_LONG64, "44 88 43 01" },          /* mov [rbx+1], r8b */
+    { LC_MODE_LONG64, "48 c7 43 08 ff ff ff ff" },
+    { LC_MODE_LONG64, "c7 04 24 78 56 34 12" }, /* mov dword [rsp], imm */
+    { LC_MODE_LONG64, "e8 10 00 00 00" },       /* call rel32 */
+    { LC_MODE_LONG64, "ff d0" },                /* call rax */
+    { LC_MODE_LONG64, "c3" },
+    { LC_MODE_LONG64, "c2 10 00" },             /* ret 16 */
+    { LC_MODE_LONG64, "e6 80" },                /* out 0x80, al */
+    { LC_MODE_LONG64, "ed" },                   /* in eax, dx */
+    { LC_MODE_LONG64, "66 ef" },                /* out dx, ax */
+    { LC_MODE_PROT32, "89 03" },
+    { LC_MODE_PROT32, "8b 4b 03" },
+    { LC_MODE_PROT32, "e8 10 00 00 00" },
+    { LC_MODE_PROT32, "ff d1" },                /* call ecx */
+    { LC_MODE_PROT32, "c3" },
+    { LC_MODE_PROT32, "e4 71" },                /* in al, 0x71 */
+    { LC_MODE_PROT32, "ee" },                   /* out dx, al */
+    { LC_MODE_REAL, "89 07" },                  /* mov [bx], ax */
+    { LC_MODE_REAL, "8b 4f 02" },               /* mov cx, [bx+2] */
+    { LC_MODE_REAL, "e8 10 00" },               /* call rel16 */
+    { LC_MODE_REAL, "c3" },
+    { LC_MODE_REAL, "c2 02 00" },
+    { LC_MODE_REAL, "ec" },                     /* in al, dx */
+    { LC_MODE_REAL, "e6 80" },
+};
+
+/* The pages an inline form may touch: page tables, code, stack, data. */
+static int inline_pages_equal(const fvm *fa, const fvm *fb,
+                              const uint64_t *at, unsigned n, int copy)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (copy)
+            memcpy(fb->ram + at[i], fa->ram + at[i], 0x1000);
+        else if (memcmp(fa->ram + at[i], fb->ram + at[i], 0x1000))
+            return 0;
+    }
+    return 1;
+}
+
+START_TEST(inline_forms_match_dispatcher)
+{
+    const struct inline_case *tc = &inline_cases[_i];
+    uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(_i + 1);
+    unsigned taken = 0;
+    fvm fa, fb;
+    uint8_t code[16];
+    size_t n = lc_test_hex(tc->hex, code, sizeof code);
+    int real = tc->mode == LC_MODE_REAL;
+    uint64_t code_at = real ? 0x1000 : 0x100000;
+    uint64_t data = real ? 0x2000 : 0x200000, stack = real ? 0x3000 : 0x180000;
+    const uint64_t pages[] = { 0x1000, 0x2000, 0x3000, 0x4000,
+                               real ? 0 : code_at, real ? 0 : stack,
+                               real ? 0 : data };
+
+    fvm_init(&fa);
+    fvm_init(&fb);
+    for (int k = 0; k < 200; k++) {
+        lc_cpu_state a, b, a0;
+        lcr_vcpu va, vb;
+        lcd_insn d;
+        lcr_xlat x;
+        unsigned kind;
+        int r, rb;
+
+#define NEXT() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, \
+                seed >> 17)
+        if (tc->mode == LC_MODE_LONG64)
+            fvm_state_long64(&fa, &a);
+        else if (tc->mode == LC_MODE_PROT32)
+            fvm_state_prot32(&a, NEXT() % 4 == 0 ? 3 : 0);
+        else
+            fvm_state_real(&a);
+        for (int g = 0; g < 16; g++)
+            a.gpr[g] = NEXT() ^ (NEXT() << 40);
+        /* data and stack slots anywhere in their page, now and then at its
+         * very end (a page-crossing access walks) */
+        a.gpr[LC_RBX] = data + (NEXT() % 4 ? NEXT() % 0x1000 : 0xffe);
+        a.gpr[LC_RSP] = stack + (NEXT() % 4 ? (NEXT() % 0x200) * 8
+                                            : NEXT() % 0x1000);
+        if (real) {
+            a.gpr[LC_RAX] &= 0xffff;
+            a.gpr[LC_RCX] &= 0xffff;
+        } else {
+            a.gpr[LC_RAX] = code_at + NEXT() % 0x1000;
+            a.gpr[LC_RCX] = code_at + NEXT() % 0x1000;
+        }
+        a.gpr[LC_RDX] = 0x70 + NEXT() % 0x20;
+        a.rflags = 0x2 | (NEXT() & (LCR_FL_STATUS | LC_RFLAGS_IOPL));
+        if (NEXT() % 16 == 0)
+            a.rflags |= LC_RFLAGS_TF;
+        a.rip = code_at;
+        fa.pio_answer = NEXT() % 8 ? LC_CB_OK : LC_CB_STOP;
+        fb.pio_answer = fa.pio_answer;
+        fa.nlog = fb.nlog = 0;
+        /* the same memory on both: code, a random stack and data, the
+         * page tables (fvm_state_long64 wrote them into fa) */
+        for (uint64_t o = 0; o < 0x1000; o += 8) {
+            uint64_t w = NEXT() ^ (NEXT() << 32);
+            if (o % 16 == 0 && !real)
+                w = code_at + NEXT() % 0x1000;   /* return addresses */
+            memcpy(fa.ram + stack + o, &w, 8);
+            w = NEXT() ^ (NEXT() << 32);
+            memcpy(fa.ram + data + o, &w, 8);
+        }
+        memcpy(fa.ram + code_at, code, n);
+        inline_pages_equal(&fa, &fb, pages, 7, 1);
+        b = a;
+        a0 = a;
+
+        memset(&va, 0, sizeof va);
+        va.insn_budget = 10;
+        va.rep_budget = 1;
+        vb = va;
+        lcr_begin(&va, &a, &fvm_ops, &fa);
+        lcr_begin(&vb, &b, &fvm_ops, &fb);
+        ck_assert_int_eq(lcd_decode(va.mode, code, n, &d), LC_OK);
+        kind = lcr_inline_kind(&d);
+        ck_assert_msg(kind != LCR_INL_NONE, "%s: no inline form", tc->hex);
+        /* an earlier access of the run: the pages' walks are cached */
+        lcr_translate(&va, data, 8, LCR_ACC_WRITE, &x);
+        lcr_translate(&vb, data, 8, LCR_ACC_WRITE, &x);
+        lcr_translate(&va, stack, 8, LCR_ACC_WRITE, &x);
+        lcr_translate(&vb, stack, 8, LCR_ACC_WRITE, &x);
+        va.stop = vb.stop = LC_STOP_NONE;
+        ck_assert(inline_pages_equal(&fa, &fb, pages, 7, 0));
+
+        r = lcr_exec_inline(&va, &d, kind);
+        if (r == 0) {
+            ck_assert_msg(!memcmp(&a, &a0, sizeof a) && fa.nlog == 0 &&
+                          va.insns == 0 &&
+                          inline_pages_equal(&fa, &fb, pages, 7, 0),
+                          "%s: declined but changed something (state %d)",
+                          tc->hex, k);
+            continue;
+        }
+        rb = lcr_exec(&vb, &d);
+        if (r < 0) {
+            ck_assert_msg(rb == LCR_STOP && va.stop == vb.stop,
+                          "%s: inline stopped (%s), lcr_exec did not (%s)",
+                          tc->hex, lc_stop_reason_name(va.stop),
+                          lc_stop_reason_name(vb.stop));
+        } else {
+            taken++;
+            ck_assert_msg(rb == LCR_DONE && vb.stop == LC_STOP_NONE,
+                          "%s: inline ran, lcr_exec stopped (%s, state %d)",
+                          tc->hex, lc_stop_reason_name(vb.stop), k);
+        }
+        ck_assert_msg(!memcmp(&a, &b, sizeof a),
+                      "%s: inline and lcr_exec disagree (state %d)",
+                      tc->hex, k);
+        ck_assert_msg(inline_pages_equal(&fa, &fb, pages, 7, 0),
+                      "%s: memory differs (state %d)", tc->hex, k);
+        ck_assert(fvm_log_equal(&fa, &fb));
+        ck_assert_uint_eq(va.insns, vb.insns);
+        ck_assert_uint_eq(va.exits_done, vb.exits_done);
+        ck_assert_uint_eq(va.dirty, vb.dirty);
+#undef NEXT
+    }
+    ck_assert_msg(taken > 0, "%s: the inline form never ran", tc->hex);
+    /* and nothing was written anywhere else (a stray store stays) */
+    ck_assert(!memcmp(fa.ram, fb.ram, fa.ram_size));
+    fvm_fini(&fa);
+    fvm_fini(&fb);
+}
+END_TEST
+
 static Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");
@@ -1573,6 +1757,8 @@ static Suite *exec_suite(void)
     tcase_add_test(t, rdtsc_callback);
     tcase_add_test(t, segment_loads);
     tcase_add_test(t, push_pop_sreg);
+    tcase_add_loop_test(t, inline_forms_match_dispatcher, 0,
+                        (int)(sizeof inline_cases / sizeof inline_cases[0]));
     suite_add_tcase(s, t);
     return s;
 }
