@@ -178,10 +178,15 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
     /* Every record as checked: which of them share the first's walk. */
     if (all && !te->xvalid) {
         te->xsame = 0;
-        for (unsigned r = 1; r < cl->nrange; r++)
-            if (cl->range[r].len &&
-                lcr_fetch_same_walk(&te->rec, &te->xrec[r - 1]))
+        te->xall = 1;
+        for (unsigned r = 1; r < cl->nrange; r++) {
+            if (!cl->range[r].len)
+                continue;
+            if (lcr_fetch_same_walk(&te->rec, &te->xrec[r - 1]))
                 te->xsame |= (uint8_t)(1u << (r - 1));
+            else
+                te->xall = 0;
+        }
         te->xvalid = 1;
     }
     return 1;

@@ -82,8 +82,28 @@ static inline void lci_vcpu_sync(lc_vcpu *vc)
 
 /* ---- exit.c: what the exit was ------------------------------------------ */
 
-/* Is the description well formed (kind, sizes, lengths in range)? */
-int lci_exit_valid(const lc_exit *x);
+/* Is the description well formed (kind, sizes, lengths in range)? On
+ * every exit: inline. */
+static inline int lci_exit_valid(const lc_exit *x)
+{
+    if (x->kind < LC_EXIT_IO || x->kind >= LC_EXIT_KIND_COUNT_)
+        return 0;
+    if (x->rip != LC_EXIT_RIP_AT && x->rip != LC_EXIT_RIP_PAST)
+        return 0;
+    if (x->insn_len > LC_INSN_MAX_LEN)
+        return 0;
+    if (x->kind == LC_EXIT_IO) {
+        uint8_t sz = x->u.io.size;
+        if (sz != 1 && sz != 2 && sz != 4)
+            return 0;
+    }
+    if (x->kind == LC_EXIT_MMIO || x->kind == LC_EXIT_TRACED) {
+        uint8_t l = x->u.mmio.len;
+        if (l != 1 && l != 2 && l != 4 && l != 8)
+            return 0;
+    }
+    return 1;
+}
 
 /* Is `d`, an instruction at `rip`, the one the hypervisor says exited,
  * with everything the description reports (kind, width, port, value,
@@ -106,17 +126,41 @@ uint8_t lci_exit_props(const lc_exit *x);
 int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
                       uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn);
 
-/* The hit path's common case in the caller: one code range whose record
- * still holds. */
+/* The hit path's common cases in the caller: one code range whose record
+ * still holds; or several, all on the first one's pages (an accessor on
+ * its caller's page), whose code alone is compared once the first record
+ * holds, their frames those the SMC watch's spans were computed for. */
 static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
                                uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
 {
-    if (te->cl->nrange <= 1 &&
-        lcr_fetch_check(v, at, &te->rec, te->code, te->cl->nbytes)) {
+    const lcx_cluster *cl = te->cl;
+
+    if (cl->nrange <= 1) {
+        if (!lcr_fetch_check(v, at, &te->rec, te->code, cl->nbytes))
+            return lci_coherent_full(v, te, at, gfn, ngfn);
         *ngfn = te->rec.npages < 2 ? te->rec.npages : 2;
         gfn[0] = te->rec.gfn[0];
         gfn[1] = te->rec.gfn[1];
         return 1;
+    }
+    if (te->xvalid && te->xall && te->wvalid &&
+        lcr_fetch_check(v, at, &te->rec, te->code, cl->nbytes)) {
+        size_t off = 0;
+        unsigned r;
+
+        for (r = 1; r < cl->nrange; r++) {
+            unsigned n = cl->range[r].len;
+
+            if (n && !lcr_fetch_code_equal(&te->xrec[r - 1],
+                                           te->xcode + off, n))
+                break;
+            off += n;
+        }
+        if (r == cl->nrange) {
+            *ngfn = te->wn;
+            memcpy(gfn, te->wgfn, sizeof te->wgfn);
+            return 1;
+        }
     }
     return lci_coherent_full(v, te, at, gfn, ngfn);
 }

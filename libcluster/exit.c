@@ -26,27 +26,6 @@ const char *lc_exit_kind_name(lc_exit_kind kind)
     return exit_kind_names[kind];
 }
 
-int lci_exit_valid(const lc_exit *x)
-{
-    if (x->kind < LC_EXIT_IO || x->kind >= LC_EXIT_KIND_COUNT_)
-        return 0;
-    if (x->rip != LC_EXIT_RIP_AT && x->rip != LC_EXIT_RIP_PAST)
-        return 0;
-    if (x->insn_len > LC_INSN_MAX_LEN)
-        return 0;
-    if (x->kind == LC_EXIT_IO) {
-        uint8_t sz = x->u.io.size;
-        if (sz != 1 && sz != 2 && sz != 4)
-            return 0;
-    }
-    if (x->kind == LC_EXIT_MMIO || x->kind == LC_EXIT_TRACED) {
-        uint8_t l = x->u.mmio.len;
-        if (l != 1 && l != 2 && l != 4 && l != 8)
-            return 0;
-    }
-    return 1;
-}
-
 static uint64_t low_bytes(uint64_t v, unsigned bytes)
 {
     return bytes >= 8 ? v : v & ((1ull << (8 * bytes)) - 1);

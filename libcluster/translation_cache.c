@@ -9,29 +9,6 @@
 
 #define TC_BUCKETS 1024u
 
-/* The bucket of a key: its fields folded into 64 bits, the high half
- * folded onto the low one, then one multiplication by 2^64 / phi
- * (Fibonacci hashing) whose high bits pick the bucket: every input bit
- * reaches them. It runs on every exit of the hit path, where a keyed XXH3
- * of the same bytes cost several times more and SplitMix64's two
- * dependent multiplications were a tenth of a hit's cycles (perf); the
- * chains compare whole keys, so the mix only has to spread RIPs well. */
-static uint32_t bucket_of(const tc_cache *c, const tc_key *k)
-{
-    uint64_t h = k->rip ^ (k->cs_base << 7) ^ (k->cr3 << 1) ^
-                 ((uint64_t)k->mode << 56) ^ ((uint64_t)k->first_done << 60);
-
-    h = (h ^ (h >> 32)) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(h >> 32) & (c->nbuckets - 1);
-}
-
-static int key_eq(const tc_key *a, const tc_key *b)
-{
-    return a->rip == b->rip && a->cs_base == b->cs_base &&
-           a->cr3 == b->cr3 && a->mode == b->mode &&
-           a->first_done == b->first_done;
-}
-
 lc_status tc_init(tc_cache *c, uint64_t max_bytes)
 {
     memset(c, 0, sizeof(*c));
@@ -52,7 +29,7 @@ static void entry_free(tc_entry *e)
 
 void tc_remove(tc_cache *c, tc_entry *e)
 {
-    tc_entry **pp = &c->bucket[bucket_of(c, &e->key)];
+    tc_entry **pp = &c->bucket[tc_bucket_of(c, &e->key)];
 
     while (*pp && *pp != e)
         pp = &(*pp)->chain;
@@ -84,14 +61,6 @@ void tc_fini(tc_cache *c)
         tc_flush(c);
     free(c->bucket);
     c->bucket = NULL;
-}
-
-tc_entry *tc_lookup(const tc_cache *c, const tc_key *k)
-{
-    for (tc_entry *e = c->bucket[bucket_of(c, k)]; e; e = e->chain)
-        if (key_eq(&e->key, k))
-            return e;
-    return NULL;
 }
 
 tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
@@ -154,7 +123,7 @@ tc_entry *tc_insert(tc_cache *c, const tc_key *k, const lcx_cluster *cl,
         tc_remove(c, c->oldest);
         __atomic_store_n(&c->evictions, c->evictions + 1, __ATOMIC_RELAXED);
     }
-    b = bucket_of(c, k);
+    b = tc_bucket_of(c, k);
     e->chain = c->bucket[b];
     c->bucket[b] = e;
     e->older = c->newest;

@@ -48,8 +48,10 @@ typedef struct tc_entry {
     uint8_t  wvalid, wn, wbytes;
     /* Bit r - 1: xrec[r - 1] was made in rec's state through rec's paging
      * entries (lcr_fetch_same_walk), so once rec passed its check only
-     * its code is compared. Valid while xvalid; cleared with wvalid. */
-    uint8_t  xvalid, xsame;
+     * its code is compared. xall: every other range with code is such a
+     * range (a callee on its caller's page: lci_coherent's inline case).
+     * Valid while xvalid; cleared with wvalid. */
+    uint8_t  xvalid, xsame, xall;
     /* Instructions before the first exiting one, counted as the window
      * counts them (without the transfers the cluster follows, calls.c's
      * lcx_trace_room): how far a chained run must reach to get to an
@@ -68,10 +70,41 @@ typedef struct tc_cache {
     uint32_t   count;
 } tc_cache;
 
+/* The bucket of a key: its fields folded into 64 bits, the high half
+ * folded onto the low one, then one multiplication by 2^64 / phi
+ * (Fibonacci hashing) whose high bits pick the bucket: every input bit
+ * reaches them. It runs on every exit of the hit path, where a keyed XXH3
+ * of the same bytes cost several times more and SplitMix64's two
+ * dependent multiplications were a tenth of a hit's cycles (perf); the
+ * chains compare whole keys, so the mix only has to spread RIPs well. */
+static inline uint32_t tc_bucket_of(const tc_cache *c, const tc_key *k)
+{
+    uint64_t h = k->rip ^ (k->cs_base << 7) ^ (k->cr3 << 1) ^
+                 ((uint64_t)k->mode << 56) ^ ((uint64_t)k->first_done << 60);
+
+    h = (h ^ (h >> 32)) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 32) & (c->nbuckets - 1);
+}
+
+static inline int tc_key_eq(const tc_key *a, const tc_key *b)
+{
+    return a->rip == b->rip && a->cs_base == b->cs_base &&
+           a->cr3 == b->cr3 && a->mode == b->mode &&
+           a->first_done == b->first_done;
+}
+
+/* On every exit of the hit path: inline. */
+static inline tc_entry *tc_lookup(const tc_cache *c, const tc_key *k)
+{
+    for (tc_entry *e = c->bucket[tc_bucket_of(c, k)]; e; e = e->chain)
+        if (tc_key_eq(&e->key, k))
+            return e;
+    return NULL;
+}
+
 lc_status tc_init(tc_cache *c, uint64_t max_bytes);
 void tc_fini(tc_cache *c);
 void tc_flush(tc_cache *c);
-tc_entry *tc_lookup(const tc_cache *c, const tc_key *k);
 /* Copies `cl` (its used part) and `code` (range 0), and for its other
  * ranges their bytes and records from `xc` (NULL when cl->nrange <= 1);
  * evicts to stay under the cap. NULL on allocation failure, or when the

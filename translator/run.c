@@ -71,7 +71,7 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v, lazy_flags *lz)
     v->dirty |= LC_DIRTY_RIP;
 }
 
-static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
+static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
                                uint32_t weak_backedge_cap, unsigned start,
                                lazy_flags *lz);
 
@@ -100,7 +100,7 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
     return stop;
 }
 
-static lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
+static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
                                uint32_t weak_backedge_cap, unsigned start,
                                lazy_flags *lz)
 {
