@@ -404,6 +404,54 @@ START_TEST(chain_after_mispredicted_ret)
 }
 END_TEST
 
+/* A callee on its caller's page, a range of its own (too far to share the
+ * caller's bytes): once its record is known to share the
+ * caller's walk, a hit checks the callee's code alone (engine_int.h,
+ * lci_coherent's inline case). A change to one byte of the callee must
+ * still fail the check: only the exiting OUT runs, then the new code is
+ * translated and runs. */
+START_TEST(callee_change_caught_inline)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+    static const uint8_t code[] = { 0xe6, 0x80,         /* out 0x80,al */
+                                    0xe8, 0xfb, 0x07,   /* call 7800 */
+                                    0xe6, 0x81,         /* out 0x81,al */
+                                    0x0f, 0x0b };       /* ud2 */
+    static const uint8_t callee[] = { 0xb0, 0x11,       /* mov al,0x11 */
+                                      0xc3 };           /* ret */
+
+    rig_up(&r, NULL);
+    memcpy(r.f.ram + 0x7000, code, sizeof code);
+    memcpy(r.f.ram + 0x7800, callee, sizeof callee);
+    fvm_state_real(&s0);
+    s0.rip = 0x7000;
+    s0.gpr[LC_RSP] = 0x6000;
+    for (int i = 0; i < 6; i++) {     /* translated at the third */
+        s = s0;
+        r.f.nlog = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.insns, 5);  /* out, call, mov, ret, out */
+    ck_assert_uint_eq(r.f.nlog, 2);
+    ck_assert_uint_eq(r.f.log[1].value, 0x11);
+    r.f.ram[0x7801] = 0x22;           /* mov al,0x22 */
+    s = s0;
+    r.f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_uint_eq(res.insns, 1);  /* only the exiting OUT */
+    s = s0;
+    r.f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_uint_eq(res.insns, 5);  /* retranslated at once */
+    ck_assert_uint_eq(r.f.log[1].value, 0x22);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.coherency_failures, 1);
+    ck_assert_uint_eq(st.translations, 2);
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(ret_on_16bit_stack_with_esp_high_bits)
 {
     /* Real mode, a 16-bit stack: the RET's slot is at SS:SP, whatever
@@ -1214,6 +1262,7 @@ static Suite *suite(void)
     tcase_add_test(t, store_beside_code_goes_on);
     tcase_add_test(t, watch_follows_remapped_code);
     tcase_add_test(t, chain_after_mispredicted_ret);
+    tcase_add_test(t, callee_change_caught_inline);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, absent_device_branch);
