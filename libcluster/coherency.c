@@ -4,7 +4,7 @@
  * cached translation runs, every guest byte it covers must still be what
  * it was made from: the guest (or DMA, or another vCPU) may have
  * rewritten its code, or remapped it, since. The self-modifying-code stop
- * during a run is the runtime's (watch_gfn in runtime/rt.h); the engine
+ * during a run is the runtime's (lcr_watch in runtime/rt.h); the engine
  * arms it with the frames found here (handle_exit.c).
  */
 #include <string.h>
@@ -24,17 +24,17 @@ void lci_watch_add(uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn,
     }
 }
 
-/* Widen frame `gfn`'s span in v's watch to cover [lo, hi). 0 when the
+/* Widen frame `gfn`'s span in watch `w` to cover [lo, hi). 0 when the
  * frame is not watched (the watch list was cut at LCR_WATCH_MAX). */
-static int span_add(lcr_vcpu *v, uint64_t gfn, unsigned lo, unsigned hi)
+static int span_add(lcr_watch *w, uint64_t gfn, unsigned lo, unsigned hi)
 {
-    for (unsigned i = 0; i < v->nwatch; i++) {
-        if (v->watch_gfn[i] != gfn)
+    for (unsigned i = 0; i < w->n; i++) {
+        if (w->gfn[i] != gfn)
             continue;
-        if (v->watch_lo[i] >= v->watch_hi[i] || lo < v->watch_lo[i])
-            v->watch_lo[i] = (uint16_t)lo;
-        if (hi > v->watch_hi[i])
-            v->watch_hi[i] = (uint16_t)hi;
+        if (w->lo[i] >= w->hi[i] || lo < w->lo[i])
+            w->lo[i] = (uint16_t)lo;
+        if (hi > w->hi[i])
+            w->hi[i] = (uint16_t)hi;
         return 1;
     }
     return 0;
@@ -50,13 +50,13 @@ static int span_add(lcr_vcpu *v, uint64_t gfn, unsigned lo, unsigned hi)
  * their fetch records say (page offset of the first byte, bytes per
  * page). A record that cannot say leaves whole frames. */
 __attribute__((noinline))
-static void narrow(lcr_vcpu *v, const tc_entry *te)
+static void narrow(lcr_watch *w, const tc_entry *te)
 {
     const lcx_cluster *cl = te->cl;
 
-    v->watch_bytes = 0;
-    for (unsigned i = 0; i < v->nwatch; i++)
-        v->watch_lo[i] = v->watch_hi[i] = 0;
+    w->bytes = 0;
+    for (unsigned i = 0; i < LCR_WATCH_MAX; i++)
+        w->lo[i] = w->hi[i] = 0;
     for (unsigned r = 0; r < cl->nrange; r++) {
         const lcr_fetch_rec *rec = r == 0 ? &te->rec : &te->xrec[r - 1];
         size_t left = r == 0 ? cl->nbytes : cl->range[r].len;
@@ -70,7 +70,7 @@ static void narrow(lcr_vcpu *v, const tc_entry *te)
             size_t n = rec->code_len[p] < left ? rec->code_len[p] : left;
 
             if (n == 0 || lo + n > 4096 ||
-                !span_add(v, rec->gfn[p], lo, lo + (unsigned)n))
+                !span_add(w, rec->gfn[p], lo, lo + (unsigned)n))
                 return;
             left -= n;
             lo = 0;
@@ -78,22 +78,17 @@ static void narrow(lcr_vcpu *v, const tc_entry *te)
         if (left > 0)
             return;
     }
-    v->watch_bytes = 1;
+    w->bytes = 1;
 }
 
-/* Computed again and kept in `te` (engine_int.h, lci_watch_narrow: the
- * copy while the frames agree). */
-void lci_watch_narrow_full(lcr_vcpu *v, tc_entry *te)
+void lci_watch_narrow_full(tc_entry *te, const uint64_t *gfn, unsigned ngfn)
 {
-    unsigned n = v->nwatch, i;
+    lcr_watch *w = &te->watch;
 
-    narrow(v, te);
-    te->wn = (uint8_t)n;
-    te->wbytes = v->watch_bytes;
-    for (i = 0; i < n; i++)
-        te->wgfn[i] = v->watch_gfn[i];
-    memcpy(te->wlo, v->watch_lo, sizeof te->wlo);
-    memcpy(te->whi, v->watch_hi, sizeof te->whi);
+    w->n = (uint8_t)ngfn;
+    for (unsigned i = 0; i < LCR_WATCH_MAX; i++)
+        w->gfn[i] = i < ngfn ? gfn[i] : 0;
+    narrow(w, te);
     te->wvalid = 1;
 }
 

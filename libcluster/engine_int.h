@@ -157,38 +157,34 @@ static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
             off += n;
         }
         if (r == cl->nrange) {
-            *ngfn = te->wn;
-            memcpy(gfn, te->wgfn, sizeof te->wgfn);
+            *ngfn = te->watch.n;
+            memcpy(gfn, te->watch.gfn, sizeof te->watch.gfn);
             return 1;
         }
     }
     return lci_coherent_full(v, te, at, gfn, ngfn);
 }
 
-/* Narrow the SMC watch armed in `v` (watch_gfn, nwatch) to the bytes of
- * `te`'s code ranges, by their fetch records: sets v->watch_bytes and the
- * spans, or leaves whole frames when a record cannot say. Remembers the
- * result in `te` for the next run over the same frames. */
-void lci_watch_narrow_full(lcr_vcpu *v, tc_entry *te);
+/* The SMC watch of `te` for its code in frames gfn[0 .. ngfn) (ngfn at
+ * most LCR_WATCH_MAX), from the coherency check: te->watch, narrowed to
+ * the bytes of its code ranges by their fetch records, or whole frames
+ * when a record cannot say. Computed once per record and frame list (the
+ * hit path runs the same frames every time): kept in `te` while they
+ * agree. */
+void lci_watch_narrow_full(tc_entry *te, const uint64_t *gfn, unsigned ngfn);
 
-/* The spans depend only on the fetch records and on the frames watched,
- * so a translation computes them once per record (the hit path runs the
- * same frames every time) and copies them while the frames agree. */
-static inline void lci_watch_narrow(lcr_vcpu *v, tc_entry *te)
+static inline void lci_watch_narrow(tc_entry *te, const uint64_t *gfn,
+                                    unsigned ngfn)
 {
-    unsigned n = v->nwatch, i;
+    unsigned i;
 
-    if (__builtin_expect(te->wvalid && te->wn == n, 1)) {
-        for (i = 0; i < n && te->wgfn[i] == v->watch_gfn[i]; i++)
+    if (__builtin_expect(te->wvalid && te->watch.n == ngfn, 1)) {
+        for (i = 0; i < ngfn && te->watch.gfn[i] == gfn[i]; i++)
             ;
-        if (i == n) {
-            memcpy(v->watch_lo, te->wlo, sizeof te->wlo);
-            memcpy(v->watch_hi, te->whi, sizeof te->whi);
-            v->watch_bytes = te->wbytes;
+        if (i == ngfn)
             return;
-        }
     }
-    lci_watch_narrow_full(v, te);
+    lci_watch_narrow_full(te, gfn, ngfn);
 }
 
 /* Add frames to a watch list without repeats (at most LCR_WATCH_MAX). */

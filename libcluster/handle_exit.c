@@ -143,16 +143,13 @@ static void relink(lc_vcpu *vc, tc_entry *te)
 }
 
 /* Watch the code a translation runs for self-modification (section 7):
- * its frames (gfn, from the coherency check), narrowed to its bytes. */
+ * its frames (gfn, from the coherency check), narrowed to its bytes; the
+ * runtime reads the translation's own watch. */
 static void arm_watch(lcr_vcpu *v, tc_entry *te, const uint64_t *gfn,
                       unsigned ngfn)
 {
-    if (ngfn > LCR_WATCH_MAX)
-        ngfn = LCR_WATCH_MAX;
-    v->nwatch = (uint8_t)ngfn;
-    for (unsigned i = 0; i < ngfn; i++)
-        v->watch_gfn[i] = gfn[i];
-    lci_watch_narrow(v, te);
+    lci_watch_narrow(te, gfn, ngfn < LCR_WATCH_MAX ? ngfn : LCR_WATCH_MAX);
+    v->watching = &te->watch;
 }
 
 /* Run a translation whose code is known coherent: watch its code frames
@@ -166,12 +163,12 @@ lc_status run_translation(exit_ctx *c, tc_entry *te,
     lcx_cluster *cl = te->cl;
     lc_stop_reason stop;
 
-    if (c->cfg->techniques & LC_TECH_SMC)
-        arm_watch(v, te, gfn, ngfn);
     if (cl->ninsn == 0) {       /* an empty translation: nothing to run */
         finish(vc, v, LC_STOP_TERMINATOR, c->first_done, c->res);
         return LC_OK;
     }
+    if (c->cfg->techniques & LC_TECH_SMC)
+        arm_watch(v, te, gfn, ngfn);
     stop = lcx_run(cl, v, c->cfg->weak_backedge_cap, c->start);
     /* Where runs chain (method 3 with calls), a run that misses a guard
      * goes on at once with the translation of the place it reached, so a
@@ -341,6 +338,9 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
         if ((st->rflags & LC_RFLAGS_IF) && v->ops->irq_pending &&
             v->ops->irq_pending(v->opaque, st))
             break;
+        /* The run before is over; the lookup may evict its translation,
+         * whose watch the runtime was reading. */
+        v->watching = NULL;
         key = c->key;
         key.rip = st->rip;
         key.cs_base = st->seg[LC_CS].base;
@@ -413,8 +413,7 @@ static void exit_begin(exit_ctx *c, lc_vcpu *vc, lc_cpu_state *state,
     c->v->insn_budget = c->cfg->insn_budget;  /* lcr_begin clears the rest */
     c->v->rep_budget = c->cfg->rep_budget;
     c->v->irq_check = 0;
-    c->v->nwatch = 0;
-    c->v->watch_bytes = 0;
+    c->v->watching = NULL;
     /* The runtime context persists: its page-walk cache is kept across
      * runs and revalidated (section 11; runtime/rt.h), dropped when the
      * guest-physical map changes (lc_engine_flush bumps the generation). */

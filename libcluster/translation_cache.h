@@ -41,11 +41,12 @@ typedef struct tc_entry {
      * bytes, one after the other, and fetch records. */
     uint8_t *xcode;
     lcr_fetch_rec *xrec;
-    /* The SMC watch's byte spans (coherency.c, lci_watch_narrow) as last
-     * computed from the fetch records for the frames in wgfn: a hit whose
-     * coherency check reports the same frames copies them instead of
-     * computing them again. Cleared whenever a record is made again. */
-    uint8_t  wvalid, wn, wbytes;
+    /* The SMC watch (coherency.c, lci_watch_narrow): the frames of the
+     * code and the byte spans in them, as last computed from the fetch
+     * records; a run points the runtime at it (lcr_vcpu.watching). A hit
+     * whose coherency check reports the same frames uses it as it is.
+     * wvalid is cleared whenever a record is made again. */
+    uint8_t  wvalid;
     /* Bit r - 1: xrec[r - 1] was made in rec's state through rec's paging
      * entries (lcr_fetch_same_walk), so once rec passed its check only
      * its code is compared. xall: every other range with code is such a
@@ -57,8 +58,7 @@ typedef struct tc_entry {
      * lcx_trace_room): how far a chained run must reach to get to an
      * exit (handle_exit.c). TC_NO_EXIT: none exits. */
     uint8_t  first_exit;
-    uint64_t wgfn[LCR_WATCH_MAX];
-    uint16_t wlo[LCR_WATCH_MAX], whi[LCR_WATCH_MAX];
+    lcr_watch watch;
 } tc_entry;
 
 typedef struct tc_cache {

@@ -1433,13 +1433,15 @@ int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf)
 
 int lcr_watched(const lcr_vcpu *v, uint64_t gpa, unsigned len)
 {
-    unsigned n = v->nwatch < LCR_WATCH_MAX ? v->nwatch : LCR_WATCH_MAX;
-    unsigned off = (unsigned)(gpa & 0xfff);
+    const lcr_watch *w = v->watching;
+    unsigned off = (unsigned)(gpa & 0xfff), n;
 
+    if (!w)
+        return 0;
+    n = w->n < LCR_WATCH_MAX ? w->n : LCR_WATCH_MAX;
     for (unsigned i = 0; i < n; i++)
-        if (v->watch_gfn[i] == gpa >> 12 &&
-            (!v->watch_bytes ||
-             (off < v->watch_hi[i] && off + len > v->watch_lo[i])))
+        if (w->gfn[i] == gpa >> 12 &&
+            (!w->bytes || (off < w->hi[i] && off + len > w->lo[i])))
             return 1;
     return 0;
 }

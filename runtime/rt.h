@@ -175,6 +175,20 @@ typedef struct lcr_pwc {
 
 /* Per-run execution context. The engine fills the inputs, calls
  * lcr_step()/lcr_exec() repeatedly, then reads the outputs. */
+/* The frames a run's code lies in (two per code range; a cluster that
+ * follows calls spans up to LCR_WATCH_MAX / 2 ranges) and, with `bytes`
+ * set, the bytes of each that hold code: [lo[i], hi[i]) of frame gfn[i]
+ * (an empty span: none). A write elsewhere in a frame (data sharing a
+ * page with code, as in real-mode firmware) does not stop the run; with
+ * `bytes` clear, any write into a frame does. */
+typedef struct lcr_watch {
+    uint8_t  n;
+    uint8_t  bytes;
+    uint16_t lo[LCR_WATCH_MAX];
+    uint16_t hi[LCR_WATCH_MAX];
+    uint64_t gfn[LCR_WATCH_MAX];
+} lcr_watch;
+
 typedef struct lcr_vcpu {
     /* inputs: the caller sets them before lcr_begin(), which keeps them
      * (everything from `route` on is cleared there) */
@@ -184,19 +198,12 @@ typedef struct lcr_vcpu {
     uint32_t         insn_budget;/* instructions this run may execute */
     uint32_t         rep_budget; /* string iterations this run may execute */
     uint8_t          irq_check;  /* call ops->irq_pending before each step */
-    /* SMC watch (section 7): guest-physical 4 KiB frames holding the code
-     * being run (two per code range; a cluster that follows calls spans
-     * up to LCR_WATCH_MAX / 2 ranges). A write into one completes, then
-     * stops the run with LC_STOP_SMC before the next instruction. */
-    uint8_t          nwatch;
-    /* watch_bytes set: only bytes [watch_lo[i], watch_hi[i]) of frame
-     * watch_gfn[i] hold code the run executes (an empty span: none); a
-     * write elsewhere in the frame (data sharing a page with code, as in
-     * real-mode firmware) does not stop the run. Clear: whole frames. */
-    uint8_t          watch_bytes;
-    uint64_t         watch_gfn[LCR_WATCH_MAX];
-    uint16_t         watch_lo[LCR_WATCH_MAX];
-    uint16_t         watch_hi[LCR_WATCH_MAX];
+    /* SMC watch (section 7): the code being run, or NULL for none. A
+     * write into it completes, then stops the run with LC_STOP_SMC before
+     * the next instruction. The caller owns it and keeps it unchanged
+     * while a run may store (the engine points it at the translation's
+     * own, libcluster/coherency.c). */
+    const struct lcr_watch *watching;
 
     /* the current instruction's device route, or NULL (set by the
      * translator per instruction; lcr_begin() clears it) */
@@ -362,8 +369,6 @@ static inline void lcr_begin_common(lcr_vcpu *v, lc_cpu_state *st,
     v->opaque = opaque;
     if (!v->rep_budget)
         v->rep_budget = 1;
-    if (v->nwatch > LCR_WATCH_MAX)
-        v->nwatch = LCR_WATCH_MAX;
     v->pwc_hits = 0;
     v->mode = lcr_cpu_mode(st);
     /* CPL is SS.DPL (SDM vol. 3 5.5: CS.DPL can differ for conforming
@@ -610,7 +615,7 @@ int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
  * before any write of the same instruction. */
 int lcr_read(lcr_vcpu *v, const lcr_xlat *x, void *buf);
 /* Does a write of `len` bytes at guest-physical `gpa` (within one frame)
- * touch the code the run is watching (nwatch, watch_gfn, watch_bytes)? */
+ * touch the code the run is watching (v->watching)? */
 int lcr_watched(const lcr_vcpu *v, uint64_t gpa, unsigned len);
 /* Offset within its 4 KiB page of the first byte a fetch record covers
  * (its linear address's low 12 bits). */

@@ -21,6 +21,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Frame 0 watched whole: a store into it stops the run (LC_STOP_SMC). */
+static const lcr_watch watch0 = { .n = 1 };
+
 #include "fz_vm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -40,8 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     v.insn_budget = 64;
     v.rep_budget = 64;
     v.irq_check = 1;
-    v.nwatch = 1;
-    v.watch_gfn[0] = 0;
+    v.watching = &watch0;
     lcr_begin(&v, &s, &fvm_ops, &f.vm);
     memset(&in, 0, sizeof in);
     for (int i = 0; i < 64; i++) {

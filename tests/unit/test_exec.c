@@ -655,8 +655,8 @@ START_TEST(smc_stops_after_write)
     memset(&v, 0, sizeof v);
     v.insn_budget = 10;
     v.rep_budget = 10;
-    v.nwatch = 1;
-    v.watch_gfn[0] = 0x7;
+    static const lcr_watch w = { .n = 1, .gfn = { 0x7 } };
+    v.watching = &w;
     lcr_begin(&v, &s, &fvm_ops, &f);
     ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
     ck_assert_int_eq(v.stop, LC_STOP_SMC);

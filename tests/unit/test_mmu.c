@@ -1205,9 +1205,8 @@ START_TEST(traced_rom_smc)
     expect_term(0x36ffe, 4, RW, __LINE__);
 
     /* SMC watch: the write completes and flags the hit */
-    V.nwatch = 1;
-    V.watch_gfn[0] = 0x39;
-    V.watch_gfn[1] = 0x3a;      /* not armed: nwatch = 1 */
+    static const lcr_watch w = { .n = 1, .gfn = { 0x39, 0x3a } };  /* 0x3a: not armed */
+    V.watching = &w;
     xl(0x3a000, 4, W, &x, __LINE__);
     ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
     ck_assert_uint_eq(V.smc_hit, 0);
@@ -1627,10 +1626,10 @@ START_TEST(pwc_ram_inline_answers)
     ck_assert_ptr_null(lcr_pwc_ram(&V, la + 8, 8, W));
     T.traced_gfn = FVM_NONE;
     lcr_pwc_forget(&V);
-    V.nwatch = 1;
-    V.watch_gfn[0] = 0x30;
+    static const lcr_watch w = { .n = 1, .gfn = { 0x30 } };
+    V.watching = &w;
     ck_assert_ptr_null(lcr_pwc_ram(&V, la + 8, 8, W));
-    V.nwatch = 0;
+    V.watching = NULL;
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, W), T.ram + 0x30008);
 }
 END_TEST
