@@ -63,7 +63,10 @@ done
 [ "$seconds" -gt 0 ] && [ "$jobs" -gt 0 ] || die "the time and --jobs must be positive"
 if [ $((seconds % 60)) = 0 ]; then span="$((seconds / 60)) min"; else span="$seconds s"; fi
 
-command -v clang >/dev/null || die "needs clang (apt-get install clang)"
+# clang, and the sanitizer and libFuzzer runtimes Debian ships apart from
+# it (a clang installed without its recommended packages links nothing).
+. scripts/deps.sh
+lc_ensure_deps clang libclang-rt-14-dev || die "needs clang and libclang-rt-14-dev"
 build=build/fuzz
 if [ ! -f $build/build.ninja ]; then
     CC=clang meson setup $build -Dfuzz=true -Db_sanitize=address,undefined \
