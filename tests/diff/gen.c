@@ -2972,10 +2972,21 @@ static int t_call(gctx *g)
      * body defines are not defined there (merged after the RET below) */
     undef0 = g->undef;
     for (unsigned n = 1 + rn(g, 2), i = 0; i < n; i++) {
-        uint32_t len0 = c->code_len, n0 = c->ninsns;
+        uint32_t len0 = c->code_len, n0 = c->ninsns, und = g->undef;
+        int df = g->df, np = g->npend;
+        lc_segment cur[6];
+
+        memcpy(cur, g->cur, sizeof cur);
         if (body[rn(g, 8)](g) < 0) {
+            /* all of it undone, the flag and DF bookkeeping too: a flag
+             * the dropped instructions defined is as undefined as before
+             * (a JO after `shr dl, 27` and a dropped body read OF) */
             c->code_len = len0;
             c->ninsns = n0;
+            g->undef = und;
+            g->df = df;
+            g->npend = np;
+            memcpy(g->cur, cur, sizeof cur);
         }
     }
     if (swap) {
