@@ -1589,6 +1589,13 @@ static int inline_pages_equal(const fvm *fa, const fvm *fb,
     return 1;
 }
 
+/* One step of a 64-bit LCG, its high bits. */
+static uint64_t inline_rand(uint64_t *seed)
+{
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    return *seed >> 17;
+}
+
 START_TEST(inline_forms_match_dispatcher)
 {
     const struct inline_case *tc = &inline_cases[_i];
@@ -1614,8 +1621,7 @@ START_TEST(inline_forms_match_dispatcher)
         unsigned kind;
         int r, rb;
 
-#define NEXT() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, \
-                seed >> 17)
+#define NEXT() inline_rand(&seed)
         if (tc->mode == LC_MODE_LONG64)
             fvm_state_long64(&fa, &a);
         else if (tc->mode == LC_MODE_PROT32)
