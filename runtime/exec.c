@@ -653,13 +653,29 @@ static int loop(lcr_vcpu *v, lcr_ectx *c, int zf_want)
  * the return address is pushed at the operand size onto SS:rSP (#SS, #PF:
  * the run stops before the CALL), then RIP moves. Phase one (every check
  * and translation) is complete before the stack write. */
+/* The push of a near CALL once its target is checked: the return
+ * address `ret` at the operand size `n` onto SS:rSP - n through the
+ * page-walk cache (section 11), and rSP moved. 1, or 0 with nothing done
+ * when the cache cannot serve the slot (ex_call() then translates it). */
+static int call_push_fast(lcr_vcpu *v, unsigned n, uint64_t ret)
+{
+    unsigned sb = stack_bytes(v);
+    uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb);
+    uint8_t *h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE);
+
+    if (!h)
+        return 0;
+    ram_store_n(h, n, ret & lcr_mask(n));
+    gpr_set(v, LC_RSP, sb, sp);
+    return 1;
+}
+
 static int ex_call(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
     unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), target;
     lcr_xlat sx;
-    uint8_t *h;
 
     if (in->info.cflow == LC_CF_CALL_REL) {
         target = rel_target(c);
@@ -684,16 +700,14 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     }
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE)) != NULL) {
-        ram_store_n(h, n, c->next & lcr_mask(n));  /* section 11 cache */
-    } else {
+    if (!call_push_fast(v, n, c->next)) {
         if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
             return LCR_STOP;
         if (lcr_xwrite(v, &sx, c->next & lcr_mask(n)))
             return LCR_STOP;
         note_vmm_access(&sx, &c->vmm);
+        gpr_set(v, LC_RSP, sb, sp);
     }
-    gpr_set(v, LC_RSP, sb, sp);
     c->next = target;
     return LCR_DONE;
 }
@@ -701,21 +715,44 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
 /* Near RET and RET imm16 (SDM RET, "near return"): pop the return address
  * at the operand size, check it (#GP), then release imm16 more bytes of
  * stack. */
+/* A near RET's return address at the operand size `n` read from SS:rSP
+ * through the page-walk cache (section 11): 1 with *target, or 0 with
+ * nothing done (ex_ret() then translates the slot). */
+static int ret_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
+{
+    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
+    uint8_t *h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ);
+
+    if (!h)
+        return 0;
+    *target = ram_load_n(h, n);
+    return 1;
+}
+
+/* A near RET's end, its target checked: rSP past the return address and
+ * imm16 more bytes. */
+static void ret_release(lcr_vcpu *v, const lcd_insn *in, unsigned n)
+{
+    unsigned sb = stack_bytes(v);
+    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), extra = 0;
+
+    if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
+        extra = in->opnd[0].imm & 0xffff;
+    gpr_set(v, LC_RSP, sb, sp + n + extra);
+}
+
 static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
-    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
-    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), target, extra = 0;
+    unsigned n = in->info.operand_bits / 8;
+    uint64_t target;
     lcr_xlat sx;
-    uint8_t *h;
 
     if (in->info.cflow != LC_CF_RET)
         return stop(v, LC_STOP_TERMINATOR);
-    if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
-        extra = in->opnd[0].imm & 0xffff;
-    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ)) != NULL) {
-        target = ram_load_n(h, n);                  /* section 11 cache */
-    } else {
+    if (!ret_read_fast(v, n, &target)) {
+        uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
+
         /* read before the target check, which can still fault */
         if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ | LCR_ACC_PLAIN,
                          &sx) < 0)
@@ -727,7 +764,7 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
     target &= lcr_mask(n);
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    gpr_set(v, LC_RSP, sb, sp + n + extra);
+    ret_release(v, in, n);
     c->next = target;
     return LCR_DONE;
 }
@@ -786,15 +823,17 @@ static int io_bitmap_allows(lcr_vcpu *v, uint16_t port, unsigned size)
  * bit map decides. Some hypervisors run CPL 3 guest code without
  * honouring its IOPL, so guests that poll devices from CPL 3 grant their
  * ports through the bit map (examples/guests/boot/long64.S). */
-static int io_allowed(lcr_vcpu *v, uint16_t port, unsigned size)
+static int io_allowed_by_iopl(const lcr_vcpu *v)
 {
     unsigned iopl = (unsigned)((v->st->rflags & LC_RFLAGS_IOPL) >> 12);
 
-    if (v->mode == LC_MODE_REAL)
-        return 1;
-    if (v->mode != LC_MODE_VM86 && v->cpl <= iopl)
-        return 1;
-    return io_bitmap_allows(v, port, size);
+    return v->mode == LC_MODE_REAL ||
+           (v->mode != LC_MODE_VM86 && v->cpl <= iopl);
+}
+
+static int io_allowed(lcr_vcpu *v, uint16_t port, unsigned size)
+{
+    return io_allowed_by_iopl(v) || io_bitmap_allows(v, port, size);
 }
 
 static int pio(lcr_vcpu *v, uint16_t port, unsigned size, int is_write,
@@ -861,28 +900,42 @@ static int string_io(lcr_vcpu *v, lcr_ectx *c, int is_out, uint32_t *iters)
     }
 }
 
-static int ex_in_out(lcr_vcpu *v, lcr_ectx *c)
+/* IN or OUT (not the string forms) of the port its operand names, once
+ * allowed: the device access and the register. LCR_STOP if refused. */
+static inline __attribute__((always_inline))
+int in_out(lcr_vcpu *v, const lcd_insn *in, int is_out, uint16_t port)
 {
-    const lcd_insn *in = c->in;
-    int is_out = in->info.op == LC_OP_OUT;
     const lcd_opnd *data = &in->opnd[is_out ? 1 : 0];
-    const lcd_opnd *port = &in->opnd[is_out ? 0 : 1];
     uint32_t val = 0;
-    uint16_t p;
 
-    if (!v->ops->pio)
-        return stop(v, LC_STOP_TERMINATOR);
-    p = port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
-                                   : (uint16_t)v->st->gpr[LC_RDX];
-    if (!io_allowed(v, p, data->bytes))
-        return stop(v, LC_STOP_TERMINATOR);
     if (is_out)
         val = (uint32_t)lcr_reg_get(v, data->reg, data->bytes);
-    if (pio(v, p, data->bytes, is_out, &val) < 0)
+    if (pio(v, port, data->bytes, is_out, &val) < 0)
         return LCR_STOP;
     if (!is_out)
         lcr_reg_set(v, data->reg, data->bytes, val);
     return LCR_DONE;
+}
+
+/* The port of an IN or OUT: imm8 or DX. */
+static inline uint16_t io_port(const lcr_vcpu *v, const lcd_insn *in,
+                               int is_out)
+{
+    const lcd_opnd *port = &in->opnd[is_out ? 0 : 1];
+
+    return port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
+                                      : (uint16_t)v->st->gpr[LC_RDX];
+}
+
+static int ex_in_out(lcr_vcpu *v, lcr_ectx *c)
+{
+    const lcd_insn *in = c->in;
+    int is_out = in->info.op == LC_OP_OUT;
+    uint16_t p = io_port(v, in, is_out);
+
+    if (!v->ops->pio || !io_allowed(v, p, in->opnd[is_out ? 1 : 0].bytes))
+        return stop(v, LC_STOP_TERMINATOR);
+    return in_out(v, in, is_out, p);
 }
 
 static int ex_string_io(lcr_vcpu *v, lcr_ectx *c)      /* INS, OUTS */
@@ -1648,48 +1701,37 @@ static int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store)
     return 1;
 }
 
-/* Near CALL, relative or through a register: ex_call() with its stack
- * slot in RAM the cache answers for. A target that would fault, or any
- * other stack, is left to ex_call(). */
+/* Near CALL, relative or through a register, whose target does not
+ * fault and whose stack slot the cache serves: ex_call()'s fast case. */
 static int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
 {
     const lc_insn_info *ii = &in->info;
-    unsigned sb = stack_bytes(v), n = ii->operand_bits / 8;
-    uint64_t next = v->st->rip + ii->length, target, sp;
-    uint8_t *h;
+    unsigned n = ii->operand_bits / 8;
+    uint64_t next = v->st->rip + ii->length, target;
 
     if (rel)
         target = (next + (uint64_t)ii->branch_disp) & lcr_mask(n);
     else
         target = lcr_reg_get(v, in->opnd[0].reg, n) & lcr_mask(n);
-    if (!branch_ok(v, target))
+    if (!branch_ok(v, target) || !call_push_fast(v, n, next))
         return 0;
-    sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb);
-    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE)) == NULL)
-        return 0;
-    ram_store_n(h, n, next & lcr_mask(n));
-    gpr_set(v, LC_RSP, sb, sp);
     v->st->rip = target;
     return 1;
 }
 
-/* Near RET and RET imm16: ex_ret() with its stack slot in RAM the cache
- * answers for and a target that does not fault. */
+/* Near RET and RET imm16 whose stack slot the cache serves and whose
+ * target does not fault: ex_ret()'s fast case. */
 static int inline_ret(lcr_vcpu *v, const lcd_insn *in)
 {
-    const lc_insn_info *ii = &in->info;
-    unsigned sb = stack_bytes(v), n = ii->operand_bits / 8;
-    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), target, extra = 0;
-    uint8_t *h;
+    unsigned n = in->info.operand_bits / 8;
+    uint64_t target;
 
-    if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
-        extra = in->opnd[0].imm & 0xffff;
-    if ((h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ)) == NULL)
+    if (!ret_read_fast(v, n, &target))
         return 0;
-    target = ram_load_n(h, n) & lcr_mask(n);
+    target &= lcr_mask(n);
     if (!branch_ok(v, target))
         return 0;
-    gpr_set(v, LC_RSP, sb, sp + n + extra);
+    ret_release(v, in, n);
     v->st->rip = target;
     return 1;
 }
@@ -1697,26 +1739,13 @@ static int inline_ret(lcr_vcpu *v, const lcd_insn *in)
 /* IN and OUT (not the string forms) where no bit map needs reading:
  * ex_in_out() without the dispatcher. The callback's refusal is final:
  * -1 with v->stop set, as lcr_exec() would stop. */
-static inline __attribute__((always_inline)) int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
+static inline __attribute__((always_inline))
+int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
 {
-    const lcd_opnd *data = &in->opnd[is_out ? 1 : 0];
-    const lcd_opnd *port = &in->opnd[is_out ? 0 : 1];
-    uint32_t val = 0;
-    uint16_t p;
-
-    if (!v->ops->pio ||
-        (v->mode != LC_MODE_REAL &&
-         (v->mode == LC_MODE_VM86 ||
-          v->cpl > ((v->st->rflags & LC_RFLAGS_IOPL) >> 12))))
+    if (!v->ops->pio || !io_allowed_by_iopl(v))
         return 0;
-    p = port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
-                                   : (uint16_t)v->st->gpr[LC_RDX];
-    if (is_out)
-        val = (uint32_t)lcr_reg_get(v, data->reg, data->bytes);
-    if (pio(v, p, data->bytes, is_out, &val) < 0)
+    if (in_out(v, in, is_out, io_port(v, in, is_out)) != LCR_DONE)
         return -1;
-    if (!is_out)
-        lcr_reg_set(v, data->reg, data->bytes, val);
     v->exits_done++;
     v->exit_insns = v->insns;
     v->st->rip += in->info.length;
