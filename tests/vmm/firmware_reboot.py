@@ -23,7 +23,7 @@ import shutil
 import sys
 import tempfile
 
-from run_firmware import BIOS, ROM_DIR, run, skip
+from run_firmware import BIOS, ROM_DIR, fetched, run, skip
 
 
 def main():
@@ -78,8 +78,9 @@ def main():
                 continue
             for what, want in (('SeaBIOS (version', n + 1),
                                ('iPXE (http', n + 1),
-                               (f'{name}... o', n + 1)):
-                got = out.count(what)
+                               (f'{name}... ok', n + 1)):
+                got = (len(fetched(out, name)) if what.startswith(name)
+                       else out.count(what))
                 if got != want:
                     print(f'FAIL: "{what}" {got} times on the console, '
                           f'want {want}')

@@ -21,6 +21,7 @@ Exit status 0 pass, 1 fail, 77 skip (with the reason printed).
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,19 +37,25 @@ def skip(why):
     sys.exit(77)
 
 
+def fetched(out, image_name):
+    """Where iPXE reports each fetch of the image: "NAME... ok", with the
+    progress it draws in between when the transfer outlasts a second of
+    its timer (" 35%" and backspaces, or a size such as "1.2 MB"). Returns
+    the index just past the "o" of "ok" for each report (the guest may
+    reset the console before the "k")."""
+    pat = re.escape(image_name) + r'\.\.\.(?:[\d.% \x08]|[kMG]B)*? o'
+    return [m.end() for m in re.finditer(pat, out)]
+
+
 def guest_lines(out, image_name):
     """What the guest printed: everything after iPXE's line that names
-    the image (iPXE prints "NAME... ok" and the guest's first line may
-    follow on the same line)."""
-    marker = image_name + '...'
-    i = out.find(marker)
-    if i < 0:
+    the image (the guest's first line may follow on the same line)."""
+    ends = fetched(out, image_name)
+    if not ends:
         return None
-    rest = out[i + len(marker):]
-    if rest.startswith(' ok'):
-        rest = rest[3:]
-    elif rest.startswith(' o'):     # the guest resets the console mid-word
-        rest = rest[2:]
+    rest = out[ends[0]:]
+    if rest.startswith('k'):
+        rest = rest[1:]
     return [l.rstrip('\r') for l in rest.split('\n') if l.strip()]
 
 
