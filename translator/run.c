@@ -94,7 +94,34 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
                        uint32_t weak_backedge_cap, unsigned start)
 {
     lazy_flags lz = { 0 };
-    lc_stop_reason stop = run_loop(cl, v, weak_backedge_cap, start, &lz);
+    lc_stop_reason stop;
+
+    /* Most translations are one exiting instruction with nothing worth
+     * running around it (section 2's single-exit translation): when it
+     * has an inline form (an IN or OUT, a MOV to RAM), it runs as the
+     * loop below would run it, without the loop's set-up: no flags
+     * pending before or after, no interrupt check on entry, no target
+     * to go on to; reaching the end resets the guard count
+     * (guard_note()). A decline changes nothing and the loop takes it
+     * through lcr_exec(). */
+    if (cl->ninsn == 1 && start == 0) {
+        const lcx_insn *x = &cl->insn[0];
+
+        if (x->inl && !x->routed && x->target == LCX_NO_TARGET) {
+            int r;
+
+            v->irq_check = 0;
+            v->route = NULL;
+            r = lcr_exec_inline(v, &x->d, x->inl);
+            if (r > 0) {
+                cl->guard_misses = 0;
+                return LC_STOP_END;
+            }
+            if (r < 0)
+                return v->stop;         /* the device refused */
+        }
+    }
+    stop = run_loop(cl, v, weak_backedge_cap, start, &lz);
 
     materialize(&lz, v->st);
     return stop;
