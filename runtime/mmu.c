@@ -110,6 +110,19 @@ static inline uint64_t load_entry(const uint8_t *p, unsigned size)
     return e;
 }
 
+/* Do the 8-byte, 8-aligned paging entries at ehva[0 .. n) still hold
+ * eval[]? One load each: the revalidation of a page-walk cache entry and
+ * the coherency check's fetch record run this on every use. */
+static inline int entries_hold8(const uint8_t *const *ehva,
+                                const uint64_t *eval, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (__atomic_load_n((const uint64_t *)(const void *)ehva[i],
+                            __ATOMIC_RELAXED) != eval[i])
+            return 0;
+    return 1;
+}
+
 /* Guest RAM is shared with the guest's other vCPUs, whose threads may run
  * the runtime at the same time, and with device DMA. Every access the
  * runtime makes to it is therefore a sequence of relaxed atomic loads or
@@ -169,44 +182,78 @@ void lcr_ram_write(uint8_t *hva, const void *src, size_t n)
     }
 }
 
+/* One naturally aligned load at h against the same bytes at b (the
+ * expected copy: a fixed-size memcpy, a single load). */
+static inline int same8(const uint8_t *h, const uint8_t *b)
+{
+    uint64_t e;
+    memcpy(&e, b, 8);
+    return __atomic_load_n((const uint64_t *)(const void *)h,
+                           __ATOMIC_RELAXED) == e;
+}
+
+static inline int same4(const uint8_t *h, const uint8_t *b)
+{
+    uint32_t e;
+    memcpy(&e, b, 4);
+    return __atomic_load_n((const uint32_t *)(const void *)h,
+                           __ATOMIC_RELAXED) == e;
+}
+
+static inline int same2(const uint8_t *h, const uint8_t *b)
+{
+    uint16_t e;
+    memcpy(&e, b, 2);
+    return __atomic_load_n((const uint16_t *)(const void *)h,
+                           __ATOMIC_RELAXED) == e;
+}
+
+static inline int same1(const uint8_t *h, const uint8_t *b)
+{
+    return __atomic_load_n(h, __ATOMIC_RELAXED) == *b;
+}
+
 int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n)
 {
     const uint8_t *b = buf;
 
-    /* Chunk by chunk as lcr_ram_read() loads them, compared in a register
-     * (the coherency check of every hit runs this: no copy, no memcmp). */
-    for (size_t off = 0; off < n;) {
-        size_t w = ram_chunk((uintptr_t)(hva + off), n - off);
-        const void *p = hva + off;
-        uint64_t e8;
-        uint32_t e4;
-        uint16_t e2;
-        int same;
-
-        /* fixed-size copies of the expected bytes: each a single load */
-        switch (w) {
-        case 8:
-            memcpy(&e8, b + off, 8);
-            same = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED) == e8;
-            break;
-        case 4:
-            memcpy(&e4, b + off, 4);
-            same = __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED) == e4;
-            break;
-        case 2:
-            memcpy(&e2, b + off, 2);
-            same = __atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED) == e2;
-            break;
-        default:
-            same = __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED) ==
-                   b[off];
-            break;
-        }
-        if (!same)
+    /* The loads lcr_ram_read() makes (ram_chunk(): the widest naturally
+     * aligned that fits, in turn), compared in a register, written out
+     * without the loop's per-chunk choice: the coherency check of every
+     * hit runs this (no copy, no memcmp). First a byte, a word and a
+     * doubleword as the address needs to reach 8-alignment (a step too
+     * wide for what is left is skipped: what is left is then narrower
+     * still, and the tail takes it at that alignment), then quadwords,
+     * then the tail from the widest down. */
+    if (((uintptr_t)hva & 1) && n >= 1) {
+        if (!same1(hva, b))
             return 0;
-        off += w;
+        hva++, b++, n--;
     }
-    return 1;
+    if (((uintptr_t)hva & 2) && n >= 2) {
+        if (!same2(hva, b))
+            return 0;
+        hva += 2, b += 2, n -= 2;
+    }
+    if (((uintptr_t)hva & 4) && n >= 4) {
+        if (!same4(hva, b))
+            return 0;
+        hva += 4, b += 4, n -= 4;
+    }
+    for (; n >= 8; hva += 8, b += 8, n -= 8)
+        if (!same8(hva, b))
+            return 0;
+    if (n >= 4) {
+        if (!same4(hva, b))
+            return 0;
+        hva += 4, b += 4, n -= 4;
+    }
+    if (n >= 2) {
+        if (!same2(hva, b))
+            return 0;
+        hva += 2, b += 2, n -= 2;
+    }
+    return n == 0 || same1(hva, b);
 }
 
 /* Set bits in byte 0 of an entry without touching its other bytes. The CPU
@@ -893,9 +940,14 @@ static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
         lcr_pwc_drop(v);
         return 0;
     }
-    for (unsigned i = 0; i < e->nent; i++)
-        if (load_entry(e->ehva[i], e->esize) != e->eval[i])
+    if (e->e8) {
+        if (!entries_hold8(e->ehva, e->eval, e->nent))
             return 0;
+    } else {
+        for (unsigned i = 0; i < e->nent; i++)
+            if (load_entry(e->ehva[i], e->esize) != e->eval[i])
+                return 0;
+    }
     /* Its frames are watched already (pwc_fill: the watch outlives the
      * epoch). */
     e->epoch = p->epoch;
@@ -1179,10 +1231,13 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     e->epoch = p->epoch;
     e->nent = (uint8_t)w->npt;
     e->esize = c->mode == PG_32 ? 4 : 8;
+    e->e8 = e->esize == 8;
     e->ngfn = 0;
     for (i = 0; i < w->npt; i++) {
         unsigned k = 0;
 
+        if ((uintptr_t)w->ehva[i] & 7)
+            e->e8 = 0;
         e->ehva[i] = w->ehva[i];
         e->eval[i] = w->eval[i];
         while (k < e->ngfn && e->egfn[k] != w->pt_gfn[i])
@@ -1642,10 +1697,8 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
         rec->mode != (uint8_t)v->mode)
         return 0;
     if (rec->e8) {
-        for (unsigned i = 0; i < rec->nent; i++)
-            if (__atomic_load_n((const uint64_t *)(const void *)rec->ehva[i],
-                                __ATOMIC_RELAXED) != rec->eval[i])
-                return 0;
+        if (!entries_hold8(rec->ehva, rec->eval, rec->nent))
+            return 0;
     } else {
         for (unsigned i = 0; i < rec->nent; i++)
             if (load_entry(rec->ehva[i], rec->esize[i]) != rec->eval[i])

@@ -146,6 +146,8 @@ typedef struct lcr_pwc_ent {
                            * its epoch: pwc_fast() in mmu.c) */
     uint8_t  nent;        /* paging entries the walk read, and their size */
     uint8_t  esize;
+    uint8_t  e8;          /* every entry 8 bytes at an 8-aligned host
+                           * address: read back in one load each */
     uint8_t  ngfn;        /* distinct frames among them (egfn) */
     const uint8_t *ehva[LCR_PWC_LEVELS];  /* where each entry is */
     uint64_t eval[LCR_PWC_LEVELS];        /* and what it held after the
