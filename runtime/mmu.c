@@ -146,20 +146,45 @@ void lcr_ram_read(void *dst, const uint8_t *hva, size_t n)
 {
     uint8_t *d = dst;
 
-    for (size_t off = 0; off < n;) {
-        size_t w = ram_chunk((uintptr_t)(hva + off), n - off);
-        const void *p = hva + off;
-        uint64_t v;
-
-        switch (w) {
-        case 8: v = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED); break;
-        case 4: v = __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED); break;
-        case 2: v = __atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED); break;
-        default: v = __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED); break;
-        }
-        memcpy(d + off, &v, w);     /* little endian host */
-        off += w;
+    /* ram_chunk()'s loads written out as in lcr_ram_equal() (below):
+     * the head to 8-alignment, quadwords, the tail; each stored to the
+     * buffer with a fixed-size copy (little endian host). An exit's fetch
+     * reads up to LCR_FETCH_MAX bytes through here. */
+    if (((uintptr_t)hva & 1) && n >= 1) {
+        *d = __atomic_load_n(hva, __ATOMIC_RELAXED);
+        hva++, d++, n--;
     }
+    if (((uintptr_t)hva & 2) && n >= 2) {
+        uint16_t v = __atomic_load_n((const uint16_t *)(const void *)hva,
+                                     __ATOMIC_RELAXED);
+        memcpy(d, &v, 2);
+        hva += 2, d += 2, n -= 2;
+    }
+    if (((uintptr_t)hva & 4) && n >= 4) {
+        uint32_t v = __atomic_load_n((const uint32_t *)(const void *)hva,
+                                     __ATOMIC_RELAXED);
+        memcpy(d, &v, 4);
+        hva += 4, d += 4, n -= 4;
+    }
+    for (; n >= 8; hva += 8, d += 8, n -= 8) {
+        uint64_t v = __atomic_load_n((const uint64_t *)(const void *)hva,
+                                     __ATOMIC_RELAXED);
+        memcpy(d, &v, 8);
+    }
+    if (n >= 4) {
+        uint32_t v = __atomic_load_n((const uint32_t *)(const void *)hva,
+                                     __ATOMIC_RELAXED);
+        memcpy(d, &v, 4);
+        hva += 4, d += 4, n -= 4;
+    }
+    if (n >= 2) {
+        uint16_t v = __atomic_load_n((const uint16_t *)(const void *)hva,
+                                     __ATOMIC_RELAXED);
+        memcpy(d, &v, 2);
+        hva += 2, d += 2, n -= 2;
+    }
+    if (n)
+        *d = __atomic_load_n(hva, __ATOMIC_RELAXED);
 }
 
 void lcr_ram_write(uint8_t *hva, const void *src, size_t n)
