@@ -5,7 +5,11 @@
  * (fvm_ops_lean: as cheap as a VMM's own, nothing logged or checked). Medians over repeated runs, all in one process:
  *
  *   hit          a cached single-exit translation (lookup, coherency check,
- *                dispatch, return) for `out 0x80,al` in 64-bit mode
+ *                dispatch, return) for `out 0x80,al` in 64-bit mode; it
+ *                runs its one instruction without the run loop
+ *                (translator/run.c), which the clusters below go through,
+ *                so their per-instruction figures (cluster - hit) also
+ *                carry the loop's own cost
  *   gap filler   (cluster OUT + 12 register gap fillers + OUT) minus
  *                (cluster OUT + OUT), divided by 12
  *   mem filler   the same with 4 memory gap fillers, divided by 4 (one
@@ -32,7 +36,7 @@
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
  * interpreted <= 1 us.   bench_engine [--runs N] [--json]
- * [--only hit|two|gap|mem|walk|straight|call|calltail|flat]
+ * [--only hit|two|gap|mem|walk|straight|call|calltail|flat|interp]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +187,7 @@ int main(int argc, char **argv)
          * LC_BENCH_ITERS exits per run, nothing printed but its time. */
         const uint8_t *code = out1;
         size_t n = sizeof out1;
+        uint32_t techniques = LC_TECH_ALL;
         double t = 0;
 
         if (!strcmp(only, "mem")) {
@@ -211,13 +216,16 @@ int main(int argc, char **argv)
             code = flatm;
             n = sizeof flatm;
             rig_flat = 1;
+        } else if (!strcmp(only, "interp")) {
+            techniques = 0;
         } else if (strcmp(only, "hit")) {
             fprintf(stderr, "bench_engine: --only "
-                    "hit|two|gap|mem|walk|straight|call|calltail|flat\n");
+                    "hit|two|gap|mem|walk|straight|call|calltail|flat|"
+                    "interp\n");
             return 2;
         }
         for (int k = 0; k < runs; k++) {
-            up(&r, LC_TECH_ALL, 3, code, n);
+            up(&r, techniques, 3, code, n);
             per_exit(&r, 3, 0);
             t += per_exit(&r, iters, 0);
             down(&r);
