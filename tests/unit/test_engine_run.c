@@ -167,6 +167,86 @@ START_TEST(coherency_and_retranslation)
 }
 END_TEST
 
+/* A translation of one exiting instruction runs it outside the run loop
+ * (translator/run.c); its outcomes must be the loop's: handled with RIP
+ * past it; declined with nothing changed when the device refuses it
+ * (LC_CB_STOP), or with the error when it fails (LC_CB_ERROR); declined
+ * under single-stepping (the CPU steps it); an IN writes AL. Each case
+ * is a hit of the cached translation (the third exit at the site). */
+START_TEST(single_exit_translation_outcomes)
+{
+    /* each alone in its window: nothing after it but a jump to itself */
+    static const uint8_t out_code[] = { 0xe6, 0x80,     /* out 0x80, al */
+                                        0xeb, 0xfe };   /* jmp $ */
+    static const uint8_t in_code[] = { 0xe4, 0x71,      /* in al, 0x71 */
+                                       0xeb, 0xfe };
+    rig r; lc_cpu_state s, s0, s1; lc_result res; lc_stats st;
+    lc_exit xo = io_exit(0x80, 1, 1), xi = io_exit(0x71, 1, 0);
+
+    rig_up(&r, NULL);
+    fvm_state_long64(&r.f, &s0);
+    s0.rip = 0x100000;
+    s0.gpr[LC_RAX] = 0x1234;
+    memcpy(r.f.ram + 0x100000, out_code, sizeof out_code);
+    memcpy(r.f.ram + 0x100100, in_code, sizeof in_code);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        r.f.nlog = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &xo, &res), LC_OK);
+    }
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert(res.translated);
+    ck_assert_uint_eq(res.insns, 1);
+    ck_assert_uint_eq(res.exits_done, 1);
+    ck_assert_uint_eq(s.rip, 0x100002);
+    ck_assert_uint_eq(r.f.nlog, 1);
+    ck_assert_uint_eq(r.f.log[0].value, 0x34);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.exits_translated, 1);
+
+    /* refused: nothing ran, nothing changed */
+    r.f.pio_answer = LC_CB_STOP;
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &xo, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_DECLINED);
+    ck_assert_int_eq(res.stop, LC_STOP_CALLBACK);
+    ck_assert_mem_eq(&s, &s0, sizeof s);
+    /* failed: the error is the call's */
+    r.f.pio_answer = LC_CB_ERROR;
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &xo, &res),
+                     LC_ERR_CALLBACK);
+    ck_assert_int_eq(res.disposition, LC_DECLINED);
+    ck_assert_mem_eq(&s, &s0, sizeof s);
+    r.f.pio_answer = LC_CB_OK;
+
+    /* single-stepping: left to the CPU */
+    s1 = s0;
+    s1.rflags |= LC_RFLAGS_TF;
+    s = s1;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &xo, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_DECLINED);
+    ck_assert_mem_eq(&s, &s1, sizeof s);
+
+    /* IN: AL from the device, the rest of RAX kept */
+    s1 = s0;
+    s1.rip = 0x100100;
+    r.f.nin_seq = 1;
+    for (int i = 0; i < 3; i++) {
+        r.f.in_seq[0] = 0xa0 + (uint32_t)i;
+        r.f.in_pos = 0;
+        s = s1;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &xi, &res), LC_OK);
+    }
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert(res.translated);
+    ck_assert_uint_eq(res.exits_done, 1);
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x12a2);
+    ck_assert_uint_eq(s.rip, 0x100102);
+    rig_down(&r);
+}
+END_TEST
+
 /* A site with nothing worth running (RIP past an exit, a RET next) is
  * remembered as an empty translation: later exits there cost a lookup,
  * not a decode of the window, and it is checked for coherency like any
@@ -1256,6 +1336,7 @@ static Suite *suite(void)
     tcase_add_test(t, bios_saves_two_of_three);
     tcase_add_test(t, vmread_blocks);
     tcase_add_test(t, coherency_and_retranslation);
+    tcase_add_test(t, single_exit_translation_outcomes);
     tcase_add_test(t, accessor_poll_through_pointers);
     tcase_add_test(t, empty_translation_cached);
     tcase_add_test(t, self_modifying_cluster);
