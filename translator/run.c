@@ -71,6 +71,20 @@ static void run_fast(const lcx_fastop *f, lcr_vcpu *v, lazy_flags *lz)
     v->dirty |= LC_DIRTY_RIP;
 }
 
+/* Instruction x through the runtime's dispatcher (lcr_exec()), flags
+ * computed first: 1 when it completed and the run may go on; 0 when the
+ * run ends there, v->stop saying why (a fault or a refusal before it;
+ * SMC or HLT after it, completed). Out of line: the dispatcher costs far
+ * more than the call, and the run loop's inline cases keep a small
+ * frame. */
+static __attribute__((noinline))
+int run_full(lcx_insn *x, lcr_vcpu *v, lazy_flags *lz)
+{
+    materialize(lz, v->st);
+    v->route = x->routed ? &x->route : NULL;
+    return lcr_exec(v, &x->d) == LCR_DONE && v->stop == LC_STOP_NONE;
+}
+
 static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster *cl, lcr_vcpu *v,
                                uint32_t weak_backedge_cap, unsigned start,
                                lazy_flags *lz);
@@ -98,14 +112,16 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
 
     /* Most translations are one exiting instruction with nothing worth
      * running around it (section 2's single-exit translation): when it
-     * has an inline form (an IN or OUT, a MOV to RAM), it runs as the
-     * loop below would run it, without the loop's set-up: no flags
+     * has an inline form (an IN or OUT, a MOV to or from RAM), it runs as
+     * the loop below would run it, without the loop's set-up: no flags
      * pending before or after, no interrupt check on entry, no target
      * to go on to; reaching the end resets the guard count
-     * (guard_note()). A decline changes nothing and the loop takes it
-     * through lcr_exec(). */
+     * (guard_note()). A decline changes nothing, and the instruction
+     * goes through lcr_exec() as in the loop, without a second try of
+     * the inline form (a declined MOV to a device may have asked the
+     * VMM's gpa_map already). */
     if (cl->ninsn == 1 && start == 0) {
-        const lcx_insn *x = &cl->insn[0];
+        lcx_insn *x = &cl->insn[0];
 
         if (x->inl && !x->routed && x->target == LCX_NO_TARGET) {
             int r;
@@ -113,12 +129,12 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
             v->irq_check = 0;
             v->route = NULL;
             r = lcr_exec_inline(v, &x->d, x->inl);
-            if (r > 0) {
-                cl->guard_misses = 0;
-                return LC_STOP_END;
-            }
             if (r < 0)
                 return v->stop;         /* the device refused */
+            if (r == 0 && !run_full(x, v, &lz))
+                return v->stop;
+            cl->guard_misses = 0;
+            return LC_STOP_END;
         }
     }
     stop = run_loop(cl, v, weak_backedge_cap, start, &lz);
@@ -181,13 +197,8 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
              * a lazy computation stays pending. */
             if (inl < 0)
                 return v->stop;         /* the device refused */
-        } else {
-            materialize(lz, v->st);
-            v->route = x->routed ? &x->route : NULL;
-            if (lcr_exec(v, &x->d) != LCR_DONE)
-                return v->stop;
-            if (v->stop != LC_STOP_NONE)  /* SMC, HLT: completed, then end */
-                return v->stop;
+        } else if (!run_full(x, v, lz)) {
+            return v->stop;
         }
         rip = v->st->rip;
         if (i + 1 < cl->ninsn && rip == cl->insn[i + 1].rip) {

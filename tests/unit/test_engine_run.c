@@ -171,8 +171,8 @@ END_TEST
  * (translator/run.c); its outcomes must be the loop's: handled with RIP
  * past it; declined with nothing changed when the device refuses it
  * (LC_CB_STOP), or with the error when it fails (LC_CB_ERROR); declined
- * under single-stepping (the CPU steps it); an IN writes AL. Each case
- * is a hit of the cached translation (the third exit at the site). */
+ * under single-stepping (the CPU steps it); an IN writes AL; a MOV to a
+ * device, whose inline form declines, goes through the loop. */
 START_TEST(single_exit_translation_outcomes)
 {
     /* each alone in its window: nothing after it but a jump to itself */
@@ -243,6 +243,44 @@ START_TEST(single_exit_translation_outcomes)
     ck_assert_uint_eq(res.exits_done, 1);
     ck_assert_uint_eq(s.gpr[LC_RAX], 0x12a2);
     ck_assert_uint_eq(s.rip, 0x100102);
+
+    rig_down(&r);
+
+    /* MOV to a device, without learned routes (LC_TECH_DYNAMIC off): the
+     * inline form declines (not RAM) and the loop's lcr_exec() makes the
+     * access. */
+    {
+        static const uint8_t mov_code[] = { 0x89, 0x03,  /* mov [rbx], eax */
+                                            0xeb, 0xfe };
+        lc_config cfg;
+        lc_exit xm;
+
+        lc_config_init(&cfg);
+        cfg.techniques &= ~(uint32_t)LC_TECH_DYNAMIC;
+        rig_up(&r, &cfg);
+        fvm_state_long64(&r.f, &s0);
+        s0.gpr[LC_RAX] = 0x1234;
+        memcpy(r.f.ram + 0x100200, mov_code, sizeof mov_code);
+        memset(&xm, 0, sizeof xm);
+        xm.kind = LC_EXIT_MMIO;
+        xm.rip = LC_EXIT_RIP_AT;
+        xm.u.mmio.gpa = FVM_MMIO + 0x10;
+        xm.u.mmio.len = 4;
+        xm.u.mmio.is_write = 1;
+        s1 = s0;
+        s1.rip = 0x100200;
+        s1.gpr[LC_RBX] = FVM_MMIO + 0x10;
+        for (int i = 0; i < 3; i++) {
+            r.f.nlog = 0;
+            s = s1;
+            ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &xm, &res), LC_OK);
+        }
+        ck_assert_int_eq(res.disposition, LC_HANDLED);
+        ck_assert(res.translated);
+        ck_assert_uint_eq(s.rip, 0x100202);
+        ck_assert_uint_eq(r.f.nlog, 1);
+        ck_assert_uint_eq(r.f.log[0].value, 0x1234);
+    }
     rig_down(&r);
 }
 END_TEST
