@@ -648,11 +648,6 @@ static int loop(lcr_vcpu *v, lcr_ectx *c, int zf_want)
     return LCR_DONE;
 }
 
-/* Near CALL (SDM CALL, "near call"): the target (relative, or read from
- * a register or memory at the operand size) is checked first (#GP), then
- * the return address is pushed at the operand size onto SS:rSP (#SS, #PF:
- * the run stops before the CALL), then RIP moves. Phase one (every check
- * and translation) is complete before the stack write. */
 /* The push of a near CALL once its target is checked: the return
  * address `ret` at the operand size `n` onto SS:rSP - n through the
  * page-walk cache (section 11), and rSP moved. 1, or 0 with nothing done
@@ -670,6 +665,11 @@ static int call_push_fast(lcr_vcpu *v, unsigned n, uint64_t ret)
     return 1;
 }
 
+/* Near CALL (SDM CALL, "near call"): the target (relative, or read from
+ * a register or memory at the operand size) is checked first (#GP), then
+ * the return address is pushed at the operand size onto SS:rSP (#SS, #PF:
+ * the run stops before the CALL), then RIP moves. Phase one (every check
+ * and translation) is complete before the stack write. */
 static int ex_call(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
@@ -712,9 +712,6 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
-/* Near RET and RET imm16 (SDM RET, "near return"): pop the return address
- * at the operand size, check it (#GP), then release imm16 more bytes of
- * stack. */
 /* A near RET's return address at the operand size `n` read from SS:rSP
  * through the page-walk cache (section 11): 1 with *target, or 0 with
  * nothing done (ex_ret() then translates the slot). */
@@ -741,6 +738,9 @@ static void ret_release(lcr_vcpu *v, const lcd_insn *in, unsigned n)
     gpr_set(v, LC_RSP, sb, sp + n + extra);
 }
 
+/* Near RET and RET imm16 (SDM RET, "near return"): pop the return address
+ * at the operand size, check it (#GP), then release imm16 more bytes of
+ * stack. */
 static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
