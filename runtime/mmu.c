@@ -126,159 +126,95 @@ static inline int entries_hold8(const uint8_t *const *ehva,
 /* Guest RAM is shared with the guest's other vCPUs, whose threads may run
  * the runtime at the same time, and with device DMA. Every access the
  * runtime makes to it is therefore a sequence of relaxed atomic loads or
- * stores, each of the widest naturally aligned size (8, 4, 2 or 1 bytes):
- * an aligned guest access of up to 8 bytes then stays single-copy atomic
- * as on the CPU (SDM vol. 3A, 8.1.1), and the accesses of two vCPU
- * threads are not a data race in C11 (nor for ThreadSanitizer). On x86
- * these are the plain MOVs a memcpy would use. */
-static size_t ram_chunk(uintptr_t a, size_t left)
+ * stores, each of the widest naturally aligned size (8, 4, 2 or 1 bytes)
+ * that fits: an aligned guest access of up to 8 bytes then stays
+ * single-copy atomic as on the CPU (SDM vol. 3A, 8.1.1), and the accesses
+ * of two vCPU threads are not a data race in C11 (nor for
+ * ThreadSanitizer). On x86 these are the plain MOVs a memcpy would use.
+ * One walk (ram_span()) makes that sequence for a read, a write and a
+ * compare; each is a specialized copy of it. */
+enum ram_op { RAM_READ, RAM_WRITE, RAM_EQUAL };
+
+/* One access of `w` bytes at h (naturally aligned): load into buf, store
+ * from buf, or compare with buf (0 when they differ). The buffer side is
+ * a fixed-size copy (a single load or store; little endian host). */
+static inline __attribute__((always_inline))
+int ram_step(uint8_t *h, uint8_t *buf, unsigned w, enum ram_op op)
 {
-    if (left >= 8 && !(a & 7))
-        return 8;
-    if (left >= 4 && !(a & 3))
-        return 4;
-    if (left >= 2 && !(a & 1))
-        return 2;
+    uint64_t v = 0, e = 0;
+
+    if (op == RAM_WRITE) {
+        memcpy(&v, buf, w);
+        switch (w) {
+        case 8: __atomic_store_n((uint64_t *)(void *)h, v, __ATOMIC_RELAXED); break;
+        case 4: __atomic_store_n((uint32_t *)(void *)h, (uint32_t)v, __ATOMIC_RELAXED); break;
+        case 2: __atomic_store_n((uint16_t *)(void *)h, (uint16_t)v, __ATOMIC_RELAXED); break;
+        default: __atomic_store_n(h, (uint8_t)v, __ATOMIC_RELAXED); break;
+        }
+        return 1;
+    }
+    switch (w) {
+    case 8: v = __atomic_load_n((const uint64_t *)(void *)h, __ATOMIC_RELAXED); break;
+    case 4: v = __atomic_load_n((const uint32_t *)(void *)h, __ATOMIC_RELAXED); break;
+    case 2: v = __atomic_load_n((const uint16_t *)(void *)h, __ATOMIC_RELAXED); break;
+    default: v = __atomic_load_n(h, __ATOMIC_RELAXED); break;
+    }
+    if (op == RAM_READ) {
+        memcpy(buf, &v, w);
+        return 1;
+    }
+    memcpy(&e, buf, w);
+    return v == e;
+}
+
+/* `n` bytes at hva against buf, access by access: first a byte, a word
+ * and a doubleword as the address needs to reach 8-alignment (a step
+ * too wide for what is left is skipped: what is left is then narrower
+ * still, and the tail takes it at that alignment), then quadwords, then
+ * the tail from the widest down; each the widest aligned access that
+ * fits. Written out, not chosen per access in a loop: the fetch of every
+ * exit and the coherency check of every hit run this. 0 as soon as a
+ * compare differs. Never touches a byte outside [hva, hva + n). */
+static inline __attribute__((always_inline))
+int ram_span(uint8_t *hva, uint8_t *buf, size_t n, enum ram_op op)
+{
+#define RAM_PART(w, when)                                     \
+    do {                                                      \
+        if ((when) && n >= (w)) {                             \
+            if (!ram_step(hva, buf, (w), op))                 \
+                return 0;                                     \
+            hva += (w), buf += (w), n -= (w);                 \
+        }                                                     \
+    } while (0)
+    RAM_PART(1, (uintptr_t)hva & 1);
+    RAM_PART(2, (uintptr_t)hva & 2);
+    RAM_PART(4, (uintptr_t)hva & 4);
+    for (; n >= 8; hva += 8, buf += 8, n -= 8)
+        if (!ram_step(hva, buf, 8, op))
+            return 0;
+    RAM_PART(4, 1);
+    RAM_PART(2, 1);
+    RAM_PART(1, 1);
+#undef RAM_PART
     return 1;
 }
 
+/* The const qualifiers are dropped only where the walk neither stores to
+ * guest RAM (read, compare) nor to the buffer (write, compare). */
 void lcr_ram_read(void *dst, const uint8_t *hva, size_t n)
 {
-    uint8_t *d = dst;
-
-    /* ram_chunk()'s loads written out as in lcr_ram_equal() (below):
-     * the head to 8-alignment, quadwords, the tail; each stored to the
-     * buffer with a fixed-size copy (little endian host). An exit's fetch
-     * reads up to LCR_FETCH_MAX bytes through here. */
-    if (((uintptr_t)hva & 1) && n >= 1) {
-        *d = __atomic_load_n(hva, __ATOMIC_RELAXED);
-        hva++, d++, n--;
-    }
-    if (((uintptr_t)hva & 2) && n >= 2) {
-        uint16_t v = __atomic_load_n((const uint16_t *)(const void *)hva,
-                                     __ATOMIC_RELAXED);
-        memcpy(d, &v, 2);
-        hva += 2, d += 2, n -= 2;
-    }
-    if (((uintptr_t)hva & 4) && n >= 4) {
-        uint32_t v = __atomic_load_n((const uint32_t *)(const void *)hva,
-                                     __ATOMIC_RELAXED);
-        memcpy(d, &v, 4);
-        hva += 4, d += 4, n -= 4;
-    }
-    for (; n >= 8; hva += 8, d += 8, n -= 8) {
-        uint64_t v = __atomic_load_n((const uint64_t *)(const void *)hva,
-                                     __ATOMIC_RELAXED);
-        memcpy(d, &v, 8);
-    }
-    if (n >= 4) {
-        uint32_t v = __atomic_load_n((const uint32_t *)(const void *)hva,
-                                     __ATOMIC_RELAXED);
-        memcpy(d, &v, 4);
-        hva += 4, d += 4, n -= 4;
-    }
-    if (n >= 2) {
-        uint16_t v = __atomic_load_n((const uint16_t *)(const void *)hva,
-                                     __ATOMIC_RELAXED);
-        memcpy(d, &v, 2);
-        hva += 2, d += 2, n -= 2;
-    }
-    if (n)
-        *d = __atomic_load_n(hva, __ATOMIC_RELAXED);
+    ram_span((uint8_t *)(uintptr_t)hva, dst, n, RAM_READ);
 }
 
 void lcr_ram_write(uint8_t *hva, const void *src, size_t n)
 {
-    const uint8_t *s = src;
-
-    for (size_t off = 0; off < n;) {
-        size_t w = ram_chunk((uintptr_t)(hva + off), n - off);
-        void *p = hva + off;
-        uint64_t v = 0;
-
-        memcpy(&v, s + off, w);
-        switch (w) {
-        case 8: __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED); break;
-        case 4: __atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELAXED); break;
-        case 2: __atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELAXED); break;
-        default: __atomic_store_n((uint8_t *)p, (uint8_t)v, __ATOMIC_RELAXED); break;
-        }
-        off += w;
-    }
-}
-
-/* One naturally aligned load at h against the same bytes at b (the
- * expected copy: a fixed-size memcpy, a single load). */
-static inline int same8(const uint8_t *h, const uint8_t *b)
-{
-    uint64_t e;
-    memcpy(&e, b, 8);
-    return __atomic_load_n((const uint64_t *)(const void *)h,
-                           __ATOMIC_RELAXED) == e;
-}
-
-static inline int same4(const uint8_t *h, const uint8_t *b)
-{
-    uint32_t e;
-    memcpy(&e, b, 4);
-    return __atomic_load_n((const uint32_t *)(const void *)h,
-                           __ATOMIC_RELAXED) == e;
-}
-
-static inline int same2(const uint8_t *h, const uint8_t *b)
-{
-    uint16_t e;
-    memcpy(&e, b, 2);
-    return __atomic_load_n((const uint16_t *)(const void *)h,
-                           __ATOMIC_RELAXED) == e;
-}
-
-static inline int same1(const uint8_t *h, const uint8_t *b)
-{
-    return __atomic_load_n(h, __ATOMIC_RELAXED) == *b;
+    ram_span(hva, (uint8_t *)(uintptr_t)src, n, RAM_WRITE);
 }
 
 int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n)
 {
-    const uint8_t *b = buf;
-
-    /* The loads lcr_ram_read() makes (ram_chunk(): the widest naturally
-     * aligned that fits, in turn), compared in a register, written out
-     * without the loop's per-chunk choice: the coherency check of every
-     * hit runs this (no copy, no memcmp). First a byte, a word and a
-     * doubleword as the address needs to reach 8-alignment (a step too
-     * wide for what is left is skipped: what is left is then narrower
-     * still, and the tail takes it at that alignment), then quadwords,
-     * then the tail from the widest down. */
-    if (((uintptr_t)hva & 1) && n >= 1) {
-        if (!same1(hva, b))
-            return 0;
-        hva++, b++, n--;
-    }
-    if (((uintptr_t)hva & 2) && n >= 2) {
-        if (!same2(hva, b))
-            return 0;
-        hva += 2, b += 2, n -= 2;
-    }
-    if (((uintptr_t)hva & 4) && n >= 4) {
-        if (!same4(hva, b))
-            return 0;
-        hva += 4, b += 4, n -= 4;
-    }
-    for (; n >= 8; hva += 8, b += 8, n -= 8)
-        if (!same8(hva, b))
-            return 0;
-    if (n >= 4) {
-        if (!same4(hva, b))
-            return 0;
-        hva += 4, b += 4, n -= 4;
-    }
-    if (n >= 2) {
-        if (!same2(hva, b))
-            return 0;
-        hva += 2, b += 2, n -= 2;
-    }
-    return n == 0 || same1(hva, b);
+    return ram_span((uint8_t *)(uintptr_t)hva, (uint8_t *)(uintptr_t)buf, n,
+                    RAM_EQUAL);
 }
 
 /* Set bits in byte 0 of an entry without touching its other bytes. The CPU

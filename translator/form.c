@@ -117,6 +117,10 @@ static void finish(lcx_cluster *out, unsigned last)
             !out->insn[i + 1].irq_check && out->insn[i + 1].fast_run < 255)
             x->fast_run = (uint8_t)(out->insn[i + 1].fast_run + 1);
     }
+    /* Decided here once: a translation of one instruction with an inline
+     * form runs it without the run loop (lcx_run()). */
+    out->solo = out->ninsn == 1 && out->insn[0].inl && !out->insn[0].routed &&
+                out->insn[0].target == LCX_NO_TARGET;
     out->end_rip = out->insn[last].rip + out->insn[last].d.info.length;
     /* Each code range covers its included instructions (calls.c): the
      * coherency check and the SMC watch are over exactly those bytes. */

@@ -112,30 +112,27 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
 
     /* Most translations are one exiting instruction with nothing worth
      * running around it (section 2's single-exit translation): when it
-     * has an inline form (an IN or OUT, a MOV to or from RAM), it runs as
-     * the loop below would run it, without the loop's set-up: no flags
-     * pending before or after, no interrupt check on entry, no target
-     * to go on to; reaching the end resets the guard count
-     * (guard_note()). A decline changes nothing, and the instruction
-     * goes through lcr_exec() as in the loop, without a second try of
-     * the inline form (a declined MOV to a device may have asked the
-     * VMM's gpa_map already). */
-    if (cl->ninsn == 1 && start == 0) {
+     * has an inline form (an IN or OUT, a MOV to or from RAM; cl->solo,
+     * decided at formation), it runs as the loop below would run it,
+     * without the loop's set-up: no flags pending before or after, no
+     * interrupt check on entry, no target to go on to; reaching the end
+     * resets the guard count (guard_note()). A decline changes nothing,
+     * and the instruction goes through lcr_exec() as in the loop, without
+     * a second try of the inline form (a declined MOV to a device may
+     * have asked the VMM's gpa_map already). */
+    if (cl->solo && start == 0) {
         lcx_insn *x = &cl->insn[0];
+        int r;
 
-        if (x->inl && !x->routed && x->target == LCX_NO_TARGET) {
-            int r;
-
-            v->irq_check = 0;
-            v->route = NULL;
-            r = lcr_exec_inline(v, &x->d, x->inl);
-            if (r < 0)
-                return v->stop;         /* the device refused */
-            if (r == 0 && !run_full(x, v, &lz))
-                return v->stop;
-            cl->guard_misses = 0;
-            return LC_STOP_END;
-        }
+        v->irq_check = 0;
+        v->route = NULL;
+        r = lcr_exec_inline(v, &x->d, x->inl);
+        if (r < 0)
+            return v->stop;             /* the device refused */
+        if (r == 0 && !run_full(x, v, &lz))
+            return v->stop;
+        cl->guard_misses = 0;
+        return LC_STOP_END;
     }
     stop = run_loop(cl, v, weak_backedge_cap, start, &lz);
 

@@ -122,6 +122,9 @@ typedef struct lcx_cluster {
     uint8_t     first_done; /* the exiting instruction at rip-… was already
                              * completed by the VMM (RIP past it) */
     uint8_t     pair;       /* instructions 0 and 1 form an exit pair (s3) */
+    uint8_t     solo;       /* one instruction, with an inline form, not
+                             * routed, no target: lcx_run() runs it
+                             * without the loop */
     uint8_t     nrange;     /* code ranges (range[0] starts at rip and
                              * covers nbytes) */
     uint8_t     guessed;    /* the walk followed a RET or indirect transfer
