@@ -255,12 +255,16 @@ def main():
             # for dnsmasq's replies as long as they take (8 polls in one
             # run, 316 in the next on a loaded machine), and dnsmasq pings
             # the address before it offers it (3 s of iPXE idle polling:
-            # how many polls fit depends on the host's speed). The saving
-            # is judged on the work that is the same in every run: POST,
-            # the option ROM, the TFTP transfer and, with the peer, the
-            # guest's exchanges.
-            phases = ('ipxe', 'dhcp', 'guest') \
-                if args.server == 'dnsmasq' else ('ipxe', 'dhcp')
+            # how many polls fit depends on the host's speed). And so do
+            # the TFTP transfer's: the same polls cost more exits the
+            # longer the transfer takes (one pcnet boot's took 370 exits
+            # in 391 ms off and 401 in 523 ms on, both with 20 polls, in a
+            # suite's ASan build; the e1000 ROM-BAR boot's took 234-255
+            # on alone and 636 and 750 in a loaded suite run, 2026-11-27). The saving is judged on the
+            # work that is the same in every run: POST, the option ROM
+            # and, with the peer, the guest's exchanges.
+            phases = ('ipxe', 'dhcp', 'tftp', 'guest') \
+                if args.server == 'dnsmasq' else ('ipxe', 'dhcp', 'tftp')
             for ph in phases:
                 e_off -= off.get('phases', {}).get(f'{ph}_exits', 0)
                 e_on -= on.get('phases', {}).get(f'{ph}_exits', 0)
