@@ -149,7 +149,7 @@ static void arm_watch(lcr_vcpu *v, tc_entry *te, const uint64_t *gfn,
                       unsigned ngfn)
 {
     lci_watch_narrow(te, gfn, ngfn < LCR_WATCH_MAX ? ngfn : LCR_WATCH_MAX);
-    v->watching = &te->watch;
+    lcr_watch_arm(v, &te->watch);
 }
 
 /* Run a translation whose code is known coherent: watch its code frames

@@ -140,7 +140,9 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
         probe_done(v);
         return NULL;
     }
-    h = lcr_pwc_ram(v, la, n, access);
+    h = lcr_pwc_tlb_hit(v, la, n, access == LCR_ACC_WRITE);
+    if (!h)
+        h = lcr_pwc_ram(v, la, n, access);
     return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
 }
 

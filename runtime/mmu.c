@@ -1001,6 +1001,21 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
     return 1;
 }
 
+/* Entry `e` answers for linear page `la` as plain RAM in this epoch,
+ * from map_lo to map_hi, for a store if `wr` (lcr_pwc_tlb). */
+static void pwc_tlb_fill(lcr_vcpu *v, unsigned wr, uint64_t la,
+                         const lcr_pwc_ent *e)
+{
+    lcr_pwc_tlb *t = &v->pwc.tlb[wr];
+
+    t->lpn = la >> 12;
+    t->epoch = v->pwc.epoch;
+    t->lo = (uint32_t)(e->map_lo & PAGE_MASK);
+    t->hi = (uint32_t)(e->map_hi - e->gpa);
+    t->hva = e->map_hva;
+    t->watch = v->watching;
+}
+
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
 {
     lcr_pwc *p = &v->pwc;
@@ -1057,9 +1072,17 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
     if (gpa < e->map_lo || gpa + len > e->map_hi)
         return NULL;
     /* nor watched code bytes (the watch covers the bytes the translation
-     * runs) */
-    if (wr && lcr_watched(v, gpa, len))
+     * runs); a page with none of them in the part the VMM vouched for
+     * goes into the TLB for stores, and for loads too (a writable page
+     * is readable: FAST_R) */
+    if (!wr || !lcr_watched(v, e->map_lo, (unsigned)(e->map_hi - e->map_lo))) {
+        if (wr)
+            pwc_tlb_fill(v, 1, la, e);
+        if (e->fast & LCR_PWC_FAST_R)
+            pwc_tlb_fill(v, 0, la, e);
+    } else if (wr && lcr_watched(v, gpa, len)) {
         return NULL;
+    }
     v->pwc_hits++;
     return e->map_hva + (gpa - e->map_lo);
 }
@@ -1152,6 +1175,10 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
     unsigned wr = (c->access & LCR_ACC_WRITE) != 0, i;
     lcr_pwc_ent *e = NULL;
 
+    /* The walk may replace an entry or watch a new page table: the TLB
+     * is made again from what lcr_pwc_ram() serves next. */
+    p->tlb[0].lpn = LCR_PWC_NO_PAGE;
+    p->tlb[1].lpn = LCR_PWC_NO_PAGE;
     if (p->nslot && !pwc_state_ok(v))
         lcr_pwc_drop(v);
     if (!p->nslot) {

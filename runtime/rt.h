@@ -156,6 +156,23 @@ typedef struct lcr_pwc_ent {
                                            * entries (watched as pt_gfn) */
 } lcr_pwc_ent;
 
+/* The last page lcr_pwc_ram() served as plain RAM, for loads and for
+ * stores, with the part of it the VMM's answer vouches for: a one-entry
+ * TLB in front of the entry search
+ * (lcr_pwc_tlb_hit()). Valid in its epoch while the paging state is
+ * known (pwc.state_known); made again, or not at all, by pwc_fill()
+ * (a walk may add a page table to the watch) and lcr_pwc_drop(). */
+#define LCR_PWC_NO_PAGE (~0ull)    /* no linear page number is this */
+typedef struct lcr_pwc_tlb {
+    uint64_t lpn;         /* linear address >> 12, or LCR_PWC_NO_PAGE */
+    uint64_t epoch;
+    uint8_t *hva;         /* host address of offset lo */
+    uint32_t lo, hi;      /* the offsets in the page vouched for */
+    const void *watch;    /* stores: the SMC watch (lcr_vcpu.watching)
+                           * it was made under, with none of lo..hi
+                           * watched */
+} lcr_pwc_tlb;
+
 typedef struct lcr_pwc {
     uint8_t  n;           /* entries usable in this epoch */
     uint8_t  nslot;       /* entries held (this epoch or earlier) */
@@ -168,6 +185,7 @@ typedef struct lcr_pwc {
                            * none of it) */
     uint8_t  pad_;
     uint64_t epoch;
+    lcr_pwc_tlb tlb[2];   /* [0] loads, [1] stores */
     uint64_t gen;         /* *flush_gen when the entries were made */
     uint64_t cr0, cr3, cr4, efer;
     uint64_t ptmask;      /* bit (gfn & 63) of every pt_gfn: quick filter */
@@ -274,6 +292,8 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
 static inline void lcr_pwc_drop(lcr_vcpu *v)
 {
     lcr_pwc_forget(v);
+    v->pwc.tlb[0].lpn = LCR_PWC_NO_PAGE;
+    v->pwc.tlb[1].lpn = LCR_PWC_NO_PAGE;
     v->pwc.nslot = 0;
     v->pwc.npt = 0;
     v->pwc.ptmask = 0;
@@ -304,8 +324,37 @@ static inline lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *s)
  * `access` (LCR_ACC_READ or LCR_ACC_WRITE alone; a store also on no
  * traced page, page table or watched code frame), else NULL: the
  * translator's inline loads and stores, which otherwise take the full
- * lcr_translate(). Changes nothing but pwc_hits. */
+ * lcr_translate(). Changes nothing but pwc_hits and the cache's TLB
+ * (lcr_pwc_tlb). */
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
+
+/* Watch `w` for self-modification from now on (the engine, before each
+ * run). Its content may differ from the last time it was watched (the
+ * same translation, narrowed again), so the TLB forgets its store page. */
+static inline void lcr_watch_arm(lcr_vcpu *v, const lcr_watch *w)
+{
+    v->watching = w;
+    v->pwc.tlb[1].lpn = LCR_PWC_NO_PAGE;
+}
+
+/* lcr_pwc_ram()'s answer when the page is the one it last served for
+ * this direction (`wr`: a store) in this epoch, with the paging state
+ * known, no route, the access within the part vouched for and, for a
+ * store, the same SMC watch: the stack slot a RET reads after its CALL's push, the
+ * second and later MOVs on one page. NULL otherwise (ask lcr_pwc_ram()). */
+static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
+                                       unsigned len, unsigned wr)
+{
+    const lcr_pwc_tlb *t = &v->pwc.tlb[wr];
+    unsigned off = (unsigned)(la & 0xfff);
+
+    if (t->lpn != la >> 12 || t->epoch != v->pwc.epoch ||
+        !v->pwc.state_known || v->route || off < t->lo ||
+        off + len > t->hi || (wr && t->watch != (const void *)v->watching))
+        return NULL;
+    v->pwc_hits++;
+    return t->hva + (off - t->lo);
+}
 
 /* Does translation `x` reach only plain RAM, as LCR_ACC_PLAIN would ask
  * for its access (no MMIO; for a store, no traced page)? For an

@@ -1634,6 +1634,75 @@ START_TEST(pwc_ram_inline_answers)
 }
 END_TEST
 
+/* The one-entry TLB in front of the cache (lcr_pwc_tlb_hit): the page
+ * lcr_pwc_ram() last served, per direction, within the part the VMM's
+ * answer vouched for, in this epoch only, with the paging state known;
+ * a store only under the watch it was made under; forgotten by a walk
+ * (it may watch a new page table). */
+START_TEST(pwc_tlb_last_page)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    static const lcr_watch w = { .n = 1, .gfn = { 0x30 } };
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, 0x30000, F_P | F_RW | F_A | F_D);
+    map4k(la + 0x1000, 0x31000, F_P | F_RW | F_A | F_D);
+    map4k(la + 0x2000, 0x60000, F_P | F_RW | F_A | F_D);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 8, 8, 0)); /* not served */
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 24, 8, 1), T.ram + 0x30018);
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 16, 8, 0), T.ram + 0x30010);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 0xffc, 8, 0)); /* crosses */
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 0x1008, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 8, 8, 0)); /* before lo */
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 0xff8, 8, 0),
+                     T.ram + 0x30ff8);
+
+    /* another watch: stores ask again (and meet the watched frame) */
+    V.watching = &w;
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 24, 8, 0), T.ram + 0x30018);
+    ck_assert_ptr_null(lcr_pwc_ram(&V, la + 24, 8, W));
+    V.watching = NULL;
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, W), T.ram + 0x30018);
+    lcr_watch_arm(&V, NULL);            /* armed again: asked again */
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, W), T.ram + 0x30018);
+
+    /* an instruction through lcr_exec() may change the paging state */
+    V.pwc.state_known = 0;
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, R), T.ram + 0x30018);
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 24, 8, 0), T.ram + 0x30018);
+
+    /* a walk of another page forgets both directions */
+    expect_ram(la + 0x1000, 8, R, 0x31000, __LINE__);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
+
+    /* the VMM ran: nothing until lcr_pwc_ram() serves the page again */
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, W), T.ram + 0x30018);
+    lcr_pwc_forget(&V);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
+    /* (the state known again in the new epoch, through another page) */
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 0x1008, 8, R), T.ram + 0x31008);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
+
+    /* a short answer (3 bytes from the first access) bounds the page */
+    T.short_gfn = 0x60;
+    expect_ram(la + 0x2000, 1, R, 0x60000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 0x2000, 1, R), T.ram + 0x60000);
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 0x2001, 2, 0),
+                     T.ram + 0x60001);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 0x2002, 2, 0));
+    T.short_gfn = FVM_NONE;
+}
+END_TEST
+
 /* The VMM's answer for a cached page outlives the epoch while the flush
  * generation holds (lc_vm_ops.gpa_map's contract: any change of it comes
  * with lc_engine_flush()): after the VMM ran, the entry is revalidated by
@@ -1981,6 +2050,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, pwc_dropped_on_flush_generation);
     tcase_add_test(t, pwc_engine_runs_see_remap);
     tcase_add_test(t, pwc_ram_inline_answers);
+    tcase_add_test(t, pwc_tlb_last_page);
     tcase_add_test(t, pwc_peek_guesses);
     tcase_add_test(t, pwc_keeps_map_per_generation);
     tcase_add_test(t, pwc_inline_store_into_code_stops);
