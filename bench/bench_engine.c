@@ -21,7 +21,12 @@
  *                memory gap filler costs when there is no walk to make
  *   interpreted  an exit with all techniques off (fetch, decode, execute)
  *   translation  an exit that forms and caches a translation (threshold 1,
- *                cache flushed before each), minus a hit
+ *                cache flushed before each), minus a hit. Since the runs
+ *                chain (handle_exit.c), such an exit forms twice: the
+ *                site, and where its run ends (here an empty translation,
+ *                nothing worth running there), each about 43,500
+ *                instructions (callgrind, `--only form`), two thirds of
+ *                them decoding
  *   call+ret     per instruction after the first, (cluster - hit) / 5, of
  *                `out; call f; out` with f: `add; add; ret` (the stack in
  *                RAM), against the straight `out; 4 x add; out` of as many
@@ -36,7 +41,7 @@
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
  * interpreted <= 1 us.   bench_engine [--runs N] [--json]
- * [--only hit|two|gap|mem|walk|straight|call|calltail|flat|interp]
+ * [--only hit|two|gap|mem|walk|straight|call|calltail|flat|interp|form]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +193,8 @@ int main(int argc, char **argv)
         const uint8_t *code = out1;
         size_t n = sizeof out1;
         uint32_t techniques = LC_TECH_ALL;
+        unsigned threshold = 3;
+        int flush = 0;
         double t = 0;
 
         if (!strcmp(only, "mem")) {
@@ -218,16 +225,19 @@ int main(int argc, char **argv)
             rig_flat = 1;
         } else if (!strcmp(only, "interp")) {
             techniques = 0;
+        } else if (!strcmp(only, "form")) {
+            threshold = 1;      /* the translation row: form at every exit */
+            flush = 1;
         } else if (strcmp(only, "hit")) {
             fprintf(stderr, "bench_engine: --only "
                     "hit|two|gap|mem|walk|straight|call|calltail|flat|"
-                    "interp\n");
+                    "interp|form\n");
             return 2;
         }
         for (int k = 0; k < runs; k++) {
-            up(&r, techniques, 3, code, n);
-            per_exit(&r, 3, 0);
-            t += per_exit(&r, iters, 0);
+            up(&r, techniques, threshold, code, n);
+            per_exit(&r, 3, flush);
+            t += per_exit(&r, iters, flush);
             down(&r);
         }
         printf("%s: %.1f ns per exit\n", only, t / runs);
