@@ -986,6 +986,10 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
         if (r != M_OK)
             return mres_stop(v, r, la);
         if (f->kind == LC_GPA_RAM && !v->route) {
+            /* a new answer, for another part of the page maybe: the TLB
+             * is made again from the entry (lcr_pwc_tlb) */
+            p->tlb[0].lpn = LCR_PWC_NO_PAGE;
+            p->tlb[1].lpn = LCR_PWC_NO_PAGE;
             pwc_keep_map(e, f, &m, wr);
             e->fast = pwc_fast(p, e);
         }

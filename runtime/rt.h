@@ -158,10 +158,15 @@ typedef struct lcr_pwc_ent {
 
 /* The last page lcr_pwc_ram() served as plain RAM, for loads and for
  * stores, with the part of it the VMM's answer vouches for: a one-entry
- * TLB in front of the entry search
- * (lcr_pwc_tlb_hit()). Valid in its epoch while the paging state is
- * known (pwc.state_known); made again, or not at all, by pwc_fill()
- * (a walk may add a page table to the watch) and lcr_pwc_drop(). */
+ * TLB in front of the entry search (lcr_pwc_tlb_hit()). Valid in its
+ * epoch while the paging state is known (pwc.state_known). Forgotten by
+ * every walk (pwc_fill(): it may replace an entry or watch a new page
+ * table), every new gpa_map answer kept in an entry (pwc_lookup()),
+ * lcr_pwc_drop(), and for stores lcr_watch_arm(). What it rests on: a
+ * watch's content changes only through lcr_watch_arm(), gpa_map's
+ * answers hold until the epoch ends (the VMM runs only in callbacks,
+ * which end it, and flushes on every change), and its one caller
+ * (ram_fast(), exec.c) asks for 1, 2, 4 or 8 bytes. */
 #define LCR_PWC_NO_PAGE (~0ull)    /* no linear page number is this */
 typedef struct lcr_pwc_tlb {
     uint64_t lpn;         /* linear address >> 12, or LCR_PWC_NO_PAGE */

@@ -1699,6 +1699,9 @@ START_TEST(pwc_tlb_last_page)
     ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 0x2001, 2, 0),
                      T.ram + 0x60001);
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 0x2002, 2, 0));
+    /* a new answer for another part of the page replaces the entry's */
+    expect_ram(la + 0x2800, 1, R, 0x60800, __LINE__);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 0x2001, 2, 0));
     T.short_gfn = FVM_NONE;
 }
 END_TEST
