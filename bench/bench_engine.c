@@ -33,6 +33,9 @@
  *                instructions (translator/calls.c). f lies before the
  *                cluster, so both are followed by the same bytes and the
  *                engine's look past their end costs the same.
+ *   push+pop     per instruction, (cluster - hit) / 5, of
+ *                `out; push rax; 2 x add; pop rax; out`: the same stack
+ *                accesses as call+ret without the transfers
  *   call, tail   the same cluster with f right after it, as before
  *                2026-11-24: the code after the run falls into f and its
  *                RET, so every exit also checks the return address there
@@ -41,7 +44,8 @@
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
  * interpreted <= 1 us.   bench_engine [--runs N] [--json]
- * [--only hit|two|gap|mem|walk|straight|call|calltail|flat|interp|form]
+ * [--only hit|two|gap|mem|walk|straight|call|pushpop|calltail|flat|interp|
+ *  form]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,12 +138,17 @@ int main(int argc, char **argv)
     size_t n2 = 0, n12 = 0, nm = 0, nw = 0;
     double hit[100], c2[100], c12[100], cm[100], cw[100], interp[100];
     double trans[100], cstraight[100], ccall[100], ctail[100], f2[100];
+    double cpush[100];
     double fm[100];
     /* out 0x80; 4 x add rax,rcx; out 0x80   and
      * out 0x80; call f; out 0x80; ...; f: add rax,rcx; add rax,rcx; ret */
     static const uint8_t straight6[] = {
         0xe6, 0x80, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8,
         0x48, 0x01, 0xc8, 0xe6, 0x80 };
+    /* out 0x80; push rax; 2 x add rax,rcx; pop rax; out 0x80 */
+    static const uint8_t pushpop6[] = {
+        0xe6, 0x80, 0x50, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0x58,
+        0xe6, 0x80 };
     /* paging off: out; [4 x mov eax,[ebx]]; out   and   out; out */
     static const uint8_t flatm[] = {
         0xe6, 0x80, 0x8b, 0x03, 0x8b, 0x03, 0x8b, 0x03, 0x8b, 0x03,
@@ -216,6 +225,9 @@ int main(int argc, char **argv)
             code = call6;
             n = sizeof call6;
             rig_entry = CALL6_ENTRY;
+        } else if (!strcmp(only, "pushpop")) {
+            code = pushpop6;
+            n = sizeof pushpop6;
         } else if (!strcmp(only, "calltail")) {
             code = calltail;
             n = sizeof calltail;
@@ -230,8 +242,8 @@ int main(int argc, char **argv)
             flush = 1;
         } else if (strcmp(only, "hit")) {
             fprintf(stderr, "bench_engine: --only "
-                    "hit|two|gap|mem|walk|straight|call|calltail|flat|"
-                    "interp|form\n");
+                    "hit|two|gap|mem|walk|straight|call|pushpop|calltail|"
+                    "flat|interp|form\n");
             return 2;
         }
         for (int k = 0; k < runs; k++) {
@@ -281,6 +293,10 @@ int main(int argc, char **argv)
         ccall[k] = (per_exit(&r, iters, 0) - hit[k]) / 5;
         down(&r);
         rig_entry = 0;
+        up(&r, LC_TECH_ALL, 3, pushpop6, sizeof pushpop6);
+        per_exit(&r, 3, 0);
+        cpush[k] = (per_exit(&r, iters, 0) - hit[k]) / 5;
+        down(&r);
         up(&r, LC_TECH_ALL, 3, calltail, sizeof calltail);
         per_exit(&r, 3, 0);
         ctail[k] = (per_exit(&r, iters, 0) - hit[k]) / 5;
@@ -305,6 +321,7 @@ int main(int argc, char **argv)
         double pst = bench_median(cstraight, runs);
         double pcall = bench_median(ccall, runs);
         double ptail = bench_median(ctail, runs);
+        double ppush = bench_median(cpush, runs);
         double flat = (bench_median(fm, runs) - bench_median(f2, runs)) / 4;
         if (json) {
             printf("{\"unit\": \"ns\", \"hit\": %.1f, \"gap_filler\": %.2f, "
@@ -312,11 +329,12 @@ int main(int argc, char **argv)
                    "\"interpreted\": %.1f, "
                    "\"translation\": %.1f, \"straight_per_insn\": %.2f, "
                    "\"call_ret_per_insn\": %.2f, "
+                   "\"push_pop_per_insn\": %.2f, "
                    "\"call_tail_per_insn\": %.2f, "
                    "\"mem_gap_unpaged\": %.2f, \"runs\": %d, "
                    "\"iters\": %d}\n",
-                   h, gap, mem, walk, in, tr, pst, pcall, ptail, flat, runs,
-                   iters);
+                   h, gap, mem, walk, in, tr, pst, pcall, ppush, ptail, flat,
+                   runs, iters);
         } else {
             printf("engine cost per exit (medians of %d runs x %d exits)\n",
                    runs, iters);
@@ -334,6 +352,7 @@ int main(int argc, char **argv)
             printf("  per instruction, straight      %8.2f ns\n", pst);
             printf("  per instruction, call+ret      %8.2f ns   goal <= straight%s\n",
                    pcall, pcall <= pst ? "" : "  MISSED");
+            printf("  per instruction, push+pop      %8.2f ns\n", ppush);
             printf("  per instruction, call, RET after %6.2f ns\n", ptail);
         }
     }

@@ -650,11 +650,12 @@ static int loop(lcr_vcpu *v, lcr_ectx *c, int zf_want)
     return LCR_DONE;
 }
 
-/* The push of a near CALL once its target is checked: the return
- * address `ret` at the operand size `n` onto SS:rSP - n through the
- * page-walk cache (section 11), and rSP moved. 1, or 0 with nothing done
- * when the cache cannot serve the slot (ex_call() then translates it). */
-static int call_push_fast(lcr_vcpu *v, unsigned n, uint64_t ret)
+/* A push through the page-walk cache (section 11): `val` at the operand
+ * size `n` onto SS:rSP - n, and rSP moved (a near CALL's return address
+ * once its target is checked, a PUSH's value). 1, or 0 with nothing done
+ * when the cache cannot serve the slot (ex_call(), ex_push() then
+ * translate it). */
+static int stack_push_fast(lcr_vcpu *v, unsigned n, uint64_t val)
 {
     unsigned sb = stack_bytes(v);
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb);
@@ -662,7 +663,7 @@ static int call_push_fast(lcr_vcpu *v, unsigned n, uint64_t ret)
 
     if (!h)
         return 0;
-    ram_store_n(h, n, ret & lcr_mask(n));
+    ram_store_n(h, n, val & lcr_mask(n));
     gpr_set(v, LC_RSP, sb, sp);
     return 1;
 }
@@ -702,7 +703,7 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     }
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    if (!call_push_fast(v, n, c->next)) {
+    if (!stack_push_fast(v, n, c->next)) {
         if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_WRITE, &sx) < 0)
             return LCR_STOP;
         if (lcr_xwrite(v, &sx, c->next & lcr_mask(n)))
@@ -714,10 +715,10 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     return LCR_DONE;
 }
 
-/* A near RET's return address at the operand size `n` read from SS:rSP
- * through the page-walk cache (section 11): 1 with *target, or 0 with
- * nothing done (ex_ret() then translates the slot). */
-static int ret_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
+/* The `n` bytes at SS:rSP read through the page-walk cache (section 11):
+ * a near RET's return address, a POP's value. 1 with *target, or 0 with
+ * nothing done (ex_ret(), ex_pop() then translate the slot). */
+static int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
 {
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
     uint8_t *h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ);
@@ -752,7 +753,7 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
 
     if (in->info.cflow != LC_CF_RET)
         return stop(v, LC_STOP_TERMINATOR);
-    if (!ret_read_fast(v, n, &target)) {
+    if (!stack_read_fast(v, n, &target)) {
         uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
 
         /* read before the target check, which can still fault */
@@ -1672,6 +1673,17 @@ unsigned lcr_inline_kind(const lcd_insn *in)
         return LCR_INL_NONE;
     case LC_OP_RET:
         return ii->cflow == LC_CF_RET ? LCR_INL_RET : LCR_INL_NONE;
+    case LC_OP_PUSH:
+        /* a general register or an immediate (not a segment register,
+         * not memory) */
+        if (in->nopnds >= 1 &&
+            ((o0->kind == LCD_OPND_REG && o0->reg.cls == LCD_REG_GPR) ||
+             o0->kind == LCD_OPND_IMM))
+            return LCR_INL_PUSH;
+        return LCR_INL_NONE;
+    case LC_OP_POP:
+        return in->nopnds >= 1 && o0->kind == LCD_OPND_REG &&
+               o0->reg.cls == LCD_REG_GPR ? LCR_INL_POP : LCR_INL_NONE;
     case LC_OP_IN:
         return in->nopnds == 2 && o0->kind == LCD_OPND_REG ? LCR_INL_IN
                                                            : LCR_INL_NONE;
@@ -1715,7 +1727,7 @@ static int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
         target = (next + (uint64_t)ii->branch_disp) & lcr_mask(n);
     else
         target = lcr_reg_get(v, in->opnd[0].reg, n) & lcr_mask(n);
-    if (!branch_ok(v, target) || !call_push_fast(v, n, next))
+    if (!branch_ok(v, target) || !stack_push_fast(v, n, next))
         return 0;
     v->st->rip = target;
     return 1;
@@ -1728,13 +1740,46 @@ static int inline_ret(lcr_vcpu *v, const lcd_insn *in)
     unsigned n = in->info.operand_bits / 8;
     uint64_t target;
 
-    if (!ret_read_fast(v, n, &target))
+    if (!stack_read_fast(v, n, &target))
         return 0;
     target &= lcr_mask(n);
     if (!branch_ok(v, target))
         return 0;
     ret_release(v, in, n);
     v->st->rip = target;
+    return 1;
+}
+
+/* PUSH of a general register or an immediate whose stack slot the cache
+ * serves: ex_push()'s fast case (PUSH rSP pushes rSP before the push;
+ * an immediate is sign-extended to the operand size). */
+static int inline_push(lcr_vcpu *v, const lcd_insn *in)
+{
+    unsigned n = in->info.operand_bits / 8;
+    const lcd_opnd *o = &in->opnd[0];
+    uint64_t a = lcr_src_value(v, o);
+
+    if (o->kind == LCD_OPND_IMM)
+        a = lcr_sext(a, o->bytes);
+
+    if (!stack_push_fast(v, n, a))
+        return 0;
+    v->st->rip += in->info.length;
+    return 1;
+}
+
+/* POP to a general register whose stack slot the cache serves: ex_pop()'s
+ * fast case (POP rSP leaves the popped value in rSP). */
+static int inline_pop(lcr_vcpu *v, const lcd_insn *in)
+{
+    unsigned n = in->info.operand_bits / 8, sb = stack_bytes(v);
+    uint64_t a;
+
+    if (!stack_read_fast(v, n, &a))
+        return 0;
+    gpr_set(v, LC_RSP, sb, (v->st->gpr[LC_RSP] & lcr_mask(sb)) + n);
+    lcr_reg_set(v, in->opnd[0].reg, n, a);
+    v->st->rip += in->info.length;
     return 1;
 }
 
@@ -1768,6 +1813,8 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     case LCR_INL_CALL_REL: r = inline_call(v, in, 1); break;
     case LCR_INL_CALL_REG: r = inline_call(v, in, 0); break;
     case LCR_INL_RET:      r = inline_ret(v, in); break;
+    case LCR_INL_PUSH:     r = inline_push(v, in); break;
+    case LCR_INL_POP:      r = inline_pop(v, in); break;
     case LCR_INL_IN:       r = inline_io(v, in, 0); break;
     case LCR_INL_OUT:      r = inline_io(v, in, 1); break;
     default:               return 0;

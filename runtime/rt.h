@@ -386,6 +386,8 @@ int lcr_pwc_peek(const lcr_vcpu *v, uint64_t la, unsigned len,
  *    page the cache answers for (lcr_pwc_ram());
  *  - near CALL (relative, or through a register) and near RET / RET imm16
  *    with the stack slot in such RAM and a target that does not fault;
+ *  - PUSH of a general register or an immediate, POP to a general
+ *    register, with the stack slot in such RAM;
  *  - IN and OUT where no I/O permission bit map must be read (real mode,
  *    or CPL <= IOPL).
  * Each does exactly what lcr_exec() would. 1: done; 0: nothing happened,
@@ -397,6 +399,8 @@ enum lcr_inline {
     LCR_INL_CALL_REL,
     LCR_INL_CALL_REG,
     LCR_INL_RET,        /* RET, RET imm16 */
+    LCR_INL_PUSH,       /* PUSH r / imm */
+    LCR_INL_POP,        /* POP r */
     LCR_INL_IN,
     LCR_INL_OUT,
 };

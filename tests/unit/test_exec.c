@@ -1557,6 +1557,15 @@ static const struct inline_case {
     { LC_MODE_LONG64, "ff d0" },                /* call rax */
     { LC_MODE_LONG64, "c3" },
     { LC_MODE_LONG64, "c2 10 00" },             /* ret 16 */
+    { LC_MODE_LONG64, "50" },                   /* push rax */
+    { LC_MODE_LONG64, "54" },                   /* push rsp */
+    { LC_MODE_LONG64, "41 57" },                /* push r15 */
+    { LC_MODE_LONG64, "66 50" },                /* push ax */
+    { LC_MODE_LONG64, "6a f0" },                /* push -16 */
+    { LC_MODE_LONG64, "68 78 56 34 92" },       /* push imm32 (negative) */
+    { LC_MODE_LONG64, "59" },                   /* pop rcx */
+    { LC_MODE_LONG64, "5c" },                   /* pop rsp */
+    { LC_MODE_LONG64, "66 5a" },                /* pop dx */
     { LC_MODE_LONG64, "e6 80" },                /* out 0x80, al */
     { LC_MODE_LONG64, "ed" },                   /* in eax, dx */
     { LC_MODE_LONG64, "66 ef" },                /* out dx, ax */
@@ -1565,6 +1574,11 @@ static const struct inline_case {
     { LC_MODE_PROT32, "e8 10 00 00 00" },
     { LC_MODE_PROT32, "ff d1" },                /* call ecx */
     { LC_MODE_PROT32, "c3" },
+    { LC_MODE_PROT32, "53" },                   /* push ebx */
+    { LC_MODE_PROT32, "54" },                   /* push esp */
+    { LC_MODE_PROT32, "66 6a 80" },             /* push word -128 */
+    { LC_MODE_PROT32, "5c" },                   /* pop esp */
+    { LC_MODE_PROT32, "66 58" },                /* pop ax */
     { LC_MODE_PROT32, "e4 71" },                /* in al, 0x71 */
     { LC_MODE_PROT32, "ee" },                   /* out dx, al */
     { LC_MODE_REAL, "89 07" },                  /* mov [bx], ax */
@@ -1572,6 +1586,11 @@ static const struct inline_case {
     { LC_MODE_REAL, "e8 10 00" },               /* call rel16 */
     { LC_MODE_REAL, "c3" },
     { LC_MODE_REAL, "c2 02 00" },
+    { LC_MODE_REAL, "50" },                     /* push ax */
+    { LC_MODE_REAL, "66 51" },                  /* push ecx */
+    { LC_MODE_REAL, "6a ff" },                  /* push -1 */
+    { LC_MODE_REAL, "5b" },                     /* pop bx */
+    { LC_MODE_REAL, "66 5c" },                  /* pop esp */
     { LC_MODE_REAL, "ec" },                     /* in al, dx */
     { LC_MODE_REAL, "e6 80" },
 };
