@@ -188,9 +188,9 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
         } else if (x->inl && !v->irq_check && !x->routed &&
                    (v->route = NULL,
                     (inl = lcr_exec_inline(v, &x->d, x->inl)) != 0)) {
-            /* A MOV to or from RAM, a CALL or RET with its stack slot in
-             * RAM the page-walk cache answers for (section 11), an IN or
-             * OUT: no dispatch, no walk. None reads or writes the flags:
+            /* A MOV to or from RAM, a CALL, RET, PUSH or POP with its
+             * stack slot in RAM the page-walk cache answers for (section
+             * 11), an IN or OUT: no dispatch, no walk. None reads or writes the flags:
              * a lazy computation stays pending. */
             if (inl < 0)
                 return v->stop;         /* the device refused */

@@ -1533,7 +1533,7 @@ START_TEST(push_pop_sreg)
 END_TEST
 
 /* The run loop's inline forms (lcr_exec_inline: MOV to and from RAM, near
- * CALL and RET, IN and OUT) must do exactly what the dispatcher does
+ * CALL and RET, PUSH and POP, IN and OUT) must do exactly what the dispatcher does
  * (lcr_exec, which tests/diff proves against Unicorn), or nothing at
  * all. Each case runs from random states on two identical machines: one
  * through the inline form, one through lcr_exec. Both contexts first
@@ -1566,6 +1566,9 @@ static const struct inline_case {
     { LC_MODE_LONG64, "59" },                   /* pop rcx */
     { LC_MODE_LONG64, "5c" },                   /* pop rsp */
     { LC_MODE_LONG64, "66 5a" },                /* pop dx */
+    { LC_MODE_LONG64, "ff f0" },                /* push rax (FF /6) */
+    { LC_MODE_LONG64, "8f c1" },                /* pop rcx (8F /0) */
+    { LC_MODE_LONG64, "66 6a 80" },             /* push word -128 */
     { LC_MODE_LONG64, "e6 80" },                /* out 0x80, al */
     { LC_MODE_LONG64, "ed" },                   /* in eax, dx */
     { LC_MODE_LONG64, "66 ef" },                /* out dx, ax */
@@ -1590,6 +1593,8 @@ static const struct inline_case {
     { LC_MODE_REAL, "66 51" },                  /* push ecx */
     { LC_MODE_REAL, "6a ff" },                  /* push -1 */
     { LC_MODE_REAL, "5b" },                     /* pop bx */
+    { LC_MODE_REAL, "66 6a 80" },               /* push dword -128 */
+    { LC_MODE_REAL, "8f c6" },                  /* pop si (8F /0) */
     { LC_MODE_REAL, "66 5c" },                  /* pop esp */
     { LC_MODE_REAL, "ec" },                     /* in al, dx */
     { LC_MODE_REAL, "e6 80" },
