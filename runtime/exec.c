@@ -729,16 +729,25 @@ static int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
     return 1;
 }
 
+/* rSP past `n` bytes of stack (a POP's slot, a RET's return address and
+ * its imm16), in the stack's address size. */
+static inline __attribute__((always_inline))
+void stack_release(lcr_vcpu *v, uint64_t n)
+{
+    unsigned sb = stack_bytes(v);
+
+    gpr_set(v, LC_RSP, sb, (v->st->gpr[LC_RSP] & lcr_mask(sb)) + n);
+}
+
 /* A near RET's end, its target checked: rSP past the return address and
  * imm16 more bytes. */
 static void ret_release(lcr_vcpu *v, const lcd_insn *in, unsigned n)
 {
-    unsigned sb = stack_bytes(v);
-    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), extra = 0;
+    uint64_t extra = 0;
 
     if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
         extra = in->opnd[0].imm & 0xffff;
-    gpr_set(v, LC_RSP, sb, sp + n + extra);
+    stack_release(v, n + extra);
 }
 
 /* Near RET and RET imm16 (SDM RET, "near return"): pop the return address
@@ -1772,12 +1781,12 @@ static int inline_push(lcr_vcpu *v, const lcd_insn *in)
  * fast case (POP rSP leaves the popped value in rSP). */
 static int inline_pop(lcr_vcpu *v, const lcd_insn *in)
 {
-    unsigned n = in->info.operand_bits / 8, sb = stack_bytes(v);
+    unsigned n = in->info.operand_bits / 8;
     uint64_t a;
 
     if (!stack_read_fast(v, n, &a))
         return 0;
-    gpr_set(v, LC_RSP, sb, (v->st->gpr[LC_RSP] & lcr_mask(sb)) + n);
+    stack_release(v, n);
     lcr_reg_set(v, in->opnd[0].reg, n, a);
     v->st->rip += in->info.length;
     return 1;

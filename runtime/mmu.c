@@ -988,8 +988,7 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
         if (f->kind == LC_GPA_RAM && !v->route) {
             /* a new answer, for another part of the page maybe: the TLB
              * is made again from the entry (lcr_pwc_tlb) */
-            p->tlb[0].lpn = LCR_PWC_NO_PAGE;
-            p->tlb[1].lpn = LCR_PWC_NO_PAGE;
+            lcr_pwc_tlb_forget(p);
             pwc_keep_map(e, f, &m, wr);
             e->fast = pwc_fast(p, e);
         }
@@ -1181,8 +1180,7 @@ static void pwc_fill(lcr_vcpu *v, const pgctx *c, uint64_t la, const walk *w,
 
     /* The walk may replace an entry or watch a new page table: the TLB
      * is made again from what lcr_pwc_ram() serves next. */
-    p->tlb[0].lpn = LCR_PWC_NO_PAGE;
-    p->tlb[1].lpn = LCR_PWC_NO_PAGE;
+    lcr_pwc_tlb_forget(p);
     if (p->nslot && !pwc_state_ok(v))
         lcr_pwc_drop(v);
     if (!p->nslot) {

@@ -292,13 +292,19 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
     v->pwc.epoch++;
 }
 
+/* Forget both pages of the cache's TLB (lcr_pwc_tlb). */
+static inline void lcr_pwc_tlb_forget(lcr_pwc *p)
+{
+    p->tlb[0].lpn = LCR_PWC_NO_PAGE;
+    p->tlb[1].lpn = LCR_PWC_NO_PAGE;
+}
+
 /* Drop every cached page walk (a new context, a paging-state change, a
  * store into a walked page table, a changed guest-physical map). */
 static inline void lcr_pwc_drop(lcr_vcpu *v)
 {
     lcr_pwc_forget(v);
-    v->pwc.tlb[0].lpn = LCR_PWC_NO_PAGE;
-    v->pwc.tlb[1].lpn = LCR_PWC_NO_PAGE;
+    lcr_pwc_tlb_forget(&v->pwc);
     v->pwc.nslot = 0;
     v->pwc.npt = 0;
     v->pwc.ptmask = 0;
