@@ -113,15 +113,30 @@ static inline uint64_t load_entry(const uint8_t *p, unsigned size)
 /* Do the 8-byte, 8-aligned paging entries at ehva[0 .. n) still hold
  * eval[]? One load each: the revalidation of a page-walk cache entry and
  * the coherency check's fetch record run this on every use. */
+#define ENTRY_DIFF8(i)                                                   \
+    (__atomic_load_n((const uint64_t *)(const void *)ehva[i],           \
+                     __ATOMIC_RELAXED) ^ eval[i])
 static inline int entries_hold8(const uint8_t *const *ehva,
                                 const uint64_t *eval, unsigned n)
 {
-    for (unsigned i = 0; i < n; i++)
-        if (__atomic_load_n((const uint64_t *)(const void *)ehva[i],
-                            __ATOMIC_RELAXED) != eval[i])
-            return 0;
-    return 1;
+    uint64_t d = 0;
+
+    /* Unrolled, one OR of differences and one branch (a walk reads at
+     * most MAX_LEVELS, 5, entries; the default is never taken). */
+    switch (n) {
+    case 5: d |= ENTRY_DIFF8(4); /* fall through */
+    case 4: d |= ENTRY_DIFF8(3); /* fall through */
+    case 3: d |= ENTRY_DIFF8(2); /* fall through */
+    case 2: d |= ENTRY_DIFF8(1); /* fall through */
+    case 1: d |= ENTRY_DIFF8(0); /* fall through */
+    case 0: return d == 0;
+    default:
+        for (unsigned i = 0; i < n; i++)
+            d |= ENTRY_DIFF8(i);
+        return d == 0;
+    }
 }
+#undef ENTRY_DIFF8
 
 /* Guest RAM is shared with the guest's other vCPUs, whose threads may run
  * the runtime at the same time, and with device DMA. Every access the
