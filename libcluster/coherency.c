@@ -175,10 +175,17 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
         te->xsame = 0;
         te->xall = 1;
         for (unsigned r = 1; r < cl->nrange; r++) {
+            const lcr_fetch_rec *x = &te->xrec[r - 1];
+
+            te->xhva[r - 1] = NULL;
             if (!cl->range[r].len)
                 continue;
-            if (lcr_fetch_same_walk(&te->rec, &te->xrec[r - 1]))
+            if (lcr_fetch_same_walk(&te->rec, x))
                 te->xsame |= (uint8_t)(1u << (r - 1));
+            else
+                te->xall = 0;
+            if (x->npages == 1 && x->code_len[0] >= cl->range[r].len)
+                te->xhva[r - 1] = x->code[0];
             else
                 te->xall = 0;
         }

@@ -126,10 +126,15 @@ uint8_t lci_exit_props(const lc_exit *x);
 int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
                       uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn);
 
+/* lci_coherent()'s frame count when the frames are those te->watch was
+ * last computed for (gfn[] not filled): the watch is armed as it is. */
+#define LCI_WATCH_KEPT (~0u)
+
 /* The hit path's common cases in the caller: one code range whose record
  * still holds; or several, all on the first one's pages (an accessor on
  * its caller's page), whose code alone is compared once the first record
- * holds, their frames those the SMC watch's spans were computed for. */
+ * holds, their frames those the SMC watch's spans were computed for
+ * (*ngfn = LCI_WATCH_KEPT). */
 static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
                                uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
 {
@@ -151,14 +156,12 @@ static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
         for (r = 1; r < cl->nrange; r++) {
             unsigned n = cl->range[r].len;
 
-            if (n && !lcr_fetch_code_equal(&te->xrec[r - 1],
-                                           te->xcode + off, n))
+            if (n && !lcr_ram_equal(te->xhva[r - 1], te->xcode + off, n))
                 break;
             off += n;
         }
         if (r == cl->nrange) {
-            *ngfn = te->watch.n;
-            memcpy(gfn, te->watch.gfn, sizeof te->watch.gfn);
+            *ngfn = LCI_WATCH_KEPT;
             return 1;
         }
     }

@@ -148,7 +148,8 @@ static void relink(lc_vcpu *vc, tc_entry *te)
 static void arm_watch(lcr_vcpu *v, tc_entry *te, const uint64_t *gfn,
                       unsigned ngfn)
 {
-    lci_watch_narrow(te, gfn, ngfn < LCR_WATCH_MAX ? ngfn : LCR_WATCH_MAX);
+    if (ngfn != LCI_WATCH_KEPT)
+        lci_watch_narrow(te, gfn, ngfn < LCR_WATCH_MAX ? ngfn : LCR_WATCH_MAX);
     lcr_watch_arm(v, &te->watch);
 }
 

@@ -50,9 +50,14 @@ typedef struct tc_entry {
     /* Bit r - 1: xrec[r - 1] was made in rec's state through rec's paging
      * entries (lcr_fetch_same_walk), so once rec passed its check only
      * its code is compared. xall: every other range with code is such a
-     * range (a callee on its caller's page: lci_coherent's inline case).
+     * range, its code on one page (a callee on its caller's page:
+     * lci_coherent's inline case).
      * Valid while xvalid; cleared with wvalid. */
     uint8_t  xvalid, xsame, xall;
+    /* With xall: where each other range's code is in the host, all of it
+     * on its record's first page (so, once rec passed, the range is
+     * coherent when these bytes are its own: lci_coherent()). */
+    const uint8_t *xhva[LCX_MAX_RANGES - 1];
     /* Instructions before the first exiting one, counted as the window
      * counts them (without the transfers the cluster follows, calls.c's
      * lcx_trace_room): how far a chained run must reach to get to an

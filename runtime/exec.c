@@ -741,7 +741,8 @@ void stack_release(lcr_vcpu *v, uint64_t n)
 
 /* A near RET's end, its target checked: rSP past the return address and
  * imm16 more bytes. */
-static void ret_release(lcr_vcpu *v, const lcd_insn *in, unsigned n)
+static inline __attribute__((always_inline))
+void ret_release(lcr_vcpu *v, const lcd_insn *in, unsigned n)
 {
     uint64_t extra = 0;
 
@@ -1726,7 +1727,8 @@ static int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store)
 
 /* Near CALL, relative or through a register, whose target does not
  * fault and whose stack slot the cache serves: ex_call()'s fast case. */
-static int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
+static inline __attribute__((always_inline))
+int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
 {
     const lc_insn_info *ii = &in->info;
     unsigned n = ii->operand_bits / 8;

@@ -567,6 +567,63 @@ START_TEST(callee_change_caught_inline)
 }
 END_TEST
 
+/* The hit of a cluster whose callee shares its caller's page arms the
+ * translation's SMC watch as it was computed (LCI_WATCH_KEPT, no frame
+ * list rebuilt): every hit still stops after a store into the callee's
+ * code (here its own RET, rewritten with the byte it holds, so the code
+ * stays coherent and each exit hits), and never after one beside it. */
+START_TEST(callee_watch_kept_on_hit)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+    static const uint8_t code[] = { 0xe6, 0x80,         /* out 0x80,al */
+                                    0xe8, 0xfb, 0x07,   /* call 7800 */
+                                    0xe6, 0x81,         /* out 0x81,al */
+                                    0x0f, 0x0b };       /* ud2 */
+    /* mov byte [0x7805],0xc3 (its own RET); ret; then the same with
+     * [0x7900], beside the code, at 0x7840 */
+    static const uint8_t callee[] = { 0xc6, 0x06, 0x05, 0x78, 0xc3, 0xc3 };
+    static const uint8_t beside[] = { 0xc6, 0x06, 0x00, 0x79, 0xc3, 0xc3 };
+
+    rig_up(&r, NULL);
+    memcpy(r.f.ram + 0x7000, code, sizeof code);
+    memcpy(r.f.ram + 0x7800, callee, sizeof callee);
+    memcpy(r.f.ram + 0x7840, beside, sizeof beside);
+    fvm_state_real(&s0);
+    s0.rip = 0x7000;
+    s0.gpr[LC_RSP] = 0x6000;
+    for (int i = 0; i < 6; i++) {     /* translated at the third */
+        s = s0;
+        r.f.nlog = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        if (i < 2)
+            continue;
+        ck_assert_int_eq(res.stop, LC_STOP_SMC);
+        ck_assert_uint_eq(res.insns, 3);          /* out, call, mov */
+        ck_assert_uint_eq(s.rip, 0x7805);
+    }
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.smc_stops, 4);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+    ck_assert_uint_eq(st.translations, 1);
+
+    /* the same caller calling the one that stores beside its code */
+    r.f.ram[0x7003] = 0x3b;                       /* call 7840 */
+    r.f.ram[0x7004] = 0x08;
+    for (int i = 0; i < 6; i++) {
+        s = s0;
+        r.f.nlog = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_int_ne(res.stop, LC_STOP_SMC);
+    ck_assert_uint_eq(res.insns, 5);              /* out, call, mov, ret, out */
+    ck_assert_uint_eq(r.f.nlog, 2);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.smc_stops, 4);
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(ret_on_16bit_stack_with_esp_high_bits)
 {
     /* Real mode, a 16-bit stack: the RET's slot is at SS:SP, whatever
@@ -1379,6 +1436,7 @@ static Suite *suite(void)
     tcase_add_test(t, watch_follows_remapped_code);
     tcase_add_test(t, chain_after_mispredicted_ret);
     tcase_add_test(t, callee_change_caught_inline);
+    tcase_add_test(t, callee_watch_kept_on_hit);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, absent_device_branch);
