@@ -173,11 +173,11 @@ static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
  * the bytes of its code ranges by their fetch records, or whole frames
  * when a record cannot say. Computed once per record and frame list (the
  * hit path runs the same frames every time): kept in `te` while they
- * agree. */
+ * agree. 1 when te->watch was made again (its content may differ). */
 void lci_watch_narrow_full(tc_entry *te, const uint64_t *gfn, unsigned ngfn);
 
-static inline void lci_watch_narrow(tc_entry *te, const uint64_t *gfn,
-                                    unsigned ngfn)
+static inline int lci_watch_narrow(tc_entry *te, const uint64_t *gfn,
+                                   unsigned ngfn)
 {
     unsigned i;
 
@@ -185,9 +185,10 @@ static inline void lci_watch_narrow(tc_entry *te, const uint64_t *gfn,
         for (i = 0; i < ngfn && te->watch.gfn[i] == gfn[i]; i++)
             ;
         if (i == ngfn)
-            return;
+            return 0;
     }
     lci_watch_narrow_full(te, gfn, ngfn);
+    return 1;
 }
 
 /* Add frames to a watch list without repeats (at most LCR_WATCH_MAX). */

@@ -148,9 +148,12 @@ static void relink(lc_vcpu *vc, tc_entry *te)
 static void arm_watch(lcr_vcpu *v, tc_entry *te, const uint64_t *gfn,
                       unsigned ngfn)
 {
+    unsigned fresh = 0;
+
     if (ngfn != LCI_WATCH_KEPT)
-        lci_watch_narrow(te, gfn, ngfn < LCR_WATCH_MAX ? ngfn : LCR_WATCH_MAX);
-    lcr_watch_arm(v, &te->watch);
+        fresh = (unsigned)lci_watch_narrow(te, gfn, ngfn < LCR_WATCH_MAX
+                                                    ? ngfn : LCR_WATCH_MAX);
+    lcr_watch_arm(v, &te->watch, fresh);
 }
 
 /* Run a translation whose code is known coherent: watch its code frames

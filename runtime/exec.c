@@ -123,6 +123,7 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
 {
     uint64_t la;
     uint8_t *h;
+    unsigned wr;
 
     if (n != 1 && n != 2 && n != 4 && n != 8)
         return NULL;
@@ -140,7 +141,10 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
         probe_done(v);
         return NULL;
     }
-    h = lcr_pwc_tlb_hit(v, la, n, access == LCR_ACC_WRITE);
+    wr = access == LCR_ACC_WRITE;
+    h = lcr_pwc_tlb_hit(v, la, n, wr);
+    if (!h && v->pwc.tlb[wr].lpn == la >> 12)
+        h = lcr_pwc_tlb_renew(v, la, n, wr);
     if (!h)
         h = lcr_pwc_ram(v, la, n, access);
     return h && !((uintptr_t)h & (n - 1)) ? h : NULL;

@@ -1032,6 +1032,37 @@ static void pwc_tlb_fill(lcr_vcpu *v, unsigned wr, uint64_t la,
     t->hi = (uint32_t)(e->map_hi - e->gpa);
     t->hva = e->map_hva;
     t->watch = v->watching;
+    t->slot = (uint8_t)(e - v->pwc.e);
+}
+
+uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
+                           unsigned wr)
+{
+    lcr_pwc *p = &v->pwc;
+    lcr_pwc_tlb *t = &p->tlb[wr], *u = &p->tlb[!wr];
+    lcr_pwc_ent *e = &p->e[t->slot];
+    unsigned off = (unsigned)(la & PAGE_MASK);
+
+    if (t->lpn != la >> 12 || v->route || off < t->lo ||
+        off + len > t->hi || (wr && t->watch != (const void *)v->watching))
+        return NULL;
+    if (!p->state_known) {
+        if (!pwc_state_ok(v))
+            return NULL;
+        p->state_known = 1;
+    }
+    /* (a failed revalidation may drop everything, the TLB with it) */
+    if (e->epoch != p->epoch && !pwc_revalidate(v, e))
+        return NULL;
+    if (t->lpn != e->lpn ||
+        !(e->fast & (wr ? LCR_PWC_FAST_W : LCR_PWC_FAST_R)))
+        return NULL;
+    t->epoch = p->epoch;
+    if (u->lpn == t->lpn && u->slot == t->slot &&
+        (e->fast & (wr ? LCR_PWC_FAST_R : LCR_PWC_FAST_W)))
+        u->epoch = p->epoch;
+    v->pwc_hits++;
+    return t->hva + (off - t->lo);
 }
 
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)

@@ -158,14 +158,21 @@ typedef struct lcr_pwc_ent {
 
 /* The last page lcr_pwc_ram() served as plain RAM, for loads and for
  * stores, with the part of it the VMM's answer vouches for: a one-entry
- * TLB in front of the entry search (lcr_pwc_tlb_hit()). Valid in its
- * epoch while the paging state is known (pwc.state_known). Forgotten by
- * every walk (pwc_fill(): it may replace an entry or watch a new page
- * table), every new gpa_map answer kept in an entry (pwc_lookup()),
- * lcr_pwc_drop(), and for stores lcr_watch_arm(). What it rests on: a
- * watch's content changes only through lcr_watch_arm(), gpa_map's
- * answers hold until the epoch ends (the VMM runs only in callbacks,
- * which end it, and flushes on every change), and its one caller
+ * TLB in front of the entry search (lcr_pwc_tlb_hit()). Good in its
+ * epoch while the paging state is known (pwc.state_known); in a later
+ * epoch, or once the state must be compared again, good again when the
+ * entry it was made from revalidates (lcr_pwc_tlb_renew()), as a tagged
+ * TLB entry outlives a VM entry while the paging structures hold: the
+ * next run's stack page costs the state compare and the read-back of its
+ * paging entries, not the search and the fill. Forgotten by every walk
+ * (pwc_fill(): it may replace an entry or watch a new page table), every
+ * new gpa_map answer kept in an entry (pwc_lookup()), lcr_pwc_drop(), and
+ * for stores lcr_watch_arm() with new watch content: so while it is held,
+ * the entry it was made from is unchanged. What it rests on besides: a
+ * watch's content changes only where its owner tells lcr_watch_arm(),
+ * gpa_map's answers hold while the flush generation does (the VMM
+ * flushes on every change; without a generation revalidation asks
+ * again, and the entry no longer answers fast), and its one caller
  * (ram_fast(), exec.c) asks for 1, 2, 4 or 8 bytes. */
 #define LCR_PWC_NO_PAGE (~0ull)    /* no linear page number is this */
 typedef struct lcr_pwc_tlb {
@@ -176,6 +183,7 @@ typedef struct lcr_pwc_tlb {
     const void *watch;    /* stores: the SMC watch (lcr_vcpu.watching)
                            * it was made under, with none of lo..hi
                            * watched */
+    uint8_t  slot;        /* the entry it was made from (lcr_pwc.e) */
 } lcr_pwc_tlb;
 
 typedef struct lcr_pwc {
@@ -340,19 +348,24 @@ static inline lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *s)
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
 
 /* Watch `w` for self-modification from now on (the engine, before each
- * run). Its content may differ from the last time it was watched (the
- * same translation, narrowed again), so the TLB forgets its store page. */
-static inline void lcr_watch_arm(lcr_vcpu *v, const lcr_watch *w)
+ * run). `fresh`: its content may differ from what it held when it was
+ * last watched (a translation's watch narrowed again, or a new one at a
+ * reused address); then the TLB forgets its store page, made under the
+ * old content. A caller that cannot tell passes 1. */
+static inline void lcr_watch_arm(lcr_vcpu *v, const lcr_watch *w,
+                                 unsigned fresh)
 {
     v->watching = w;
-    v->pwc.tlb[1].lpn = LCR_PWC_NO_PAGE;
+    if (fresh)
+        v->pwc.tlb[1].lpn = LCR_PWC_NO_PAGE;
 }
 
 /* lcr_pwc_ram()'s answer when the page is the one it last served for
  * this direction (`wr`: a store) in this epoch, with the paging state
  * known, no route, the access within the part vouched for and, for a
- * store, the same SMC watch: the stack slot a RET reads after its CALL's push, the
- * second and later MOVs on one page. NULL otherwise (ask lcr_pwc_ram()). */
+ * store, the same SMC watch: the stack slot a RET reads after its CALL's
+ * push, the second and later MOVs on one page. NULL otherwise (then
+ * lcr_pwc_tlb_renew(), then lcr_pwc_ram()). */
 static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
                                        unsigned len, unsigned wr)
 {
@@ -366,6 +379,16 @@ static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
     v->pwc_hits++;
     return t->hva + (off - t->lo);
 }
+
+/* lcr_pwc_tlb_hit()'s answer for its page made in an earlier epoch, or
+ * with the paging state to compare again: the page is made good again if
+ * the entry it came from (e[slot]) still answers as it did (the paging
+ * state compared, the entry revalidated: its paging entries read back,
+ * the access still as fast). The other direction's page made from the
+ * same entry is renewed with it (a CALL's push, then its RET's load).
+ * NULL: not renewed, nothing served (ask lcr_pwc_ram()). */
+uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
+                           unsigned wr);
 
 /* Does translation `x` reach only plain RAM, as LCR_ACC_PLAIN would ask
  * for its access (no MMIO; for a store, no traced page)? For an

@@ -1667,7 +1667,7 @@ START_TEST(pwc_tlb_last_page)
     ck_assert_ptr_null(lcr_pwc_ram(&V, la + 24, 8, W));
     V.watching = NULL;
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, W), T.ram + 0x30018);
-    lcr_watch_arm(&V, NULL);            /* armed again: asked again */
+    lcr_watch_arm(&V, NULL, 1);         /* new content: asked again */
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, W), T.ram + 0x30018);
 
@@ -1703,6 +1703,85 @@ START_TEST(pwc_tlb_last_page)
     expect_ram(la + 0x2800, 1, R, 0x60800, __LINE__);
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 0x2001, 2, 0));
     T.short_gfn = FVM_NONE;
+}
+END_TEST
+
+/* The TLB's pages outlive the epoch (lcr_pwc_tlb_renew): after the VMM
+ * ran, the page served last in a direction serves again once its entry
+ * revalidates, and the other direction's page from the same entry with
+ * it; not when a paging entry changed, the flush generation moved, the
+ * paging state changed, or (stores) under another watch or with new
+ * watch content; never without a generation (the answer is asked
+ * again). */
+START_TEST(pwc_tlb_renewed)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    static const lcr_watch w = { .n = 1, .gfn = { 0x70 } };
+    uint64_t gen = 3;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    V.flush_gen = &gen;
+    map4k(la, 0x30000, F_P | F_RW | F_A | F_D);
+    map4k(la + 0x1000, 0x31000, F_P | F_RW | F_A | F_D);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
+
+    lcr_pwc_forget(&V);                 /* the VMM ran */
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 0x1008, 8, 1));
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 0xffc, 8, 1));
+    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 24, 8, 1), T.ram + 0x30018);
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 24, 8, 1), T.ram + 0x30018);
+    ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 32, 4, 0), T.ram + 0x30020);
+
+    /* an instruction through lcr_exec() (the state to compare again) */
+    V.pwc.state_known = 0;
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
+    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 24, 8, 0), T.ram + 0x30018);
+    V.st->cr4 |= LC_CR4_SMEP;           /* ... which changed it */
+    V.pwc.state_known = 0;
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 24, 8, 0));
+    V.st->cr4 &= ~(uint64_t)LC_CR4_SMEP;
+
+    /* a changed paging entry: not renewed (a walk finds the new page) */
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
+    lcr_pwc_forget(&V);
+    map4k(la, 0x32000, F_P | F_RW | F_A | F_D);
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 1));
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 0));
+    expect_ram(la, 8, R, 0x32000, __LINE__);
+
+    /* the flush generation moved: not renewed */
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
+    lcr_pwc_forget(&V);
+    gen++;
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 16, 8, 0));
+
+    /* stores: only under the watch, and watch content, made under */
+    expect_ram(la, 8, R, 0x32000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
+    lcr_pwc_forget(&V);
+    lcr_watch_arm(&V, &w, 1);           /* another watch */
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 1));
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
+    lcr_pwc_forget(&V);
+    lcr_watch_arm(&V, &w, 0);           /* the same watch, as it was */
+    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 16, 8, 1), T.ram + 0x32010);
+    lcr_pwc_forget(&V);
+    lcr_watch_arm(&V, &w, 1);           /* its content made again */
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 1));
+    lcr_watch_arm(&V, NULL, 1);
+
+    /* no generation: revalidation asks the VMM again, so no renewal */
+    V.flush_gen = NULL;
+    lcr_pwc_drop(&V);
+    expect_ram(la, 8, R, 0x32000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, R), T.ram + 0x32008);
+    lcr_pwc_forget(&V);
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 8, 8, 0));
 }
 END_TEST
 
@@ -2054,6 +2133,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, pwc_engine_runs_see_remap);
     tcase_add_test(t, pwc_ram_inline_answers);
     tcase_add_test(t, pwc_tlb_last_page);
+    tcase_add_test(t, pwc_tlb_renewed);
     tcase_add_test(t, pwc_peek_guesses);
     tcase_add_test(t, pwc_keeps_map_per_generation);
     tcase_add_test(t, pwc_inline_store_into_code_stops);
