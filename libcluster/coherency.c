@@ -184,8 +184,8 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
                 te->xsame |= (uint8_t)(1u << (r - 1));
             else
                 te->xall = 0;
-            if (x->npages == 1 && x->code_len[0] >= cl->range[r].len)
-                te->xhva[r - 1] = x->code[0];
+            if (x->npages >= 1 && x->code_len[0] >= cl->range[r].len)
+                te->xhva[r - 1] = x->code[0];   /* all on its first page */
             else
                 te->xall = 0;
         }

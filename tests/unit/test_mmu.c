@@ -1764,8 +1764,10 @@ START_TEST(pwc_tlb_renewed)
     expect_ram(la, 8, R, 0x32000, __LINE__);
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
     lcr_pwc_forget(&V);
-    lcr_watch_arm(&V, &w, 1);           /* another watch */
+    lcr_watch_arm(&V, &w, 0);           /* another watch (the page is
+                                         * still held: the pointer says) */
     ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 1));
+    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 16, 8, 0), T.ram + 0x32010);
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
     lcr_pwc_forget(&V);
     lcr_watch_arm(&V, &w, 0);           /* the same watch, as it was */
