@@ -914,6 +914,8 @@ static int string_io(lcr_vcpu *v, lcr_ectx *c, int is_out, uint32_t *iters)
         gpr_set(v, LC_RCX, ab, count - 1);
         if (v->smc_hit)     /* stop between iterations: SMC */
             return count - 1 == 0 ? LCR_DONE : stop(v, LC_STOP_SMC);
+        if (v->map_moved)   /* or a changed map (lcr_vmm_ran()) */
+            return count - 1 == 0 ? LCR_DONE : stop(v, LC_STOP_COHERENCY);
     }
 }
 
@@ -1840,6 +1842,12 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     v->smc_hit = 0;
     v->dirty |= LC_DIRTY_RIP;
     v->insns++;
+    if (__builtin_expect(v->map_moved, 0)) {
+        /* its callback changed the guest-physical map: done, and the run
+         * ends here (lcr_vmm_ran()) */
+        v->stop = LC_STOP_COHERENCY;
+        return -1;
+    }
     return 1;
 }
 
@@ -1867,8 +1875,11 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
     v->pwc.state_known = 0;
     if (r == LCR_DONE) {
         v->insns++;
+        /* completed; the run ends after it */
         if (v->smc_hit && v->stop == LC_STOP_NONE)
-            v->stop = LC_STOP_SMC;   /* completed; the run ends after it */
+            v->stop = LC_STOP_SMC;
+        else if (v->map_moved && v->stop == LC_STOP_NONE)
+            v->stop = LC_STOP_COHERENCY;    /* lcr_vmm_ran() */
     }
     return r;
 }

@@ -114,7 +114,7 @@ static inline int lcr_opnd_write(lcr_vcpu *v, lcr_ectx *c, unsigned i,
  * instruction (ERROR also reports LC_ERR_CALLBACK to the engine). */
 static inline int lcr_cb_result(lcr_vcpu *v, lc_cb_result r)
 {
-    lcr_pwc_forget(v);      /* the VMM ran: guest memory may differ */
+    lcr_vmm_ran(v);         /* guest memory, even its map, may differ */
     if (r == LC_CB_OK)
         return 0;
     if (r == LC_CB_ERROR)

@@ -121,8 +121,10 @@ static inline int entries_hold8(const uint8_t *const *ehva,
 {
     uint64_t d = 0;
 
-    /* Unrolled, one OR of differences and one branch (a walk reads at
-     * most MAX_LEVELS, 5, entries; the default is never taken). */
+    /* Unrolled, one OR of differences and one branch: a walk reads at
+     * most MAX_LEVELS, 5, entries (a page-walk cache entry, the fetch
+     * record of one page); the loop is for a fetch record of two pages
+     * (up to LCR_REC_ENTRIES). */
     switch (n) {
     case 5: d |= ENTRY_DIFF8(4); /* fall through */
     case 4: d |= ENTRY_DIFF8(3); /* fall through */
@@ -1408,7 +1410,7 @@ static unsigned piece_len(unsigned n)
 
 static int cb_result(lcr_vcpu *v, lc_cb_result r)
 {
-    lcr_pwc_forget(v);      /* the VMM ran: guest memory may differ */
+    lcr_vmm_ran(v);         /* guest memory, even its map, may differ */
     if (r == LC_CB_OK)
         return 0;
     v->stop = LC_STOP_CALLBACK;

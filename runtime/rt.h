@@ -269,6 +269,8 @@ typedef struct lcr_vcpu {
     uint32_t         routed;     /* accesses sent straight to a learned
                                   * device route (no gpa_map lookup) */
     uint8_t          smc_hit;    /* a watched frame was written */
+    uint8_t          map_moved;  /* a callback of this run moved the
+                                  * flush generation (lcr_vmm_ran()) */
     uint8_t          fault_vector; /* for LC_STOP_FAULT: LC_VEC_GP, _SS,
                                     * _PF, _UD (include/cluster/cpu.h) */
     uint64_t         fault_addr; /* linear address for #PF */
@@ -282,6 +284,9 @@ typedef struct lcr_vcpu {
     lcr_pwc          pwc;        /* section 11: page walks (see above) */
     uint32_t         pwc_hits;   /* translations served by pwc (counted
                                   * for the tests and benchmarks) */
+    uint64_t         run_gen;    /* *flush_gen when the run began (set by
+                                  * lcr_begin_keep(); read only with
+                                  * flush_gen set: not cleared) */
 } lcr_vcpu;
 
 /* End the page-walk cache's epoch: the VMM ran (a callback, or the guest
@@ -298,6 +303,19 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
      * every entry held, whatever its epoch; lcr_pwc_drop() clears it. */
     v->pwc.next = 0;
     v->pwc.epoch++;
+}
+
+/* The VMM ran (a callback returned): the page-walk cache's epoch ends,
+ * and if the VMM changed the guest-physical map meanwhile
+ * (lc_engine_flush(): a BAR moved, shadow RAM mapped over ROM) the run
+ * ends after this instruction, LC_STOP_COHERENCY: the rest of the
+ * translation was checked against the old map (section 7). */
+static inline void lcr_vmm_ran(lcr_vcpu *v)
+{
+    lcr_pwc_forget(v);
+    if (v->flush_gen &&
+        __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != v->run_gen)
+        v->map_moved = 1;
 }
 
 /* Forget both pages of the cache's TLB (lcr_pwc_tlb). */
@@ -420,7 +438,9 @@ int lcr_pwc_peek(const lcr_vcpu *v, uint64_t la, unsigned len,
  *  - IN and OUT where no I/O permission bit map must be read (real mode,
  *    or CPL <= IOPL).
  * Each does exactly what lcr_exec() would. 1: done; 0: nothing happened,
- * run lcr_exec(); -1: stopped (the device refused: v->stop says so). */
+ * run lcr_exec(); -1: stopped, v->stop says why: the device refused
+ * (nothing happened), or LC_STOP_COHERENCY (done, and its callback moved
+ * the flush generation: lcr_vmm_ran()). */
 enum lcr_inline {
     LCR_INL_NONE = 0,
     LCR_INL_LOAD,       /* MOV r, m */
@@ -476,10 +496,11 @@ static inline void lcr_begin_keep(lcr_vcpu *v, lc_cpu_state *st,
 {
     lcr_begin_common(v, st, ops, opaque);
     v->flush_gen = flush_gen;
+    v->run_gen = flush_gen ? __atomic_load_n(flush_gen, __ATOMIC_ACQUIRE) : 0;
     /* The guest ran since the last run: the cached walks hold only after
      * their entries read back unchanged (section 11, mmu.c); a changed
      * guest-physical map drops them. */
-    if (flush_gen && v->pwc.gen != __atomic_load_n(flush_gen, __ATOMIC_ACQUIRE))
+    if (flush_gen && v->pwc.gen != v->run_gen)
         lcr_pwc_drop(v);
     else
         lcr_pwc_forget(v);

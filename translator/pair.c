@@ -106,6 +106,8 @@ static int exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
     v->insns += 2;
     if (v->smc_hit)
         v->stop = LC_STOP_SMC;
+    else if (v->map_moved)
+        v->stop = LC_STOP_COHERENCY;    /* lcr_vmm_ran() */
     return LCR_DONE;
 }
 

@@ -321,7 +321,7 @@ void vmm_fw_pam_write(vmm *vm, unsigned reg, uint8_t val)
         changed = true;
     }
     if (changed)    /* the engine remembers what frames were (gpa_map) */
-        atomic_store(&vm->map_changed, true);
+        vmm_map_changed(vm);
 }
 
 /* ---- the expansion ROM BAR (--rom-bar) ---------------------------------- */
@@ -348,7 +348,7 @@ static void rom_bar_changed(void *opaque, uint32_t addr, bool on)
         fw->rom_bar_maps++;
         vmm_fw_phase(vm, FW_PHASE_OPTROM);      /* SeaBIOS looks at it */
     }
-    atomic_store(&vm->map_changed, true);
+    vmm_map_changed(vm);
 }
 
 int vmm_fw_rom_bar_setup(vmm *vm)

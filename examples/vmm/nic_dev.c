@@ -85,7 +85,7 @@ static void nic_bar_moved(void *opaque, uint32_t base)
     g->mapped = rc == 0;
     g->bar = base;
     /* translations remember device frames (lc_vm_ops.gpa_map contract) */
-    atomic_store(&vm->map_changed, true);
+    vmm_map_changed(vm);
 }
 
 /* PCI: the command register changed; bit 2 is bus mastering. */

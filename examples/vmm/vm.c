@@ -158,20 +158,29 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
     return vmm_map_sync(vm);
 }
 
-/* A BAR moved (vm->map_changed): flush the engine (lc_vm_ops.gpa_map
- * contract). At the beginning of every exit, and by the KVM back end at
- * the end of every exit too, so the vCPU that moved the BAR flushes
- * before its guest runs on: any exit another vCPU begins after the guest
- * saw the move then finds the engine's generation moved. Returns true if
- * the map changed since the last call. */
-bool vmm_map_sync(vmm *vm)
+/* A device changed the guest-physical map (a BAR moved, PAM, the ROM
+ * BAR): flush the engine at once, as lc_vm_ops.gpa_map's contract asks.
+ * Called from the access that changed it, often inside a libcluster
+ * callback: the run that made that access then ends after it
+ * (LC_STOP_COHERENCY) instead of going on with what the old map
+ * answered, and any exit another vCPU begins after the guest saw the
+ * change finds the engine's generation moved. The flag tells the back
+ * end (vmm_map_sync()) to redo what depends on the map before the guest
+ * runs again. */
+void vmm_map_changed(vmm *vm)
 {
-    if (!atomic_load_explicit(&vm->map_changed, memory_order_relaxed) ||
-        !atomic_exchange(&vm->map_changed, false))
-        return false;
+    atomic_store(&vm->map_changed, true);
     if (vm->engine)
         lc_engine_flush(vm->engine);
-    return true;
+}
+
+/* Did the map change since the last call (vmm_map_changed())? At the
+ * beginning of every exit, and by the KVM back end at the end of every
+ * exit too (its coalesced zones follow the BARs). */
+bool vmm_map_sync(vmm *vm)
+{
+    return atomic_load_explicit(&vm->map_changed, memory_order_relaxed) &&
+           atomic_exchange(&vm->map_changed, false);
 }
 
 /* Adaptive send combining's "next world switch" (Sugerman et al. section

@@ -145,7 +145,7 @@ struct vmm {
     vm_irq irq;                   /* the back end's line setter */
     vm_dma dma;                   /* guest memory as devices reach it */
     atomic_uint irq_epoch;
-    atomic_bool map_changed;      /* a BAR moved: flush the engine */
+    atomic_bool map_changed;      /* the map changed (vmm_map_changed()) */
     /* Ending the VM. */
     atomic_bool stop;
     int exit_code;                /* the guest's, or an lcvmm_exit_status */
@@ -210,9 +210,11 @@ void vmm_engine_vcpus_gone(vmm *vm);
 
 /* Called by a back end first at every exit (`kind`: LC_EXIT_IO,
  * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,
- * flushes the engine after a BAR move (then returns true). */
+ * returns true if a BAR moved since (vmm_map_sync()). */
 bool vmm_exit_begin(vmm *vm, lc_exit_kind kind);
-/* Flush the engine if a BAR moved since the last call (true then). */
+/* A device changed the guest-physical map: flush the engine now. */
+void vmm_map_changed(vmm *vm);
+/* Did the map change since the last call (true then)? */
 bool vmm_map_sync(vmm *vm);
 /* Called by a back end after every exit, before the guest runs again:
  * adaptive send combining's "next world switch" (the devices' exit_done

@@ -61,7 +61,10 @@ lc_status lc_engine_get_config(const lc_engine *engine, lc_config *out);
  * tracking table and bumps the engine's generation; each vCPU compares
  * its own generation on entry to lc_vcpu_handle_exit() and drops its
  * translations when behind. Every exit that starts after this returns
- * sees the flush; one already running finishes with what it had.
+ * sees the flush. A run already going ends after its instruction whose
+ * callback this flush happened in, or a later one (LC_STOP_COHERENCY):
+ * the rest of the translation was checked against the old map; call it
+ * from inside the callback that changes the map.
  */
 lc_status lc_engine_flush(lc_engine *engine);
 

@@ -24,7 +24,11 @@ typedef enum lc_stop_reason {
     LC_STOP_BUDGET,       /**< instruction or string budget spent */
     LC_STOP_BACKEDGES,    /**< weak-backedge cap reached (s6.3) */
     LC_STOP_SMC,          /**< the run wrote into its own code pages (s7) */
-    LC_STOP_COHERENCY,    /**< guest code changed since translation (s7) */
+    LC_STOP_COHERENCY,    /**< the guest-physical map changed during the
+                           * run (a callback called lc_engine_flush()):
+                           * the run ended after that instruction, since
+                           * its code was checked against the old map
+                           * (s7) */
     LC_STOP_CALLBACK,     /**< a callback answered LC_CB_STOP */
     LC_STOP_HALT,         /**< ran HLT */
     LC_STOP_UNSUPPORTED,  /**< the engine cannot yet handle this exit */

@@ -624,6 +624,89 @@ START_TEST(callee_watch_kept_on_hit)
 }
 END_TEST
 
+/* A device whose write to port 0x81 (armed 1), or to FVM_MMIO + 0x20
+ * (armed 2), changes the guest-physical map once: it calls
+ * lc_engine_flush() from inside the callback, as lc_vm_ops.gpa_map's
+ * contract asks. */
+typedef struct remap_dev {
+    lc_engine *e;
+    int        armed;
+} remap_dev;
+
+static lc_cb_result remap_device(fvm *f, fvm_access *a)
+{
+    remap_dev *d = f->ctx;
+
+    if ((d->armed == 1 && a->kind == 'o' && a->addr == 0x81) ||
+        (d->armed == 2 && a->kind == 'w' && a->addr == FVM_MMIO + 0x20)) {
+        d->armed = 0;
+        ck_assert_int_eq(lc_engine_flush(d->e), LC_OK);
+    }
+    return fvm_default_device(f, a);
+}
+
+/* A callback that changes the guest-physical map ends the run after its
+ * instruction (LC_STOP_COHERENCY): the rest of the cluster was checked
+ * against the old map. Through the inline OUT and through the
+ * dispatcher's MMIO store alike; the next exit finds its translations
+ * flushed. */
+START_TEST(map_change_in_callback_ends_run)
+{
+    rig r; lc_cpu_state s, s0; lc_result res;
+    lc_exit x = io_exit(0x80, 1, 1);
+    remap_dev d;
+    /* out 0x80,al; out 0x81,al; mov [ebx],al; out 0x82,al; ud2 */
+    static const uint8_t code[] = { 0xe6, 0x80, 0xe6, 0x81, 0x88, 0x03,
+                                    0xe6, 0x82, 0x0f, 0x0b };
+
+    rig_up(&r, NULL);
+    d.e = r.e;
+    d.armed = 0;
+    r.f.device = remap_device;
+    r.f.ctx = &d;
+    memcpy(r.f.ram + 0x7000, code, sizeof code);
+    fvm_state_prot32(&s0, 0);
+    s0.rip = 0x7000;
+    s0.gpr[LC_RBX] = FVM_MMIO + 0x20;
+    for (int i = 0; i < 5; i++) {       /* translated at the third */
+        s = s0;
+        r.f.nlog = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.insns, 4);
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+
+    d.armed = 1;                        /* OUT 0x81 remaps */
+    s = s0;
+    r.f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_COHERENCY);
+    ck_assert_uint_eq(res.insns, 2);    /* out 0x80, out 0x81: done */
+    ck_assert_uint_eq(s.rip, 0x7004);
+    ck_assert_uint_eq(r.f.nlog, 2);
+    ck_assert_uint_eq(r.f.log[1].addr, 0x81);
+
+    for (int i = 0; i < 3; i++) {       /* flushed: counted afresh */
+        s = s0;
+        r.f.nlog = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.insns, 4);
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+
+    d.armed = 2;                        /* now the MMIO store remaps */
+    s = s0;
+    r.f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_COHERENCY);
+    ck_assert_uint_eq(res.insns, 3);    /* ... and the store: done */
+    ck_assert_uint_eq(s.rip, 0x7006);
+    ck_assert_uint_eq(r.f.nlog, 3);
+    ck_assert_uint_eq(r.f.log[2].addr, FVM_MMIO + 0x20);
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(ret_on_16bit_stack_with_esp_high_bits)
 {
     /* Real mode, a 16-bit stack: the RET's slot is at SS:SP, whatever
@@ -1437,6 +1520,7 @@ static Suite *suite(void)
     tcase_add_test(t, chain_after_mispredicted_ret);
     tcase_add_test(t, callee_change_caught_inline);
     tcase_add_test(t, callee_watch_kept_on_hit);
+    tcase_add_test(t, map_change_in_callback_ends_run);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, absent_device_branch);
