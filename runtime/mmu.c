@@ -943,6 +943,23 @@ static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
     return 1;
 }
 
+/* Is entry `e` usable in this epoch? The paging state compared once per
+ * epoch (state_known); on its first use in the epoch the entry
+ * revalidated: its paging entries read back (the VMM's answer is kept
+ * while the flush generation holds). */
+static inline __attribute__((always_inline))
+int pwc_current(lcr_vcpu *v, lcr_pwc_ent *e)
+{
+    lcr_pwc *p = &v->pwc;
+
+    if (!p->state_known) {
+        if (!pwc_state_ok(v))
+            return 0;
+        p->state_known = 1;
+    }
+    return e->epoch == p->epoch || pwc_revalidate(v, e);
+}
+
 /* Keep the VMM's gpa_map answer `m` for the RAM fragment `f` in entry `e`
  * (up to the end of its page), good for reads, and for writes too if `wr`
  * (the VMM was asked with is_write). */
@@ -1048,13 +1065,8 @@ uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
     if (t->lpn != la >> 12 || v->route || off < t->lo ||
         off + len > t->hi || (wr && t->watch != (const void *)v->watching))
         return NULL;
-    if (!p->state_known) {
-        if (!pwc_state_ok(v))
-            return NULL;
-        p->state_known = 1;
-    }
     /* (a failed revalidation may drop everything, the TLB with it) */
-    if (e->epoch != p->epoch && !pwc_revalidate(v, e))
+    if (!pwc_current(v, e))
         return NULL;
     if (t->lpn != e->lpn ||
         !(e->fast & (wr ? LCR_PWC_FAST_W : LCR_PWC_FAST_R)))
@@ -1082,16 +1094,7 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
     if ((la & PAGE_MASK) + len > PAGE_SIZE)
         return NULL;
     e = pwc_find(p, la >> 12);
-    if (!e)
-        return NULL;
-    if (!p->state_known) {
-        if (!pwc_state_ok(v))
-            return NULL;
-        p->state_known = 1;
-    }
-    /* First use in this epoch: the paging entries read back (the VMM's
-     * answer is kept while the flush generation holds). */
-    if (e->epoch != p->epoch && !pwc_revalidate(v, e))
+    if (!e || !pwc_current(v, e))
         return NULL;
     if (!(e->fast & (wr ? LCR_PWC_FAST_W : LCR_PWC_FAST_R))) {
         /* No answer from the VMM for this access yet (the first store, or

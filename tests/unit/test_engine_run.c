@@ -519,6 +519,24 @@ START_TEST(chain_after_mispredicted_ret)
 }
 END_TEST
 
+/* Real mode, `out 0x80; call 0x7800; out 0x81; ud2` at 0x7000 with the
+ * stack at 0x6000, and `callee` (n bytes) at 0x7800. */
+static void caller_rig(rig *r, lc_cpu_state *s0, const uint8_t *callee,
+                       size_t n)
+{
+    static const uint8_t code[] = { 0xe6, 0x80,         /* out 0x80,al */
+                                    0xe8, 0xfb, 0x07,   /* call 7800 */
+                                    0xe6, 0x81,         /* out 0x81,al */
+                                    0x0f, 0x0b };       /* ud2 */
+
+    rig_up(r, NULL);
+    memcpy(r->f.ram + 0x7000, code, sizeof code);
+    memcpy(r->f.ram + 0x7800, callee, n);
+    fvm_state_real(s0);
+    s0->rip = 0x7000;
+    s0->gpr[LC_RSP] = 0x6000;
+}
+
 /* A callee on its caller's page, a range of its own (too far to share the
  * caller's bytes): once its record is known to share the
  * caller's walk, a hit checks the callee's code alone (engine_int.h,
@@ -529,19 +547,10 @@ START_TEST(callee_change_caught_inline)
 {
     rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
     lc_exit x = io_exit(0x80, 1, 1);
-    static const uint8_t code[] = { 0xe6, 0x80,         /* out 0x80,al */
-                                    0xe8, 0xfb, 0x07,   /* call 7800 */
-                                    0xe6, 0x81,         /* out 0x81,al */
-                                    0x0f, 0x0b };       /* ud2 */
     static const uint8_t callee[] = { 0xb0, 0x11,       /* mov al,0x11 */
                                       0xc3 };           /* ret */
 
-    rig_up(&r, NULL);
-    memcpy(r.f.ram + 0x7000, code, sizeof code);
-    memcpy(r.f.ram + 0x7800, callee, sizeof callee);
-    fvm_state_real(&s0);
-    s0.rip = 0x7000;
-    s0.gpr[LC_RSP] = 0x6000;
+    caller_rig(&r, &s0, callee, sizeof callee);
     for (int i = 0; i < 6; i++) {     /* translated at the third */
         s = s0;
         r.f.nlog = 0;
@@ -576,22 +585,13 @@ START_TEST(callee_watch_kept_on_hit)
 {
     rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
     lc_exit x = io_exit(0x80, 1, 1);
-    static const uint8_t code[] = { 0xe6, 0x80,         /* out 0x80,al */
-                                    0xe8, 0xfb, 0x07,   /* call 7800 */
-                                    0xe6, 0x81,         /* out 0x81,al */
-                                    0x0f, 0x0b };       /* ud2 */
     /* mov byte [0x7805],0xc3 (its own RET); ret; then the same with
      * [0x7900], beside the code, at 0x7840 */
     static const uint8_t callee[] = { 0xc6, 0x06, 0x05, 0x78, 0xc3, 0xc3 };
     static const uint8_t beside[] = { 0xc6, 0x06, 0x00, 0x79, 0xc3, 0xc3 };
 
-    rig_up(&r, NULL);
-    memcpy(r.f.ram + 0x7000, code, sizeof code);
-    memcpy(r.f.ram + 0x7800, callee, sizeof callee);
+    caller_rig(&r, &s0, callee, sizeof callee);
     memcpy(r.f.ram + 0x7840, beside, sizeof beside);
-    fvm_state_real(&s0);
-    s0.rip = 0x7000;
-    s0.gpr[LC_RSP] = 0x6000;
     for (int i = 0; i < 6; i++) {     /* translated at the third */
         s = s0;
         r.f.nlog = 0;
