@@ -1787,6 +1787,52 @@ START_TEST(pwc_tlb_renewed)
 }
 END_TEST
 
+/* The TLB's page is not renewed once the entry it came from is gone: its
+ * slot taken by a ninth page, or the cache dropped by a store into one of
+ * the page tables its walk read (in a later epoch: the store the run
+ * makes through an alias of the table). */
+START_TEST(pwc_tlb_not_renewed_when_entry_gone)
+{
+    const uint64_t la = 0x00007f0000001000ull;
+    const uint64_t alias = 0x00007f0000200000ull;  /* maps the PT frame */
+    uint64_t ent[6], gen = 5, nv;
+    uint8_t b[8];
+    lcr_xlat x;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    V.flush_gen = &gen;
+    map_at(la, 0x30000, 1, F_P | F_RW | F_A | F_D, F_DIR, ent);
+    for (unsigned k = 1; k <= LCR_PWC_ENTRIES; k++)
+        map4k(la + 0x10000 * k, 0x40000 + 0x1000 * k,
+              F_P | F_RW | F_A | F_D);
+    map4k(alias, ent[1] & ~0xfffull, F_P | F_RW | F_A | F_D);
+
+    /* a ninth page takes the entry's slot */
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, R), T.ram + 0x30008);
+    for (unsigned k = 1; k <= LCR_PWC_ENTRIES; k++)
+        expect_ram(la + 0x10000 * k, 8, R, 0x40000 + 0x1000 * k, __LINE__);
+    lcr_pwc_forget(&V);
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 8, 8, 0));
+
+    /* a store into the PT frame in a later epoch: la now maps 0x35000 */
+    lcr_pwc_drop(&V);
+    expect_ram(la, 8, R, 0x30000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, R), T.ram + 0x30008);
+    lcr_pwc_forget(&V);
+    V.stop = LC_STOP_NONE;
+    ck_assert_int_eq(lcr_translate(&V, alias + (ent[1] & 0xfff), 8, W, &x),
+                     0);
+    nv = 0x35000 | F_P | F_RW | F_A | F_D;
+    memcpy(b, &nv, 8);
+    ck_assert_int_eq(lcr_write(&V, &x, b), 0);
+    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 8, 8, 0));
+    expect_ram(la + 8, 8, R, 0x35008, __LINE__);
+    V.flush_gen = NULL;
+}
+END_TEST
+
 /* The VMM's answer for a cached page outlives the epoch while the flush
  * generation holds (lc_vm_ops.gpa_map's contract: any change of it comes
  * with lc_engine_flush()): after the VMM ran, the entry is revalidated by
@@ -2136,6 +2182,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, pwc_ram_inline_answers);
     tcase_add_test(t, pwc_tlb_last_page);
     tcase_add_test(t, pwc_tlb_renewed);
+    tcase_add_test(t, pwc_tlb_not_renewed_when_entry_gone);
     tcase_add_test(t, pwc_peek_guesses);
     tcase_add_test(t, pwc_keeps_map_per_generation);
     tcase_add_test(t, pwc_inline_store_into_code_stops);
