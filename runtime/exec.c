@@ -267,7 +267,7 @@ static int xchg_atomic(lcr_vcpu *v, lcr_ectx *c, uint64_t *old)
     default: return 0;
     }
     if (lcr_watched(v, c->mx.frag[0].gpa, r->bytes))
-        v->smc_hit = 1;
+        v->end_after = LC_STOP_SMC;
     lcr_reg_set(v, r->reg, r->bytes, *old);
     return 1;
 }
@@ -912,10 +912,8 @@ static int string_io(lcr_vcpu *v, lcr_ectx *c, int is_out, uint32_t *iters)
         if (!in->info.rep)
             return LCR_DONE;
         gpr_set(v, LC_RCX, ab, count - 1);
-        if (v->smc_hit)     /* stop between iterations: SMC */
-            return count - 1 == 0 ? LCR_DONE : stop(v, LC_STOP_SMC);
-        if (v->map_moved)   /* or a changed map (lcr_vmm_ran()) */
-            return count - 1 == 0 ? LCR_DONE : stop(v, LC_STOP_COHERENCY);
+        if (v->end_after)   /* stop between iterations: SMC, a new map */
+            return count - 1 == 0 ? LCR_DONE : stop(v, v->end_after);
     }
 }
 
@@ -1839,13 +1837,12 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     if (r <= 0)
         return r;
     v->stop = LC_STOP_NONE;
-    v->smc_hit = 0;
     v->dirty |= LC_DIRTY_RIP;
     v->insns++;
-    if (__builtin_expect(v->map_moved, 0)) {
-        /* its callback changed the guest-physical map: done, and the run
-         * ends here (lcr_vmm_ran()) */
-        v->stop = LC_STOP_COHERENCY;
+    if (__builtin_expect(v->end_after != 0, 0)) {
+        /* done, and the run ends here: its callback changed the
+         * guest-physical map (an inline store never writes watched code) */
+        v->stop = v->end_after;
         return -1;
     }
     return 1;
@@ -1856,7 +1853,7 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
     int r;
 
     v->stop = LC_STOP_NONE;
-    v->smc_hit = 0;
+    v->end_after = 0;
     if (v->insns >= v->insn_budget)
         return stop(v, LC_STOP_BUDGET);
     /* A single-step trap is due after every instruction: leave it to the
@@ -1875,11 +1872,8 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
     v->pwc.state_known = 0;
     if (r == LCR_DONE) {
         v->insns++;
-        /* completed; the run ends after it */
-        if (v->smc_hit && v->stop == LC_STOP_NONE)
-            v->stop = LC_STOP_SMC;
-        else if (v->map_moved && v->stop == LC_STOP_NONE)
-            v->stop = LC_STOP_COHERENCY;    /* lcr_vmm_ran() */
+        if (v->end_after && v->stop == LC_STOP_NONE)
+            v->stop = v->end_after;  /* completed; the run ends after it */
     }
     return r;
 }

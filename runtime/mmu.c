@@ -1556,7 +1556,7 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
         pwc_store(v, x->frag[0].gpa);   /* the guest edits a page table */
         lcr_ram_write(x->frag[0].hva, in, x->len);
         if (lcr_watched(v, x->frag[0].gpa, x->len))
-            v->smc_hit = 1;
+            v->end_after = LC_STOP_SMC;
         return 0;
     }
     if (!xlat_sane(x) || !(x->access & LCR_ACC_WRITE))
@@ -1590,7 +1590,7 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
         /* Section 7 of the paper: a store into the code being run
          * completes, then the run stops. */
         if (lcr_watched(v, f->gpa, f->len))
-            v->smc_hit = 1;
+            v->end_after = LC_STOP_SMC;
         off += f->len;
     }
     return 0;

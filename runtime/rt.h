@@ -268,9 +268,13 @@ typedef struct lcr_vcpu {
     uint32_t         dirty;      /* LC_DIRTY_* */
     uint32_t         routed;     /* accesses sent straight to a learned
                                   * device route (no gpa_map lookup) */
-    uint8_t          smc_hit;    /* a watched frame was written */
-    uint8_t          map_moved;  /* a callback of this run moved the
-                                  * flush generation (lcr_vmm_ran()) */
+    uint8_t          end_after;  /* the run ends after this instruction,
+                                  * completed, for this reason (0: it goes
+                                  * on): LC_STOP_SMC, a watched frame was
+                                  * written (section 7); LC_STOP_COHERENCY,
+                                  * a callback moved the flush generation
+                                  * (lcr_vmm_ran()). Cleared as lcr_exec()
+                                  * begins an instruction. */
     uint8_t          fault_vector; /* for LC_STOP_FAULT: LC_VEC_GP, _SS,
                                     * _PF, _UD (include/cluster/cpu.h) */
     uint64_t         fault_addr; /* linear address for #PF */
@@ -315,7 +319,7 @@ static inline void lcr_vmm_ran(lcr_vcpu *v)
     lcr_pwc_forget(v);
     if (v->flush_gen &&
         __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != v->run_gen)
-        v->map_moved = 1;
+        v->end_after = LC_STOP_COHERENCY;
 }
 
 /* Forget both pages of the cache's TLB (lcr_pwc_tlb). */
@@ -719,7 +723,8 @@ int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
 /* Read or write through a translation. RAM is copied; MMIO goes to
  * ops->mmio with the whole access (split at the page boundary if the
  * access crosses into a second fragment); traced RAM writes go to
- * ops->traced_write. A write into a watched frame sets v->smc_hit.
+ * ops->traced_write. A write into a watched frame sets v->end_after
+ * (LC_STOP_SMC).
  * 0 on success; -1 with v->stop set (LC_STOP_CALLBACK, or
  * LC_STOP_TERMINATOR if a needed callback is NULL). Reads must be done
  * before any write of the same instruction. */

@@ -81,7 +81,7 @@ static int exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
         b->info.exit_class == LC_CLASS_TERMINATOR)
         return -1;
     v->stop = LC_STOP_NONE;
-    v->smc_hit = 0;
+    v->end_after = 0;
     if (v->insns + 2 > v->insn_budget || (s->rflags & LC_RFLAGS_TF))
         return -1;
     ea_a = lcr_eff_addr(v, a, s->rip, 0);
@@ -104,10 +104,8 @@ static int exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
     s->rip += a->info.length + b->info.length;
     v->dirty |= LC_DIRTY_RIP;
     v->insns += 2;
-    if (v->smc_hit)
-        v->stop = LC_STOP_SMC;
-    else if (v->map_moved)
-        v->stop = LC_STOP_COHERENCY;    /* lcr_vmm_ran() */
+    if (v->end_after)
+        v->stop = v->end_after;     /* SMC, a new map */
     return LCR_DONE;
 }
 

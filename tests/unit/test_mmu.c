@@ -1209,15 +1209,15 @@ START_TEST(traced_rom_smc)
     V.watching = &w;
     xl(0x3a000, 4, W, &x, __LINE__);
     ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
-    ck_assert_uint_eq(V.smc_hit, 0);
+    ck_assert_uint_eq(V.end_after, 0);
     xl(0x38ffe, 4, W, &x, __LINE__);
     ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
-    ck_assert_uint_eq(V.smc_hit, 1);
+    ck_assert_uint_eq(V.end_after, LC_STOP_SMC);
     ck_assert_uint_eq(rd(0x39000, 2), 0x4433);
-    V.smc_hit = 0;
+    V.end_after = 0;
     xl(0x39000, 4, R, &x, __LINE__);
     ck_assert_int_eq(lcr_read(&V, &x, &val), 0);
-    ck_assert_uint_eq(V.smc_hit, 0);
+    ck_assert_uint_eq(V.end_after, 0);
 }
 END_TEST
 
