@@ -125,28 +125,39 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
     uint8_t *h;
     unsigned wr;
 
-    if (n != 1 && n != 2 && n != 4 && n != 8)
+    if ((n & (n - 1)) || n > 8 || !n)
         return NULL;
+    wr = access == LCR_ACC_WRITE;
     if (v->mode == LC_MODE_LONG64 && seg < LC_FS) {
         /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no
          * limit or type checks): canonical first and last byte, else
-         * the full path raises the fault. */
-        unsigned bits = lcr_la_bits(v);
+         * the full path raises the fault. A TLB hit implies both: only
+         * a canonical page goes in (mmu.c, pwc_tlb_fill()), and the
+         * access lies within it. */
+        unsigned bits;
 
         la = ea;
+        h = lcr_pwc_tlb_hit(v, la, n, wr);
+        if (h)
+            goto done;
+        bits = lcr_la_bits(v);
         if (la + n - 1 < la || !lcr_canonical(la, bits) ||
             !lcr_canonical(la + n - 1, bits))
             return NULL;
-    } else if (lcr_linear(v, seg, ea, n, access, &la) < 0) {
-        probe_done(v);
-        return NULL;
+    } else {
+        if (lcr_linear(v, seg, ea, n, access, &la) < 0) {
+            probe_done(v);
+            return NULL;
+        }
+        h = lcr_pwc_tlb_hit(v, la, n, wr);
+        if (h)
+            goto done;
     }
-    wr = access == LCR_ACC_WRITE;
-    h = lcr_pwc_tlb_hit(v, la, n, wr);
-    if (!h && v->pwc.tlb[wr].lpn == la >> 12)
+    if (v->pwc.tlb[wr].lpn == la >> 12)
         h = lcr_pwc_tlb_renew(v, la, n, wr);
     if (!h)
         h = lcr_pwc_ram(v, la, n, access);
+done:
     return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
 }
 
@@ -669,6 +680,9 @@ static int stack_push_fast(lcr_vcpu *v, unsigned n, uint64_t val)
         return 0;
     ram_store_n(h, n, val & lcr_mask(n));
     gpr_set(v, LC_RSP, sb, sp);
+    v->fwd_n = (uint8_t)n;
+    v->fwd_sp = sp;
+    v->fwd_val = val & lcr_mask(n);
     return 1;
 }
 
@@ -725,8 +739,19 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
 static int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
 {
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
-    uint8_t *h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ);
+    uint8_t *h;
 
+    /* The slot the last stack store of this run wrote, nothing observed
+     * since (rt.h, lcr_fwd_forget()): its value, forwarded. Its
+     * translation held for the store, so it holds for this load (the same
+     * bytes, read: no right a write has is missing for a read). */
+    if (v->fwd_n == n && v->fwd_sp == sp) {
+        v->fwd_n = 0;
+        *target = v->fwd_val;
+        return 1;
+    }
+    v->fwd_n = 0;
+    h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ);
     if (!h)
         return 0;
     *target = ram_load_n(h, n);
@@ -1716,6 +1741,7 @@ static int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store)
     unsigned n = in->mem.bytes;
     uint8_t *h;
 
+    lcr_fwd_forget(v);
     /* Segmentation as always (a fault there is found again by lcr_exec). */
     h = ram_fast(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
                  store ? LCR_ACC_WRITE : LCR_ACC_READ);
@@ -1804,6 +1830,7 @@ static int inline_pop(lcr_vcpu *v, const lcd_insn *in)
 static inline __attribute__((always_inline))
 int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
 {
+    lcr_fwd_forget(v);
     if (!v->ops->pio || !io_allowed_by_iopl(v))
         return 0;
     if (in_out(v, in, is_out, io_port(v, in, is_out)) != LCR_DONE)
@@ -1854,6 +1881,7 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
 
     v->stop = LC_STOP_NONE;
     v->end_after = 0;
+    lcr_fwd_forget(v);
     if (v->insns >= v->insn_budget)
         return stop(v, LC_STOP_BUDGET);
     /* A single-step trap is due after every instruction: leave it to the

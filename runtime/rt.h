@@ -277,6 +277,11 @@ typedef struct lcr_vcpu {
                                   * begins an instruction. */
     uint8_t          fault_vector; /* for LC_STOP_FAULT: LC_VEC_GP, _SS,
                                     * _PF, _UD (include/cluster/cpu.h) */
+    uint8_t          fwd_n;      /* store forwarding: the size of the last
+                                  * stack store (a CALL's return address, a
+                                  * PUSH) that nothing has observed memory
+                                  * since, at fwd_sp holding fwd_val; 0 for
+                                  * none (lcr_fwd_forget()) */
     uint64_t         fault_addr; /* linear address for #PF */
 
     /* The engine's flush generation (lcr_begin_keep()), NULL if none:
@@ -291,7 +296,25 @@ typedef struct lcr_vcpu {
     uint64_t         run_gen;    /* *flush_gen when the run began (set by
                                   * lcr_begin_keep(); read only with
                                   * flush_gen set: not cleared) */
+    uint64_t         fwd_sp;     /* read only while fwd_n is set */
+    uint64_t         fwd_val;
 } lcr_vcpu;
+
+/* Store forwarding for the stack (exec.c, stack_push_fast() and
+ * stack_read_fast()): a RET or POP reading exactly the slot the last
+ * CALL or PUSH of this run wrote, with no memory observed and no VMM code
+ * run in between (only register instructions), takes the value from the
+ * store, as the CPU's store buffer forwards it, instead of translating
+ * and loading the slot again. Any other access forgets the store: a load
+ * or a store of the guest's (the inline MOV forms, anything lcr_exec()
+ * runs), a callback (IN, OUT), a read of the slot, a new run. The order
+ * this gives is one the CPU may show: the load placed right after the
+ * store it reads, with nothing this vCPU does between them visible to
+ * anyone (section 11's gap fillers across calls). */
+static inline void lcr_fwd_forget(lcr_vcpu *v)
+{
+    v->fwd_n = 0;
+}
 
 /* End the page-walk cache's epoch: the VMM ran (a callback, or the guest
  * between two runs), so guest memory may differ. Nothing cached is used

@@ -110,6 +110,10 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
     lazy_flags lz = { 0 };
     lc_stop_reason stop;
 
+    /* A new run: nothing is forwarded from a store of the one before
+     * (the engine looked between them, runtime/rt.h) */
+    lcr_fwd_forget(v);
+
     /* Most translations are one exiting instruction with nothing worth
      * running around it (section 2's single-exit translation): when it
      * has an inline form (an IN or OUT, a MOV to or from RAM; cl->solo,

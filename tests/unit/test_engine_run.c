@@ -447,6 +447,75 @@ START_TEST(watch_follows_remapped_code)
 }
 END_TEST
 
+/* The same for a callee on its caller's page but a range of its own
+ * (once checked, compared at the host address kept with its record,
+ * tc_entry.xhva, engine_int.h): after the remap, what a hit compares and
+ * what the run watches are the new frame's. The callee stores the byte
+ * its own RET holds, so the code stays the same: beside the code it runs
+ * on, into the RET on the new frame it stops (a watch left on the old
+ * frame would let the run go on); then a change to the callee's bytes on
+ * the new frame is what the next runs execute (the old frame's bytes,
+ * still the same, would let the old translation run). */
+START_TEST(watch_follows_remapped_callee)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_config c;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* out 0x80,al; call 0x200900; out 0x80,al; ud2 */
+    const uint8_t code[] = { 0xe6, 0x80, 0xe8, 0xf9, 0x07, 0x00, 0x00,
+                             0xe6, 0x80, 0x0f, 0x0b };
+    /* mov byte [rbx],0xc3; ret */
+    const uint8_t callee[] = { 0xc6, 0x03, 0xc3, 0xc3 };
+    uint64_t *pd;
+
+    lc_config_init(&c);
+    c.translate_threshold = 1;
+    rig_up(&r, &c);
+    fvm_state_long64(&r.f, &s0);
+    pd = (uint64_t *)(void *)(r.f.ram + 0x3000);
+    s0.rip = 0x200100;
+    s0.gpr[LC_RSP] = 0x208000;
+    s0.gpr[LC_RBX] = 0x200c00;                   /* beside the code */
+    memcpy(r.f.ram + 0x200100, code, sizeof code);
+    memcpy(r.f.ram + 0x200900, callee, sizeof callee);
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.stop, LC_STOP_END);
+        ck_assert_uint_eq(res.insns, 5);         /* out, call, mov, ret, out */
+    }
+    memcpy(r.f.ram + 0x100, code, sizeof code);
+    memcpy(r.f.ram + 0x900, callee, sizeof callee);
+    pd[1] = 0x87;                    /* the same bytes, at frame 0 */
+    s = s0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_END);
+    ck_assert_uint_eq(res.insns, 5);
+    ck_assert_uint_eq(r.f.ram[0xc00], 0xc3);
+    s = s0;
+    s.gpr[LC_RBX] = 0x200903;        /* the callee's RET, new frame */
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, LC_STOP_SMC);
+    ck_assert_uint_eq(res.insns, 3);             /* out, call, mov */
+    ck_assert_uint_eq(s.rip, 0x200903);
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.smc_stops, 1);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+
+    /* A change to the callee on the new frame is seen by the next hit:
+     * the mov stores what the new bytes say, or does not run. */
+    r.f.ram[0x902] = 0x5a;           /* mov byte [rbx],0x5a */
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        r.f.ram[0xc00] = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_uint_eq(r.f.ram[0xc00], res.insns >= 3 ? 0x5a : 0);
+    }
+    ck_assert_uint_eq(res.insns, 5);
+    rig_down(&r);
+}
+END_TEST
+
 /* Chained runs (libcluster/handle_exit.c): an accessor called from two
  * places, `mov dx,0xcf8; out dx,al; mov dl,0xfc; in al,dx; ret`, is
  * translated while called from the first, so its RET predicts that
@@ -621,6 +690,64 @@ START_TEST(callee_watch_kept_on_hit)
     lc_vcpu_get_stats(r.v, &st);
     ck_assert_uint_eq(st.smc_stops, 4);
     rig_down(&r);
+}
+END_TEST
+
+/* A device that, on a write to port 0x82, writes 0x7840 over the return
+ * address the CALL at 0x7002 pushed (at 0x5ffe): a DMA into the stack. */
+static lc_cb_result dma_into_stack(fvm *f, fvm_access *a)
+{
+    if (a->kind == 'o' && a->addr == 0x82) {
+        f->ram[0x5ffe] = 0x40;
+        f->ram[0x5fff] = 0x78;
+    }
+    return fvm_default_device(f, a);
+}
+
+/* Store forwarding (runtime/rt.h): a RET takes its return address from
+ * the CALL's push only while nothing observed memory between them. A
+ * callee whose OUT lets the device write the slot, or whose own store
+ * rewrites it, returns where the slot now says (0x7840, off the
+ * prediction: the run ends there, the OUT after the CALL not run); a
+ * callee of register instructions alone returns as predicted. Fails if
+ * the IN/OUT or the MOV store did not forget the push. */
+START_TEST(ret_forwarding_stops_at_observers)
+{
+    static const struct {
+        uint8_t code[8];
+        size_t  n;
+        int     dma;
+        uint64_t rip;      /* where the run ends */
+        unsigned insns, nlog;
+    } c[] = {
+        /* out 0x82,al; ret */
+        { { 0xe6, 0x82, 0xc3 }, 3, 1, 0x7840, 4, 2 },
+        /* mov word [0x5ffe],0x7840; ret */
+        { { 0xc7, 0x06, 0xfe, 0x5f, 0x40, 0x78, 0xc3 }, 7, 0, 0x7840, 4, 1 },
+        /* add sp,2; sub sp,2; ret: no observer, the slot as pushed */
+        { { 0x83, 0xc4, 0x02, 0x83, 0xec, 0x02, 0xc3 }, 7, 0, 0x7007, 6, 2 },
+    };
+
+    for (unsigned k = 0; k < sizeof c / sizeof c[0]; k++) {
+        rig r; lc_cpu_state s, s0; lc_result res;
+        lc_exit x = io_exit(0x80, 1, 1);
+
+        caller_rig(&r, &s0, c[k].code, c[k].n);
+        r.f.device = c[k].dma ? dma_into_stack : NULL;
+        for (int i = 0; i < 5; i++) {     /* translated at the third */
+            s = s0;
+            r.f.nlog = 0;
+            ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+            if (i < 2)
+                continue;
+            ck_assert_msg(s.rip == c[k].rip, "case %u: rip %#llx", k,
+                          (unsigned long long)s.rip);
+            ck_assert_uint_eq(res.insns, c[k].insns);
+            ck_assert_uint_eq(r.f.nlog, c[k].nlog);
+            ck_assert_uint_eq(s.gpr[LC_RSP], 0x6000);
+        }
+        rig_down(&r);
+    }
 }
 END_TEST
 
@@ -1517,9 +1644,11 @@ static Suite *suite(void)
     tcase_add_test(t, self_modifying_cluster);
     tcase_add_test(t, store_beside_code_goes_on);
     tcase_add_test(t, watch_follows_remapped_code);
+    tcase_add_test(t, watch_follows_remapped_callee);
     tcase_add_test(t, chain_after_mispredicted_ret);
     tcase_add_test(t, callee_change_caught_inline);
     tcase_add_test(t, callee_watch_kept_on_hit);
+    tcase_add_test(t, ret_forwarding_stops_at_observers);
     tcase_add_test(t, map_change_in_callback_ends_run);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
