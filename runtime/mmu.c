@@ -909,7 +909,8 @@ static void pwc_store(lcr_vcpu *v, uint64_t gpa)
  * same page, rights and D bit, and set no A/D bit: SDM 4.8). The VMM's
  * answer for the data page is asked again. Its page-table frames are
  * watched again for this epoch's stores. */
-static int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
+static inline __attribute__((always_inline))
+int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
 {
     lcr_pwc *p = &v->pwc;
 
