@@ -132,8 +132,9 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
         /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no
          * limit or type checks): canonical first and last byte, else
          * the full path raises the fault. A TLB hit implies both: only
-         * a canonical page goes in (mmu.c, pwc_tlb_fill()), and the
-         * access lies within it. */
+         * a canonical page goes in (the check below comes before
+         * lcr_pwc_ram(), the TLB's only filler), and the access lies
+         * within it. */
         unsigned bits;
 
         la = ea;

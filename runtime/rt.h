@@ -389,7 +389,9 @@ static inline lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *s)
  * traced page, page table or watched code frame), else NULL: the
  * translator's inline loads and stores, which otherwise take the full
  * lcr_translate(). Changes nothing but pwc_hits and the cache's TLB
- * (lcr_pwc_tlb). */
+ * (lcr_pwc_tlb). In 64-bit mode `la` and its last byte must be canonical
+ * (its caller, ram_fast() in exec.c, checks them first): the page goes
+ * into the TLB, whose hits then stand for that check. */
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
 
 /* Watch `w` for self-modification from now on (the engine, before each
