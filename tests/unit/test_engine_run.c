@@ -396,6 +396,36 @@ START_TEST(store_beside_code_goes_on)
 }
 END_TEST
 
+/* One exit from state *s: it must run `insns` instructions and stop for
+ * `stop`. */
+static void exit_expect(rig *r, lc_cpu_state *s, const lc_exit *x,
+                        lc_stop_reason stop, unsigned insns)
+{
+    lc_result res;
+
+    ck_assert_int_eq(lc_vcpu_handle_exit(r->v, s, x, &res), LC_OK);
+    ck_assert_int_eq(res.stop, stop);
+    ck_assert_uint_eq(res.insns, insns);
+}
+
+/* Long mode with 2 MB pages (fvm_state_long64: the page directory at
+ * 0x3000), translated at the first exit, `code` at 0x200100 and RBX at
+ * `rbx`: the page directory, for a test to remap the code. */
+static uint64_t *long64_code_rig(rig *r, lc_cpu_state *s0,
+                                 const uint8_t *code, size_t n, uint64_t rbx)
+{
+    lc_config c;
+
+    lc_config_init(&c);
+    c.translate_threshold = 1;
+    rig_up(r, &c);
+    fvm_state_long64(&r->f, s0);
+    s0->rip = 0x200100;
+    s0->gpr[LC_RBX] = rbx;
+    memcpy(r->f.ram + 0x200100, code, n);
+    return (uint64_t *)(void *)(r->f.ram + 0x3000);
+}
+
 /* The watch's byte spans are computed once per fetch record and kept in
  * the translation (coherency.c, lci_watch_narrow): after the guest remaps
  * the code's page to another frame holding the same bytes, the coherency
@@ -403,40 +433,26 @@ END_TEST
  * code on the new frame goes on, one into the code on it stops. */
 START_TEST(watch_follows_remapped_code)
 {
-    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
-    lc_config c;
+    rig r; lc_cpu_state s, s0; lc_stats st;
     lc_exit x = io_exit(0x80, 1, 1);
     /* out 0x80,al; mov byte [rbx],0x81; out 0x80,al; out 0x80,al */
     const uint8_t code[] = { 0xe6, 0x80, 0xc6, 0x03, 0x81, 0xe6, 0x80,
                              0xe6, 0x80 };
-    uint64_t *pd;
+    uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code,
+                                   0x200180);    /* beside the code */
 
-    lc_config_init(&c);
-    c.translate_threshold = 1;
-    rig_up(&r, &c);
-    fvm_state_long64(&r.f, &s0);
-    pd = (uint64_t *)(void *)(r.f.ram + 0x3000);
-    s0.rip = 0x200100;
-    s0.gpr[LC_RBX] = 0x200180;                   /* beside the code */
-    memcpy(r.f.ram + 0x200100, code, sizeof code);
     for (int i = 0; i < 3; i++) {
         s = s0;
-        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-        ck_assert_int_eq(res.stop, LC_STOP_END);
-        ck_assert_uint_eq(res.insns, 4);
+        exit_expect(&r, &s, &x, LC_STOP_END, 4);
     }
     memcpy(r.f.ram + 0x100, code, sizeof code);
     pd[1] = 0x87;                    /* the same bytes, at frame 0 */
     s = s0;
-    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-    ck_assert_int_eq(res.stop, LC_STOP_END);
-    ck_assert_uint_eq(res.insns, 4);
+    exit_expect(&r, &s, &x, LC_STOP_END, 4);
     ck_assert_uint_eq(r.f.ram[0x180], 0x81);
     s = s0;
     s.gpr[LC_RBX] = 0x200106;      /* the second OUT's port byte */
-    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-    ck_assert_int_eq(res.stop, LC_STOP_SMC);
-    ck_assert_uint_eq(res.insns, 2);
+    exit_expect(&r, &s, &x, LC_STOP_SMC, 2);
     ck_assert_uint_eq(s.rip, 0x200105);
     ck_assert_uint_eq(r.f.ram[0x106], 0x81);
     ck_assert_uint_eq(r.f.ram[0x200106], 0x80);
@@ -459,44 +475,31 @@ END_TEST
 START_TEST(watch_follows_remapped_callee)
 {
     rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
-    lc_config c;
     lc_exit x = io_exit(0x80, 1, 1);
     /* out 0x80,al; call 0x200900; out 0x80,al; ud2 */
     const uint8_t code[] = { 0xe6, 0x80, 0xe8, 0xf9, 0x07, 0x00, 0x00,
                              0xe6, 0x80, 0x0f, 0x0b };
     /* mov byte [rbx],0xc3; ret */
     const uint8_t callee[] = { 0xc6, 0x03, 0xc3, 0xc3 };
-    uint64_t *pd;
+    uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code,
+                                   0x200c00);    /* beside the code */
 
-    lc_config_init(&c);
-    c.translate_threshold = 1;
-    rig_up(&r, &c);
-    fvm_state_long64(&r.f, &s0);
-    pd = (uint64_t *)(void *)(r.f.ram + 0x3000);
-    s0.rip = 0x200100;
     s0.gpr[LC_RSP] = 0x208000;
-    s0.gpr[LC_RBX] = 0x200c00;                   /* beside the code */
-    memcpy(r.f.ram + 0x200100, code, sizeof code);
     memcpy(r.f.ram + 0x200900, callee, sizeof callee);
     for (int i = 0; i < 3; i++) {
         s = s0;
-        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-        ck_assert_int_eq(res.stop, LC_STOP_END);
-        ck_assert_uint_eq(res.insns, 5);         /* out, call, mov, ret, out */
+        /* out, call, mov, ret, out */
+        exit_expect(&r, &s, &x, LC_STOP_END, 5);
     }
     memcpy(r.f.ram + 0x100, code, sizeof code);
     memcpy(r.f.ram + 0x900, callee, sizeof callee);
     pd[1] = 0x87;                    /* the same bytes, at frame 0 */
     s = s0;
-    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-    ck_assert_int_eq(res.stop, LC_STOP_END);
-    ck_assert_uint_eq(res.insns, 5);
+    exit_expect(&r, &s, &x, LC_STOP_END, 5);
     ck_assert_uint_eq(r.f.ram[0xc00], 0xc3);
     s = s0;
     s.gpr[LC_RBX] = 0x200903;        /* the callee's RET, new frame */
-    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-    ck_assert_int_eq(res.stop, LC_STOP_SMC);
-    ck_assert_uint_eq(res.insns, 3);             /* out, call, mov */
+    exit_expect(&r, &s, &x, LC_STOP_SMC, 3);    /* out, call, mov */
     ck_assert_uint_eq(s.rip, 0x200903);
     lc_vcpu_get_stats(r.v, &st);
     ck_assert_uint_eq(st.smc_stops, 1);
