@@ -1066,8 +1066,7 @@ uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
     lcr_pwc_ent *e = &p->e[t->slot];
     unsigned off = (unsigned)(la & PAGE_MASK);
 
-    if (t->lpn != la >> 12 || v->route || off < t->lo ||
-        off + len > t->hi || (wr && t->watch != (const void *)v->watching))
+    if (!lcr_pwc_tlb_covers(v, t, la, len, wr))
         return NULL;
     /* (a failed revalidation may drop everything, the TLB with it) */
     if (!pwc_current(v, e))

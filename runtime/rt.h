@@ -407,6 +407,21 @@ static inline void lcr_watch_arm(lcr_vcpu *v, const lcr_watch *w,
         v->pwc.tlb[1].lpn = LCR_PWC_NO_PAGE;
 }
 
+/* Does TLB page `t` (lcr_pwc_tlb, for stores if `wr`) cover `len` bytes at
+ * `la`, whatever its epoch: the same linear page, no device route, within
+ * the part vouched for and, for a store, under the same SMC watch? What
+ * both lcr_pwc_tlb_hit() and lcr_pwc_tlb_renew() ask first. */
+static inline int lcr_pwc_tlb_covers(const lcr_vcpu *v,
+                                     const lcr_pwc_tlb *t, uint64_t la,
+                                     unsigned len, unsigned wr)
+{
+    unsigned off = (unsigned)(la & 0xfff);
+
+    return t->lpn == la >> 12 && !v->route && off >= t->lo &&
+           off + len <= t->hi &&
+           (!wr || t->watch == (const void *)v->watching);
+}
+
 /* lcr_pwc_ram()'s answer when the page is the one it last served for
  * this direction (`wr`: a store) in this epoch, with the paging state
  * known, no route, the access within the part vouched for and, for a
@@ -417,14 +432,14 @@ static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
                                        unsigned len, unsigned wr)
 {
     const lcr_pwc_tlb *t = &v->pwc.tlb[wr];
-    unsigned off = (unsigned)(la & 0xfff);
 
+    /* the page first: another page's access (a walk of four pages)
+     * misses at one compare; the compiler folds the repeat in covers */
     if (t->lpn != la >> 12 || t->epoch != v->pwc.epoch ||
-        !v->pwc.state_known || v->route || off < t->lo ||
-        off + len > t->hi || (wr && t->watch != (const void *)v->watching))
+        !v->pwc.state_known || !lcr_pwc_tlb_covers(v, t, la, len, wr))
         return NULL;
     v->pwc_hits++;
-    return t->hva + (off - t->lo);
+    return t->hva + ((unsigned)(la & 0xfff) - t->lo);
 }
 
 /* lcr_pwc_tlb_hit()'s answer for its page made in an earlier epoch, or
