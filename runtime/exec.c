@@ -131,10 +131,12 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
     if (v->mode == LC_MODE_LONG64 && seg < LC_FS) {
         /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no
          * limit or type checks): canonical first and last byte, else
-         * the full path raises the fault. A TLB hit implies both: only
-         * a canonical page goes in (the check below comes before
-         * lcr_pwc_ram(), the TLB's only filler), and the access lies
-         * within it. */
+         * the full path raises the fault. A TLB hit implies both: every
+         * page in the TLB passed a canonical check as it went in (this
+         * one for ES, CS, SS and DS; lcr_linear()'s for FS and GS;
+         * compatibility mode's addresses lie below 4 GiB), a hit needs
+         * the epoch and paging state it was made in (CR4.LA57 as then),
+         * and the access lies within the page. */
         unsigned bits;
 
         la = ea;
@@ -1742,7 +1744,6 @@ static int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store)
     unsigned n = in->mem.bytes;
     uint8_t *h;
 
-    lcr_fwd_forget(v);
     /* Segmentation as always (a fault there is found again by lcr_exec). */
     h = ram_fast(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
                  store ? LCR_ACC_WRITE : LCR_ACC_READ);
@@ -1831,7 +1832,6 @@ static int inline_pop(lcr_vcpu *v, const lcd_insn *in)
 static inline __attribute__((always_inline))
 int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
 {
-    lcr_fwd_forget(v);
     if (!v->ops->pio || !io_allowed_by_iopl(v))
         return 0;
     if (in_out(v, in, is_out, io_port(v, in, is_out)) != LCR_DONE)
@@ -1850,6 +1850,12 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
      * unnecessary (not a loop head). */
     if (v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF))
         return 0;
+    /* Store forwarding (rt.h) lives through the stack's own forms only:
+     * every other one observes memory or runs the VMM's code (a MOV, an
+     * IN or OUT, and any form added later). A form that declines leaves
+     * the instruction to lcr_exec(), which forgets it too. */
+    if (kind < LCR_INL_CALL_REL || kind > LCR_INL_POP)
+        lcr_fwd_forget(v);
     switch (kind) {
     case LCR_INL_LOAD:     r = inline_mov(v, in, 0); break;
     case LCR_INL_STORE:    r = inline_mov(v, in, 1); break;

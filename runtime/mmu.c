@@ -1041,9 +1041,9 @@ int pwc_lookup(lcr_vcpu *v, uint64_t la, unsigned len,
 
 /* Entry `e` answers for linear page `la` as plain RAM in this epoch,
  * from map_lo to map_hi, for a store if `wr` (lcr_pwc_tlb). `la` is
- * canonical (lcr_pwc_ram()'s contract), so a hit in 64-bit mode stands
- * for the canonical check (ram_fast(), exec.c); checking it here again
- * cost 20 instructions a fill. */
+ * canonical (lcr_pwc_ram()'s contract), so a hit in 64-bit mode in the
+ * same epoch and paging state stands for the canonical check (ram_fast(),
+ * exec.c); checking it here again cost 20 instructions a fill. */
 static void pwc_tlb_fill(lcr_vcpu *v, unsigned wr, uint64_t la,
                          const lcr_pwc_ent *e)
 {

@@ -307,7 +307,8 @@ typedef struct lcr_vcpu {
  * store, as the CPU's store buffer forwards it, instead of translating
  * and loading the slot again. Any other access forgets the store: a load
  * or a store of the guest's (the inline MOV forms, anything lcr_exec()
- * runs), a callback (IN, OUT), a read of the slot, a new run. The order
+ * runs), a callback (IN, OUT): every inline form but the stack's own
+ * (lcr_exec_inline()); a read of the slot; a new run. The order
  * this gives is one the CPU may show: the load placed right after the
  * store it reads, with nothing this vCPU does between them visible to
  * anyone (section 11's gap fillers across calls). */
@@ -390,8 +391,9 @@ static inline lc_cpu_mode lcr_cpu_mode(const lc_cpu_state *s)
  * translator's inline loads and stores, which otherwise take the full
  * lcr_translate(). Changes nothing but pwc_hits and the cache's TLB
  * (lcr_pwc_tlb). In 64-bit mode `la` and its last byte must be canonical
- * (its caller, ram_fast() in exec.c, checks them first): the page goes
- * into the TLB, whose hits then stand for that check. */
+ * (its caller, ram_fast() in exec.c, checks them itself or has them from
+ * lcr_linear()): the page goes into the TLB, whose hits in the same epoch
+ * and paging state then stand for that check. */
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access);
 
 /* Watch `w` for self-modification from now on (the engine, before each
@@ -489,7 +491,9 @@ enum lcr_inline {
     LCR_INL_NONE = 0,
     LCR_INL_LOAD,       /* MOV r, m */
     LCR_INL_STORE,      /* MOV m, r / imm */
-    LCR_INL_CALL_REL,
+    LCR_INL_CALL_REL,   /* CALL_REL to POP: the stack's forms, kept together
+                         * (lcr_exec_inline(): the others forget a
+                         * forwarded store) */
     LCR_INL_CALL_REG,
     LCR_INL_RET,        /* RET, RET imm16 */
     LCR_INL_PUSH,       /* PUSH r / imm */

@@ -65,10 +65,11 @@ lc_status lc_engine_get_config(const lc_engine *engine, lc_config *out);
  * callback this flush happened in, or a later one (LC_STOP_COHERENCY):
  * the rest of the translation was checked against the old map; call it
  * from inside the callback that changes the map. A run on another thread
- * notices the flush at its next callback, or when it ends: until every
- * lc_vcpu_handle_exit() that began before the flush has returned, the
- * host memory the old map answered with must stay mapped (as KVM keeps
- * an old memslot array until its SRCU readers are done).
+ * notices the flush at its next callback; until every
+ * lc_vcpu_handle_exit() that began before the flush has returned, it may
+ * still use the old map (its chained runs included), so the host memory
+ * the old map answered with must stay mapped until then (as KVM keeps an
+ * old memslot array until its SRCU readers are done).
  */
 lc_status lc_engine_flush(lc_engine *engine);
 

@@ -712,8 +712,10 @@ static lc_cb_result dma_into_stack(fvm *f, fvm_access *a)
  * callee whose OUT lets the device write the slot, or whose own store
  * rewrites it, returns where the slot now says (0x7840, off the
  * prediction: the run ends there, the OUT after the CALL not run); a
- * callee of register instructions alone returns as predicted. Fails if
- * the IN/OUT or the MOV store did not forget the push. */
+ * callee of register instructions alone returns as predicted (that case
+ * checks the outcome only: a forwarded and a loaded value agree). Fails
+ * if the IN/OUT or the MOV store did not forget the push (both run
+ * inline here). */
 START_TEST(ret_forwarding_stops_at_observers)
 {
     static const struct {
