@@ -1850,22 +1850,21 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
      * unnecessary (not a loop head). */
     if (v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF))
         return 0;
-    /* Store forwarding (rt.h) lives through the stack's own forms only:
-     * every other one observes memory or runs the VMM's code (a MOV, an
-     * IN or OUT, and any form added later). A form that declines leaves
-     * the instruction to lcr_exec(), which forgets it too. */
-    if (kind < LCR_INL_CALL_REL || kind > LCR_INL_POP)
-        lcr_fwd_forget(v);
+    /* Store forwarding (rt.h) lives through the stack's own forms only
+     * (CALL, RET, PUSH, POP): every other one observes memory or runs the
+     * VMM's code, and forgets it here, in the dispatch, where a form added
+     * later is written too. A form that declines leaves the instruction
+     * to lcr_exec(), which forgets it as well. */
     switch (kind) {
-    case LCR_INL_LOAD:     r = inline_mov(v, in, 0); break;
-    case LCR_INL_STORE:    r = inline_mov(v, in, 1); break;
+    case LCR_INL_LOAD:     lcr_fwd_forget(v); r = inline_mov(v, in, 0); break;
+    case LCR_INL_STORE:    lcr_fwd_forget(v); r = inline_mov(v, in, 1); break;
     case LCR_INL_CALL_REL: r = inline_call(v, in, 1); break;
     case LCR_INL_CALL_REG: r = inline_call(v, in, 0); break;
     case LCR_INL_RET:      r = inline_ret(v, in); break;
     case LCR_INL_PUSH:     r = inline_push(v, in); break;
     case LCR_INL_POP:      r = inline_pop(v, in); break;
-    case LCR_INL_IN:       r = inline_io(v, in, 0); break;
-    case LCR_INL_OUT:      r = inline_io(v, in, 1); break;
+    case LCR_INL_IN:       lcr_fwd_forget(v); r = inline_io(v, in, 0); break;
+    case LCR_INL_OUT:      lcr_fwd_forget(v); r = inline_io(v, in, 1); break;
     default:               return 0;
     }
     if (r <= 0)

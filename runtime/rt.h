@@ -491,9 +491,7 @@ enum lcr_inline {
     LCR_INL_NONE = 0,
     LCR_INL_LOAD,       /* MOV r, m */
     LCR_INL_STORE,      /* MOV m, r / imm */
-    LCR_INL_CALL_REL,   /* CALL_REL to POP: the stack's forms, kept together
-                         * (lcr_exec_inline(): the others forget a
-                         * forwarded store) */
+    LCR_INL_CALL_REL,
     LCR_INL_CALL_REG,
     LCR_INL_RET,        /* RET, RET imm16 */
     LCR_INL_PUSH,       /* PUSH r / imm */
