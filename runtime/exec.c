@@ -742,18 +742,18 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
 static int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
 {
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
-    uint8_t *h;
-
     /* The slot the last stack store of this run wrote, nothing observed
      * since (rt.h, lcr_fwd_forget()): its value, forwarded. Its
      * translation held for the store, so it holds for this load (the same
      * bytes, read: no right a write has is missing for a read). */
-    if (v->fwd_n == n && v->fwd_sp == sp) {
-        v->fwd_n = 0;
+    int fwd = v->fwd_n == n && v->fwd_sp == sp;
+    uint8_t *h;
+
+    lcr_fwd_forget(v);          /* read once, whichever way */
+    if (fwd) {
         *target = v->fwd_val;
         return 1;
     }
-    v->fwd_n = 0;
     h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ);
     if (!h)
         return 0;
@@ -1885,9 +1885,7 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
 {
     int r;
 
-    v->stop = LC_STOP_NONE;
-    v->end_after = 0;
-    lcr_fwd_forget(v);
+    lcr_insn_begin(v);
     if (v->insns >= v->insn_budget)
         return stop(v, LC_STOP_BUDGET);
     /* A single-step trap is due after every instruction: leave it to the

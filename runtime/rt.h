@@ -317,6 +317,17 @@ static inline void lcr_fwd_forget(lcr_vcpu *v)
     v->fwd_n = 0;
 }
 
+/* How every instruction the runtime runs begins, but the inline forms
+ * (lcr_exec(), and the translator's store pair, translator/pair.c): no
+ * stop yet, nothing to end the run after it, and no forwarded store (it
+ * may observe memory). */
+static inline void lcr_insn_begin(lcr_vcpu *v)
+{
+    v->stop = LC_STOP_NONE;
+    v->end_after = 0;
+    lcr_fwd_forget(v);
+}
+
 /* End the page-walk cache's epoch: the VMM ran (a callback, or the guest
  * between two runs), so guest memory may differ. Nothing cached is used
  * again before its paging entries read back unchanged (mmu.c). */

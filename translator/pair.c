@@ -80,8 +80,7 @@ static int exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
         a->info.exit_class == LC_CLASS_TERMINATOR ||
         b->info.exit_class == LC_CLASS_TERMINATOR)
         return -1;
-    v->stop = LC_STOP_NONE;
-    v->end_after = 0;
+    lcr_insn_begin(v);
     if (v->insns + 2 > v->insn_budget || (s->rflags & LC_RFLAGS_TF))
         return -1;
     ea_a = lcr_eff_addr(v, a, s->rip, 0);
