@@ -655,11 +655,15 @@ out:
         }
         kvm_stats_close(&c->ks);
         if (c->kv && lc_kvm_vcpu_get_stats(c->kv, &ks) == LC_OK) {
-            vm->stats.adapter.exits_offered += ks.exits_offered;
-            vm->stats.adapter.exits_handled += ks.exits_handled;
-            vm->stats.adapter.completions += ks.completions;
-            vm->stats.adapter.exits_skipped += ks.exits_skipped;
-            vm->stats.adapter.string_io_declined += ks.string_io_declined;
+            /* the live thread reads these with --stats-interval and
+             * --reboot (vmm_stats_collect) */
+#define ADD(f) __atomic_fetch_add(&vm->stats.adapter.f, ks.f, __ATOMIC_RELAXED)
+            ADD(exits_offered);
+            ADD(exits_handled);
+            ADD(completions);
+            ADD(exits_skipped);
+            ADD(string_io_declined);
+#undef ADD
         }
         lc_kvm_vcpu_detach(c->kv);
         lc_vcpu_destroy(c->core.lc);

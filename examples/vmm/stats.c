@@ -87,10 +87,10 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
         U("libcluster", "tcache_bytes",
           __atomic_load_n(&vm->stats.tcache_end_valid, __ATOMIC_ACQUIRE) ?
           L(tcache_end) : ls.tcache_bytes);
-        U("libcluster", "kvm_completions", vm->stats.adapter.completions);
-        U("libcluster", "kvm_exits_skipped", vm->stats.adapter.exits_skipped);
+        U("libcluster", "kvm_completions", L(adapter.completions));
+        U("libcluster", "kvm_exits_skipped", L(adapter.exits_skipped));
         U("libcluster", "kvm_string_io_declined",
-          vm->stats.adapter.string_io_declined);
+          L(adapter.string_io_declined));
         for (int r = 0; r < LC_STOP_REASON_COUNT_; r++) {
             static char names[LC_STOP_REASON_COUNT_][40];
             if (!ls.stops[r])
