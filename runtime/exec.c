@@ -137,15 +137,12 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
          * compatibility mode's addresses lie below 4 GiB), a hit needs
          * the epoch and paging state it was made in (CR4.LA57 as then),
          * and the access lies within the page. */
-        unsigned bits;
-
         la = ea;
         h = lcr_pwc_tlb_hit(v, la, n, wr);
         if (h)
             goto done;
-        bits = lcr_la_bits(v);
-        if (la + n - 1 < la || !lcr_canonical(la, bits) ||
-            !lcr_canonical(la + n - 1, bits))
+        if (la + n - 1 < la || !lcr_canonical_v(v, la) ||
+            !lcr_canonical_v(v, la + n - 1))
             return NULL;
     } else {
         if (lcr_linear(v, seg, ea, n, access, &la) < 0) {
@@ -598,7 +595,7 @@ static int ex_nop(lcr_vcpu *v, lcr_ectx *c)
 static int branch_ok(lcr_vcpu *v, uint64_t target)
 {
     if (in_long64(v))
-        return lcr_canonical(target, lcr_la_bits(v));
+        return lcr_canonical_v(v, target);
     return target <= v->st->seg[LC_CS].limit;
 }
 
@@ -739,7 +736,8 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
 /* The `n` bytes at SS:rSP read through the page-walk cache (section 11):
  * a near RET's return address, a POP's value. 1 with *target, or 0 with
  * nothing done (ex_ret(), ex_pop() then translate the slot). */
-static int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
+static inline __attribute__((always_inline))
+int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
 {
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
     /* The slot the last stack store of this run wrote, nothing observed

@@ -681,6 +681,18 @@ static inline int lcr_canonical(uint64_t la, unsigned bits)
     return top == 0 || top == (~0ull >> (bits - 1));
 }
 
+/* Is `la` canonical for vCPU `v` (64-bit mode)? Canonical at 48 bits is
+ * canonical at 57 too (bits 63:47 equal implies bits 63:56 equal), so
+ * most addresses answer without reading CR4. At 48 bits: la lies in
+ * [0, 2^47) or [2^64 - 2^47, 2^64), which adding 2^47 (mod 2^64) maps
+ * onto [0, 2^48): one add, one shift, one test. */
+static inline int lcr_canonical_v(const lcr_vcpu *v, uint64_t la)
+{
+    if (((la + (1ull << 47)) >> 48) == 0)
+        return 1;
+    return lcr_canonical(la, lcr_la_bits(v));
+}
+
 /* Does `in` open an interrupt shadow (SDM vol. 3 6.8.3: STI, MOV SS, POP
  * SS)? The runtime runs the next instruction inside it, in the same step,
  * and a cluster ends after that one (translator/form_static.c): a shadow

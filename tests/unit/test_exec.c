@@ -928,7 +928,8 @@ END_TEST
 /* The one canonical-address check (SDM vol. 1 3.3.7.1): bits 63:N-1 all
  * equal, N = 48, or 57 with LA57. Edges on both sides of both halves,
  * then random values against sign extension done with unsigned
- * arithmetic only. */
+ * arithmetic only; lcr_canonical_v() (48 bits first, then CR4.LA57's
+ * width) answers the same for the vCPU's CR4. */
 START_TEST(canonical_edges)
 {
     static const struct { uint64_t la; unsigned bits; int ok; } e[] = {
@@ -948,7 +949,12 @@ START_TEST(canonical_edges)
         { 0xffff7fffffffffffull, 57, 1 },
     };
     uint64_t x = 0x9e3779b97f4a7c15ull;
+    lc_cpu_state st;
+    lcr_vcpu v;
 
+    memset(&st, 0, sizeof st);
+    memset(&v, 0, sizeof v);
+    v.st = &st;
     for (unsigned i = 0; i < sizeof e / sizeof e[0]; i++)
         ck_assert_msg(lcr_canonical(e[i].la, e[i].bits) == e[i].ok,
                       "%#llx/%u", (unsigned long long)e[i].la, e[i].bits);
@@ -964,6 +970,14 @@ START_TEST(canonical_edges)
         low = x & ((1ull << bits) - 1);
         ext = (low >> (bits - 1)) ? low | ~((1ull << bits) - 1) : low;
         ck_assert_int_eq(lcr_canonical(x, bits), ext == x);
+        /* the inline paths' form: the 48-bit test first, CR4 after */
+        st.cr4 = bits == 57 ? LC_CR4_LA57 : 0;
+        ck_assert_int_eq(lcr_canonical_v(&v, x), ext == x);
+    }
+    for (unsigned i = 0; i < sizeof e / sizeof e[0]; i++) {
+        st.cr4 = e[i].bits == 57 ? LC_CR4_LA57 : 0;
+        ck_assert_msg(lcr_canonical_v(&v, e[i].la) == e[i].ok,
+                      "%#llx/%u", (unsigned long long)e[i].la, e[i].bits);
     }
 }
 END_TEST
