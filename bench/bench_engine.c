@@ -42,10 +42,15 @@
  *                (the chain's inline-cache check, handle_exit.c); shown
  *                for that cost, no goal
  *
+ *   accessor     per exit, `out; call f; out` with f: `in al, 0x80; ret`:
+ *                a port accessor (SeaBIOS's PCI configuration reads,
+ *                Linux's pcnet32 CSR reads), the RET's slot read after
+ *                the IN's callback; shown for that cost, no goal
+ *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
  * interpreted <= 1 us.   bench_engine [--runs N] [--json]
  * [--only hit|two|gap|mem|walk|straight|call|pushpop|calltail|flat|interp|
- *  form]
+ *  form|accessor]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +143,7 @@ int main(int argc, char **argv)
     size_t n2 = 0, n12 = 0, nm = 0, nw = 0;
     double hit[100], c2[100], c12[100], cm[100], cw[100], interp[100];
     double trans[100], cstraight[100], ccall[100], ctail[100], f2[100];
-    double cpush[100];
+    double cpush[100], cacc[100];
     double fm[100];
     /* out 0x80; 4 x add rax,rcx; out 0x80   and
      * out 0x80; call f; out 0x80; ...; f: add rax,rcx; add rax,rcx; ret */
@@ -159,6 +164,10 @@ int main(int argc, char **argv)
         0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0xc3, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         0xe6, 0x80, 0xe8, 0xe9, 0xff, 0xff, 0xff, 0xe6, 0x80 };
     enum { CALL6_ENTRY = 16 };
+    /* f: in al, 0x80; ret, then at CALL6_ENTRY: out; call f; out */
+    static const uint8_t accessor[] = {
+        0xe4, 0x80, 0xc3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0xe6, 0x80, 0xe8, 0xe9, 0xff, 0xff, 0xff, 0xe6, 0x80 };
     static const uint8_t calltail[] = {
         0xe6, 0x80, 0xe8, 0x03, 0x00, 0x00, 0x00, 0xe6, 0x80, 0x90,
         0x48, 0x01, 0xc8, 0x48, 0x01, 0xc8, 0xc3 };
@@ -225,6 +234,10 @@ int main(int argc, char **argv)
             code = call6;
             n = sizeof call6;
             rig_entry = CALL6_ENTRY;
+        } else if (!strcmp(only, "accessor")) {
+            code = accessor;
+            n = sizeof accessor;
+            rig_entry = CALL6_ENTRY;
         } else if (!strcmp(only, "pushpop")) {
             code = pushpop6;
             n = sizeof pushpop6;
@@ -243,7 +256,7 @@ int main(int argc, char **argv)
         } else if (strcmp(only, "hit")) {
             fprintf(stderr, "bench_engine: --only "
                     "hit|two|gap|mem|walk|straight|call|pushpop|calltail|"
-                    "flat|interp|form\n");
+                    "flat|interp|form|accessor\n");
             return 2;
         }
         for (int k = 0; k < runs; k++) {
@@ -292,6 +305,10 @@ int main(int argc, char **argv)
         per_exit(&r, 3, 0);
         ccall[k] = (per_exit(&r, iters, 0) - hit[k]) / 5;
         down(&r);
+        up(&r, LC_TECH_ALL, 3, accessor, sizeof accessor);
+        per_exit(&r, 3, 0);
+        cacc[k] = per_exit(&r, iters, 0);
+        down(&r);
         rig_entry = 0;
         up(&r, LC_TECH_ALL, 3, pushpop6, sizeof pushpop6);
         per_exit(&r, 3, 0);
@@ -322,6 +339,7 @@ int main(int argc, char **argv)
         double pcall = bench_median(ccall, runs);
         double ptail = bench_median(ctail, runs);
         double ppush = bench_median(cpush, runs);
+        double acc = bench_median(cacc, runs);
         double flat = (bench_median(fm, runs) - bench_median(f2, runs)) / 4;
         if (json) {
             printf("{\"unit\": \"ns\", \"hit\": %.1f, \"gap_filler\": %.2f, "
@@ -331,10 +349,10 @@ int main(int argc, char **argv)
                    "\"call_ret_per_insn\": %.2f, "
                    "\"push_pop_per_insn\": %.2f, "
                    "\"call_tail_per_insn\": %.2f, "
-                   "\"mem_gap_unpaged\": %.2f, \"runs\": %d, "
-                   "\"iters\": %d}\n",
+                   "\"mem_gap_unpaged\": %.2f, \"accessor\": %.1f, "
+                   "\"runs\": %d, \"iters\": %d}\n",
                    h, gap, mem, walk, in, tr, pst, pcall, ppush, ptail, flat,
-                   runs, iters);
+                   acc, runs, iters);
         } else {
             printf("engine cost per exit (medians of %d runs x %d exits)\n",
                    runs, iters);
@@ -354,6 +372,8 @@ int main(int argc, char **argv)
                    pcall, pcall <= pst ? "" : "  MISSED");
             printf("  per instruction, push+pop      %8.2f ns\n", ppush);
             printf("  per instruction, call, RET after %6.2f ns\n", ptail);
+            printf("  accessor (out; call f; out, f: in; ret) %6.1f ns per exit\n",
+                   acc);
         }
     }
     return 0;

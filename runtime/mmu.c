@@ -903,12 +903,14 @@ static void pwc_store(lcr_vcpu *v, uint64_t gpa)
         lcr_pwc_drop(v);
 }
 
-/* An entry of an earlier epoch (the VMM ran since): usable again if the
- * guest-physical map is the same and every paging entry its walk read
- * still holds what it did after the walk (then a walk now would find the
- * same page, rights and D bit, and set no A/D bit: SDM 4.8). The VMM's
- * answer for the data page is asked again. Its page-table frames are
- * watched again for this epoch's stores. */
+/* An entry of an earlier epoch (the guest ran since, or the VMM: see
+ * lcr_vmm_ran()): usable again if the guest-physical map is the same and
+ * every paging entry its walk read still holds what it did after the
+ * walk (then a walk now would find the same page, rights and D bit, and
+ * set no A/D bit: SDM 4.8). The VMM's answer for the data page is kept
+ * while the flush generation holds, asked again without one. Its
+ * page-table frames are watched already (the watch outlives the
+ * epoch). */
 static inline __attribute__((always_inline))
 int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
 {

@@ -95,9 +95,18 @@ typedef struct lcr_route {
  * and the VMM's gpa_map answer for the page (RAM only).
  *
  * An entry is usable in the epoch it was made or revalidated in. The
- * epoch ends (lcr_pwc_forget) when the VMM ran: after every callback (a
- * device may write guest memory) and, for a vCPU whose runtime context
- * persists (lcr_begin_keep, the engine), between runs (the guest ran).
+ * epoch ends (lcr_pwc_forget) when the guest ran: for a vCPU whose
+ * runtime context persists (lcr_begin_keep, the engine), between runs.
+ * Within a run it lasts across the VMM's callbacks while the flush
+ * generation holds, as a CPU's TLB does across a device's DMA: a write
+ * into a paging-structure entry invalidates no translation the CPU has
+ * cached, the guest's INVLPG or MOV CR3 does (SDM vol. 3 4.10.4), and
+ * that is guest code, after the run. So a translation kept through a
+ * callback that wrote the entry it came from is one the CPU may use too.
+ * The data itself is never cached: a load after a callback reads what
+ * the device wrote. Without a generation (`flush_gen` NULL, a runtime
+ * used on its own) nothing says the VMM's gpa_map answers still hold,
+ * and every callback ends the epoch (lcr_vmm_ran).
  * An entry of an earlier epoch is used again only after every paging
  * entry its walk read reads back unchanged (the walk is a function of
  * them and of the paging state, so it would find the same). Its
@@ -328,9 +337,10 @@ static inline void lcr_insn_begin(lcr_vcpu *v)
     lcr_fwd_forget(v);
 }
 
-/* End the page-walk cache's epoch: the VMM ran (a callback, or the guest
- * between two runs), so guest memory may differ. Nothing cached is used
- * again before its paging entries read back unchanged (mmu.c). */
+/* End the page-walk cache's epoch: the guest ran (between two runs), or
+ * a callback moved the flush generation or ran without one
+ * (lcr_vmm_ran()), so the paging entries may differ. Nothing cached is
+ * used again before its paging entries read back unchanged (mmu.c). */
 static inline void lcr_pwc_forget(lcr_vcpu *v)
 {
     v->pwc.n = 0;
@@ -344,17 +354,22 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
     v->pwc.epoch++;
 }
 
-/* The VMM ran (a callback returned): the page-walk cache's epoch ends,
- * and if the VMM changed the guest-physical map meanwhile
- * (lc_engine_flush(): a BAR moved, shadow RAM mapped over ROM) the run
- * ends after this instruction, LC_STOP_COHERENCY: the rest of the
- * translation was checked against the old map (section 7). */
+/* The VMM ran (a callback returned). If it changed the guest-physical
+ * map meanwhile (lc_engine_flush(): a BAR moved, shadow RAM mapped over
+ * ROM) the page-walk cache's epoch ends, and the run ends after this
+ * instruction, LC_STOP_COHERENCY: the rest of the translation was checked
+ * against the old map (section 7). Otherwise the epoch goes on, as a TLB
+ * outlives a DMA (the page-walk cache above); without a flush generation
+ * it ends at every callback. */
 static inline void lcr_vmm_ran(lcr_vcpu *v)
 {
-    lcr_pwc_forget(v);
-    if (v->flush_gen &&
-        __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != v->run_gen)
+    if (!v->flush_gen) {
+        lcr_pwc_forget(v);
+    } else if (__atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) !=
+               v->run_gen) {
+        lcr_pwc_forget(v);
         v->end_after = LC_STOP_COHERENCY;
+    }
 }
 
 /* Forget both pages of the cache's TLB (lcr_pwc_tlb). */

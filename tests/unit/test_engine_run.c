@@ -756,6 +756,71 @@ START_TEST(ret_forwarding_stops_at_observers)
 }
 END_TEST
 
+/* A device whose write to port 0x82, once armed (*f->ctx), points the
+ * page-directory entry of linear 0x400000 (the stack's 2 MB page) at
+ * frame 0x200000: a DMA into a paging-structure entry. */
+static lc_cb_result dma_into_pde(fvm *f, fvm_access *a)
+{
+    int *armed = f->ctx;
+
+    if (*armed && a->kind == 'o' && a->addr == 0x82) {
+        uint64_t pde = 0x200000 | 0x87;                 /* P RW US PS */
+
+        *armed = 0;
+        memcpy(f->ram + 0x3000 + 2 * 8, &pde, 8);
+    }
+    return fvm_default_device(f, a);
+}
+
+/* The page-walk cache's epoch lasts a run, across the VMM's callbacks
+ * (runtime/rt.h), as a CPU's TLB outlives a DMA: the OUT in the callee
+ * remaps the stack's page by a DMA into its PDE, and the RET after it
+ * (no forwarded store: the OUT forgot it) still reads the return address
+ * through the translation its CALL used, returns as predicted and the
+ * caller's last OUT runs. The next exit (the guest ran; the epoch ended)
+ * finds the new mapping and pushes onto the new frame. A walk after the
+ * callback would have returned to 0x200180, the slot on the new frame. */
+START_TEST(pwc_epoch_outlives_callback)
+{
+    rig r; lc_cpu_state s, s0;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* 0x200100: out 0x80,al; call 0x200140; out 0x80,al; ud2 */
+    static const uint8_t code[] = { 0xe6, 0x80, 0xe8, 0x39, 0, 0, 0,
+                                    0xe6, 0x80, 0x0f, 0x0b };
+    static const uint8_t callee[] = { 0xe6, 0x82, 0xc3 };  /* out; ret */
+    uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code, 0);
+    uint64_t slot, stale = 0x200180;
+    int armed = 0;
+
+    memcpy(r.f.ram + 0x200140, callee, sizeof callee);
+    pd[2] = 0x000000 | 0x87;          /* linear 0x400000 -> frame 0 */
+    memcpy(r.f.ram + 0x2800f8, &stale, 8);
+    s0.gpr[LC_RSP] = 0x480100;        /* the slot: frame 0 + 0x800f8 */
+    r.f.device = dma_into_pde;
+    r.f.ctx = &armed;
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        exit_expect(&r, &s, &x, LC_STOP_END, 5);
+        ck_assert_uint_eq(s.rip, 0x200109);
+    }
+    armed = 1;
+    s = s0;
+    exit_expect(&r, &s, &x, LC_STOP_END, 5);   /* out call out ret out */
+    ck_assert_uint_eq(armed, 0);
+    ck_assert_uint_eq(s.rip, 0x200109);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x480100);
+    memcpy(&slot, r.f.ram + 0x800f8, 8);
+    ck_assert_uint_eq(slot, 0x200107);
+    memcpy(&slot, r.f.ram + 0x2800f8, 8);
+    ck_assert_uint_eq(slot, stale);            /* not written yet */
+    s = s0;
+    exit_expect(&r, &s, &x, LC_STOP_END, 5);
+    memcpy(&slot, r.f.ram + 0x2800f8, 8);
+    ck_assert_uint_eq(slot, 0x200107);         /* the new mapping's frame */
+    rig_down(&r);
+}
+END_TEST
+
 /* A device whose write to port 0x81 (armed 1), or to FVM_MMIO + 0x20
  * (armed 2), changes the guest-physical map once: it calls
  * lc_engine_flush() from inside the callback, as lc_vm_ops.gpa_map's
@@ -1654,6 +1719,7 @@ static Suite *suite(void)
     tcase_add_test(t, callee_change_caught_inline);
     tcase_add_test(t, callee_watch_kept_on_hit);
     tcase_add_test(t, ret_forwarding_stops_at_observers);
+    tcase_add_test(t, pwc_epoch_outlives_callback);
     tcase_add_test(t, map_change_in_callback_ends_run);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
