@@ -909,10 +909,10 @@ static void pwc_store(lcr_vcpu *v, uint64_t gpa)
  * walk (then a walk now would find the same page, rights and D bit, and
  * set no A/D bit: SDM 4.8). The VMM's answer for the data page is kept
  * while the flush generation holds, asked again without one. Its
- * page-table frames are watched already (the watch outlives the
- * epoch). */
-static inline __attribute__((always_inline))
-int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
+ * page-table frames are watched already (pwc_fill: the watch outlives
+ * the epoch). Every case; pwc_revalidate() takes the common one inline. */
+static __attribute__((noinline))
+int pwc_revalidate_any(lcr_vcpu *v, lcr_pwc_ent *e)
 {
     lcr_pwc *p = &v->pwc;
 
@@ -929,8 +929,6 @@ int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
             if (load_entry(e->ehva[i], e->esize) != e->eval[i])
                 return 0;
     }
-    /* Its frames are watched already (pwc_fill: the watch outlives the
-     * epoch). */
     e->epoch = p->epoch;
     /* The VMM's answer for the data page stays while the flush generation
      * holds: lc_vm_ops.gpa_map's contract asks for lc_engine_flush() on
@@ -942,6 +940,27 @@ int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
         e->mapped = 0;
         e->fast = 0;
     }
+    p->n++;
+    return 1;
+}
+
+/* pwc_revalidate_any() where the flush generation is there and holds and
+ * the entries are 8 bytes each (4-level, 5-level and PAE paging; the
+ * engine's runtime): the read-back alone, without the other cases'
+ * registers in the caller's frame (the stack page's renewal, once a run,
+ * lcr_pwc_tlb_renew()). */
+static inline __attribute__((always_inline))
+int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
+{
+    lcr_pwc *p = &v->pwc;
+
+    if (__builtin_expect(!v->flush_gen || !e->e8 ||
+                         __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) !=
+                             p->gen, 0))
+        return pwc_revalidate_any(v, e);
+    if (!entries_hold8(e->ehva, e->eval, e->nent))
+        return 0;
+    e->epoch = p->epoch;
     p->n++;
     return 1;
 }
