@@ -1025,7 +1025,7 @@ static int ex_hlt(lcr_vcpu *v, lcr_ectx *c)
         return stop(v, LC_STOP_TERMINATOR);
     if (lcr_cpl0_only(v))
         return LCR_STOP;
-    if (lcr_cb_result(v, v->ops->halt(v->opaque)))
+    if (lcr_cb_result_cpu(v, v->ops->halt(v->opaque)))
         return LCR_STOP;
     v->stop = LC_STOP_HALT;     /* completes, then ends the run */
     return LCR_DONE;
@@ -1055,8 +1055,8 @@ static int ex_mov_dr(lcr_vcpu *v, lcr_ectx *c)
     if (n > 7)
         return fault(v, LC_VEC_UD);
     if (to_dr)
-        return DONE_IF(!lcr_cb_result(v, v->ops->dr_write(
-                           v->opaque, n, lcr_reg_get(v, gp->reg, bytes))));
+        return DONE_IF(!lcr_cb_result_cpu(v, v->ops->dr_write(
+                               v->opaque, n, lcr_reg_get(v, gp->reg, bytes))));
     if (lcr_cb_result(v, v->ops->dr_read(v->opaque, n, &val)))
         return LCR_STOP;
     lcr_reg_set(v, gp->reg, bytes, val);
@@ -1090,8 +1090,8 @@ static int ex_wrmsr(lcr_vcpu *v, lcr_ectx *c)
         return stop(v, LC_STOP_TERMINATOR);
     if (lcr_cpl0_only(v))
         return LCR_STOP;
-    return DONE_IF(!lcr_cb_result(v, v->ops->wrmsr(
-                       v->opaque, (uint32_t)s->gpr[LC_RCX], val)));
+    return DONE_IF(!lcr_cb_result_cpu(v, v->ops->wrmsr(
+                           v->opaque, (uint32_t)s->gpr[LC_RCX], val)));
 }
 
 static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
@@ -1099,7 +1099,7 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
     (void)c;
     if (!v->ops->vmcall)
         return stop(v, LC_STOP_TERMINATOR);
-    if (lcr_cb_result(v, v->ops->vmcall(v->opaque, v->st)))
+    if (lcr_cb_result_cpu(v, v->ops->vmcall(v->opaque, v->st)))
         return LCR_STOP;
     v->dirty |= LC_DIRTY_GPRS | LC_DIRTY_RFLAGS;
     return LCR_DONE;

@@ -111,7 +111,11 @@ static inline int lcr_opnd_write(lcr_vcpu *v, lcr_ectx *c, unsigned i,
 }
 
 /* A callback's answer: LC_CB_STOP/ERROR stop the run before the
- * instruction (ERROR also reports LC_ERR_CALLBACK to the engine). */
+ * instruction (ERROR also reports LC_ERR_CALLBACK to the engine). For a
+ * device's access and for the callbacks that only answer a read (CPUID,
+ * RDMSR, a debug register, RDTSC, VMREAD): the page-walk cache's epoch
+ * goes on unless the map changed (lcr_vmm_ran(), as a TLB outlives a
+ * DMA). */
 static inline int lcr_cb_result(lcr_vcpu *v, lc_cb_result r)
 {
     lcr_vmm_ran(v);         /* guest memory, even its map, may differ */
@@ -121,6 +125,18 @@ static inline int lcr_cb_result(lcr_vcpu *v, lc_cb_result r)
         v->error = LC_ERR_CALLBACK;
     v->stop = LC_STOP_CALLBACK;
     return -1;
+}
+
+/* The same for a callback whose effect the VMM defines beyond an answer:
+ * WRMSR, a debug-register write, HLT, VMCALL, VMWRITE. A hypercall or a
+ * paravirtual MSR may flush the guest's TLB or edit its page tables for
+ * it (Hyper-V's flush hypercalls, a PV MMU): an invalidation made inside
+ * the run, unlike a device's DMA. The page-walk cache's epoch ends, so
+ * what it holds is read back before it is used again. */
+static inline int lcr_cb_result_cpu(lcr_vcpu *v, lc_cb_result r)
+{
+    lcr_pwc_forget(v);
+    return lcr_cb_result(v, r);
 }
 
 /* Instructions that #GP outside CPL 0 (and in virtual-8086 mode). */

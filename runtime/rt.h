@@ -97,16 +97,19 @@ typedef struct lcr_route {
  * An entry is usable in the epoch it was made or revalidated in. The
  * epoch ends (lcr_pwc_forget) when the guest ran: for a vCPU whose
  * runtime context persists (lcr_begin_keep, the engine), between runs.
- * Within a run it lasts across the VMM's callbacks while the flush
- * generation holds, as a CPU's TLB does across a device's DMA: a write
- * into a paging-structure entry invalidates no translation the CPU has
- * cached, the guest's INVLPG or MOV CR3 does (SDM vol. 3 4.10.4), and
- * that is guest code, after the run. So a translation kept through a
- * callback that wrote the entry it came from is one the CPU may use too.
- * The data itself is never cached: a load after a callback reads what
- * the device wrote. Without a generation (`flush_gen` NULL, a runtime
- * used on its own) nothing says the VMM's gpa_map answers still hold,
- * and every callback ends the epoch (lcr_vmm_ran).
+ * Within a run it lasts across a device's callbacks (and those that only
+ * answer a read) while the flush generation holds, as a CPU's TLB does
+ * across a DMA: a write into a paging-structure entry invalidates no
+ * translation the CPU has cached, the guest's INVLPG or MOV CR3 does
+ * (SDM vol. 3 4.10.4), and that is guest code, after the run. So a
+ * translation kept through a callback that wrote the entry it came from
+ * is one the CPU may use too. The data itself is never cached: a load
+ * after a callback reads what the device wrote. A callback whose effect
+ * the VMM defines (WRMSR, VMCALL, VMWRITE, ...; exec.h,
+ * lcr_cb_result_cpu) may invalidate inside the run, and ends the epoch.
+ * Without a generation (`flush_gen` NULL, a runtime used on its own)
+ * nothing says the VMM's gpa_map answers still hold, and every callback
+ * ends the epoch (lcr_vmm_ran).
  * An entry of an earlier epoch is used again only after every paging
  * entry its walk read reads back unchanged (the walk is a function of
  * them and of the paging state, so it would find the same). Its

@@ -144,7 +144,7 @@ int lcr_ex_vmwrite(lcr_vcpu *v, lcr_ectx *c)
         return LCR_STOP;
     if (mem ? peek_source(v, c, &peek, &val) : lcr_opnd_read(v, c, 1, &val))
         return LCR_STOP;
-    if (lcr_cb_result(v, v->ops->vmcs_write(v->opaque, field, val)))
+    if (lcr_cb_result_cpu(v, v->ops->vmcs_write(v->opaque, field, val)))
         return LCR_STOP;
     /* The read the CPU made, accessed bits and all. Only the VMM ran in
      * between; should it have changed the tables under the source, stop

@@ -28,6 +28,16 @@
  *    never runs an instruction whose accesses would reach two devices in
  *    turn (INS and OUTS with MMIO or, for INS, a traced page; PUSH and
  *    POP between MMIO and an MMIO or traced stack): the guest does it.
+ *  - While lc_vcpu_handle_exit() runs, the engine owns the lc_cpu_state
+ *    it was given: no callback changes it, except vmcall() through its
+ *    argument.
+ *  - A device callback (pio, mmio, traced_write) that writes guest memory
+ *    is a DMA: the engine reads the data it wrote at once, but a write
+ *    into a paging-structure entry changes the run's translations only
+ *    from the next exit on, as a CPU's TLB keeps a translation until the
+ *    guest invalidates it (SDM vol. 3 4.10.4). wrmsr, dr_write, halt,
+ *    vmcall and vmcs_write may change translations at once (a hypercall
+ *    that flushes the guest's TLB or edits its page tables for it).
  *  - pio() and mmio() see every access a cluster makes, including ones
  *    that would never have exited to the VMM: a port or address the
  *    hypervisor serves itself (KVM's in-kernel 8259A, 8254, I/O APIC,

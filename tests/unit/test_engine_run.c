@@ -756,14 +756,17 @@ START_TEST(ret_forwarding_stops_at_observers)
 }
 END_TEST
 
-/* A device whose write to port 0x82, once armed (*f->ctx), points the
- * page-directory entry of linear 0x400000 (the stack's 2 MB page) at
- * frame 0x200000: a DMA into a paging-structure entry. */
-static lc_cb_result dma_into_pde(fvm *f, fvm_access *a)
+/* A device whose write to port 0x82, or a WRMSR to MSR 0x40000000 (a
+ * paravirtual MSR), once armed (*f->ctx), points the page-directory entry
+ * of linear 0x400000 (the stack's 2 MB page) at frame 0x200000: a DMA
+ * into a paging-structure entry, or the VMM editing the guest's tables
+ * for it. */
+static lc_cb_result pde_writer(fvm *f, fvm_access *a)
 {
     int *armed = f->ctx;
 
-    if (*armed && a->kind == 'o' && a->addr == 0x82) {
+    if (*armed && ((a->kind == 'o' && a->addr == 0x82) ||
+                   (a->kind == 'W' && a->addr == 0x40000000))) {
         uint64_t pde = 0x200000 | 0x87;                 /* P RW US PS */
 
         *armed = 0;
@@ -772,52 +775,69 @@ static lc_cb_result dma_into_pde(fvm *f, fvm_access *a)
     return fvm_default_device(f, a);
 }
 
-/* The page-walk cache's epoch lasts a run, across the VMM's callbacks
+/* The page-walk cache's epoch lasts a run across a device's callbacks
  * (runtime/rt.h), as a CPU's TLB outlives a DMA: the OUT in the callee
  * remaps the stack's page by a DMA into its PDE, and the RET after it
  * (no forwarded store: the OUT forgot it) still reads the return address
  * through the translation its CALL used, returns as predicted and the
- * caller's last OUT runs. The next exit (the guest ran; the epoch ended)
- * finds the new mapping and pushes onto the new frame. A walk after the
- * callback would have returned to 0x200180, the slot on the new frame. */
+ * caller's last OUT runs (a walk would have returned to 0x200180, the
+ * slot on the new frame). A WRMSR whose callback makes the same change
+ * (a paravirtual MSR: the VMM's own effect, runtime/exec.h,
+ * lcr_cb_result_cpu) ends the epoch: the RET reads the new frame and
+ * leaves there. Either way the next exit (the guest ran) pushes onto the
+ * new frame. */
 START_TEST(pwc_epoch_outlives_callback)
 {
-    rig r; lc_cpu_state s, s0;
-    lc_exit x = io_exit(0x80, 1, 1);
     /* 0x200100: out 0x80,al; call 0x200140; out 0x80,al; ud2 */
     static const uint8_t code[] = { 0xe6, 0x80, 0xe8, 0x39, 0, 0, 0,
                                     0xe6, 0x80, 0x0f, 0x0b };
-    static const uint8_t callee[] = { 0xe6, 0x82, 0xc3 };  /* out; ret */
-    uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code, 0);
-    uint64_t slot, stale = 0x200180;
-    int armed = 0;
+    static const struct {
+        uint8_t  callee[3];
+        uint64_t rip;           /* where the remapping exit's run ends */
+        unsigned insns;
+    } c[] = {
+        { { 0xe6, 0x82, 0xc3 }, 0x200109, 5 },  /* out 0x82,al; ret */
+        { { 0x0f, 0x30, 0xc3 }, 0x200180, 4 },  /* wrmsr; ret */
+    };
 
-    memcpy(r.f.ram + 0x200140, callee, sizeof callee);
-    pd[2] = 0x000000 | 0x87;          /* linear 0x400000 -> frame 0 */
-    memcpy(r.f.ram + 0x2800f8, &stale, 8);
-    s0.gpr[LC_RSP] = 0x480100;        /* the slot: frame 0 + 0x800f8 */
-    r.f.device = dma_into_pde;
-    r.f.ctx = &armed;
-    for (int i = 0; i < 3; i++) {
+    for (unsigned k = 0; k < sizeof c / sizeof c[0]; k++) {
+        rig r; lc_cpu_state s, s0; lc_result res;
+        lc_exit x = io_exit(0x80, 1, 1);
+        uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code, 0);
+        uint64_t slot, stale = 0x200180;
+        int armed = 0;
+
+        memcpy(r.f.ram + 0x200140, c[k].callee, sizeof c[k].callee);
+        pd[2] = 0x000000 | 0x87;      /* linear 0x400000 -> frame 0 */
+        memcpy(r.f.ram + 0x2800f8, &stale, 8);
+        s0.gpr[LC_RSP] = 0x480100;    /* the slot: frame 0 + 0x800f8 */
+        s0.gpr[LC_RCX] = 0x40000000;
+        r.f.device = pde_writer;
+        r.f.ctx = &armed;
+        for (int i = 0; i < 3; i++) {
+            s = s0;
+            exit_expect(&r, &s, &x, LC_STOP_END, 5);
+            ck_assert_uint_eq(s.rip, 0x200109);
+        }
+        armed = 1;
         s = s0;
-        exit_expect(&r, &s, &x, LC_STOP_END, 5);
-        ck_assert_uint_eq(s.rip, 0x200109);
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_uint_eq(armed, 0);
+        ck_assert_msg(s.rip == c[k].rip && res.insns == c[k].insns,
+                      "case %u: rip %#llx after %u", k,
+                      (unsigned long long)s.rip, (unsigned)res.insns);
+        ck_assert_uint_eq(s.gpr[LC_RSP], 0x480100);
+        memcpy(&slot, r.f.ram + 0x800f8, 8);
+        ck_assert_uint_eq(slot, 0x200107);     /* the CALL's frame */
+        memcpy(&slot, r.f.ram + 0x2800f8, 8);
+        ck_assert_uint_eq(slot, stale);        /* not written yet */
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_uint_ge(res.insns, 2);       /* the OUT and the CALL */
+        memcpy(&slot, r.f.ram + 0x2800f8, 8);
+        ck_assert_uint_eq(slot, 0x200107);     /* the new mapping's frame */
+        rig_down(&r);
     }
-    armed = 1;
-    s = s0;
-    exit_expect(&r, &s, &x, LC_STOP_END, 5);   /* out call out ret out */
-    ck_assert_uint_eq(armed, 0);
-    ck_assert_uint_eq(s.rip, 0x200109);
-    ck_assert_uint_eq(s.gpr[LC_RSP], 0x480100);
-    memcpy(&slot, r.f.ram + 0x800f8, 8);
-    ck_assert_uint_eq(slot, 0x200107);
-    memcpy(&slot, r.f.ram + 0x2800f8, 8);
-    ck_assert_uint_eq(slot, stale);            /* not written yet */
-    s = s0;
-    exit_expect(&r, &s, &x, LC_STOP_END, 5);
-    memcpy(&slot, r.f.ram + 0x2800f8, 8);
-    ck_assert_uint_eq(slot, 0x200107);         /* the new mapping's frame */
-    rig_down(&r);
 }
 END_TEST
 

@@ -1477,8 +1477,8 @@ START_TEST(pwc_cluster_writes_own_page_table)
 }
 END_TEST
 
-/* Section 11 across runs and callbacks: once the epoch ends (the VMM
- * ran), a cached walk is used again after its paging entries read back
+/* Section 11 across runs and callbacks: once the epoch ends (the guest
+ * ran, or a callback without a flush generation), a cached walk is used again after its paging entries read back
  * unchanged, without walking (only the data page's gpa_map is asked
  * again); an entry changed meanwhile (the guest remapped the page, or
  * cleared an A bit) walks, as the CPU would find it. */
@@ -1682,7 +1682,7 @@ START_TEST(pwc_tlb_last_page)
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
 
-    /* the VMM ran: nothing until lcr_pwc_ram() serves the page again */
+    /* the epoch ended: nothing until lcr_pwc_ram() serves the page again */
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, W), T.ram + 0x30018);
     lcr_pwc_forget(&V);
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
@@ -1727,7 +1727,7 @@ START_TEST(pwc_tlb_renewed)
     expect_ram(la, 8, R, 0x30000, __LINE__);
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
 
-    lcr_pwc_forget(&V);                 /* the VMM ran */
+    lcr_pwc_forget(&V);                 /* the epoch ends */
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
     ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 0x1008, 8, 1));
     ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 0xffc, 8, 1));
@@ -1835,7 +1835,7 @@ END_TEST
 
 /* The VMM's answer for a cached page outlives the epoch while the flush
  * generation holds (lc_vm_ops.gpa_map's contract: any change of it comes
- * with lc_engine_flush()): after the VMM ran, the entry is revalidated by
+ * with lc_engine_flush()): in a later epoch, the entry is revalidated by
  * its paging entries alone, no gpa_map call; once the generation moved,
  * everything is asked again (here: the page became traced, so a store
  * is no longer inline). Without a generation the answer is asked again
@@ -1852,7 +1852,7 @@ START_TEST(pwc_keeps_map_per_generation)
     map4k(la, 0x30000, F_P | F_RW | F_A | F_D);
     expect_ram(la, 8, R, 0x30000, __LINE__);
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
-    lcr_pwc_forget(&V);                 /* the VMM ran */
+    lcr_pwc_forget(&V);                 /* the epoch ends */
     nmap = T.nmap;
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 24, 8, R), T.ram + 0x30018);
@@ -1873,7 +1873,7 @@ START_TEST(pwc_keeps_map_per_generation)
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, R), T.ram + 0x31010);
     T.traced_gfn = FVM_NONE;
 
-    /* no generation: the answer is asked again after the VMM ran */
+    /* no generation: the answer is asked again in a later epoch */
     V.flush_gen = NULL;
     lcr_pwc_drop(&V);
     expect_ram(la, 8, R, 0x31000, __LINE__);
