@@ -29,8 +29,8 @@
  *    turn (INS and OUTS with MMIO or, for INS, a traced page; PUSH and
  *    POP between MMIO and an MMIO or traced stack): the guest does it.
  *  - While lc_vcpu_handle_exit() runs, the engine owns the lc_cpu_state
- *    it was given: no callback changes it, except vmcall() through its
- *    argument.
+ *    it was given: no callback changes it, except vmcall() its general
+ *    registers and RFLAGS through its argument.
  *  - A device callback (pio, mmio, traced_write) that writes guest memory
  *    is a DMA: the engine reads the data it wrote at once, but a write
  *    into a paging-structure entry changes the run's translations only
@@ -154,7 +154,10 @@ typedef struct lc_vm_ops {
     /** VMWRITE of `value` to the VMCS field `field`. */
     lc_cb_result (*vmcs_write)(void *opaque, uint64_t field,
                                uint64_t value);
-    /** VMCALL: the VMM may change any register in `state`. */
+    /** VMCALL: the VMM may change the general registers and RFLAGS in
+     * `state` (the engine writes those back and goes on after the
+     * VMCALL). A hypercall that must change segments, control registers
+     * or RIP answers LC_CB_STOP and does it in its own exit handler. */
     lc_cb_result (*vmcall)(void *opaque, lc_cpu_state *state);
 
     /** Widths (bitmask of 1, 2, 4, 8 as bits 0..3) that traced_write() and
