@@ -340,10 +340,12 @@ static inline void lcr_insn_begin(lcr_vcpu *v)
     lcr_fwd_forget(v);
 }
 
-/* End the page-walk cache's epoch: the guest ran (between two runs), or
- * a callback moved the flush generation or ran without one
- * (lcr_vmm_ran()), so the paging entries may differ. Nothing cached is
- * used again before its paging entries read back unchanged (mmu.c). */
+/* End the page-walk cache's epoch: the guest ran (between two runs), a
+ * callback moved the flush generation or ran without one
+ * (lcr_vmm_ran()), or one whose effect the VMM defines returned
+ * (exec.h, lcr_cb_result_cpu()), so the paging entries may differ.
+ * Nothing cached is used again before its paging entries read back
+ * unchanged (mmu.c). */
 static inline void lcr_pwc_forget(lcr_vcpu *v)
 {
     v->pwc.n = 0;
@@ -363,7 +365,8 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
  * instruction, LC_STOP_COHERENCY: the rest of the translation was checked
  * against the old map (section 7). Otherwise the epoch goes on, as a TLB
  * outlives a DMA (the page-walk cache above); without a flush generation
- * it ends at every callback. */
+ * it ends at every callback, and lcr_cb_result_cpu() ends it after the
+ * callbacks whose effect the VMM defines. */
 static inline void lcr_vmm_ran(lcr_vcpu *v)
 {
     if (!v->flush_gen) {
