@@ -141,8 +141,7 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
         h = lcr_pwc_tlb_hit(v, la, n, wr);
         if (h)
             goto done;
-        if (la + n - 1 < la || !lcr_canonical_v(v, la) ||
-            !lcr_canonical_v(v, la + n - 1))
+        if (!lcr_canonical_range_v(v, la, n))
             return NULL;
     } else {
         if (lcr_linear(v, seg, ea, n, access, &la) < 0) {

@@ -348,11 +348,8 @@ int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
          * interrupts 12 and 13). */
         uint64_t base = (seg == LC_FS || seg == LC_GS) ? s->base : 0;
         uint64_t first = base + ea;
-        uint64_t last = first + size - 1;
-        unsigned bits = lcr_la_bits(v);
 
-        if (last < first || !lcr_canonical(first, bits) ||
-            !lcr_canonical(last, bits))
+        if (!lcr_canonical_range_v(v, first, size))
             return stop_fault(v, vec);
         *la = first;
         return 0;
@@ -823,12 +820,9 @@ static int mres_stop(lcr_vcpu *v, mres r, uint64_t la)
  * (SDM 3.3, 4.1). Returns 0 if `la`..`la+len-1` is unusable. */
 static int la_range_ok(const lcr_vcpu *v, uint64_t la, unsigned len)
 {
-    uint64_t last = la + len - 1;
-
     if (!long_mode_active(v))
         return la <= LA32_MASK;
-    return last >= la && lcr_canonical(la, lcr_la_bits(v)) &&
-           lcr_canonical(last, lcr_la_bits(v));
+    return lcr_canonical_range_v(v, la, len);
 }
 
 /* LCR_ACC_PLAIN's test: RAM, and for a store not a traced page. */

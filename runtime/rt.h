@@ -714,6 +714,18 @@ static inline int lcr_canonical_v(const lcr_vcpu *v, uint64_t la)
     return lcr_canonical(la, lcr_la_bits(v));
 }
 
+/* Are the `n` bytes from `la` canonical for `v` (64-bit mode), without
+ * wrapping around 2^64? Every byte is canonical when the first and the
+ * last are (SDM vol. 1 3.3.7.1). The one range check of the runtime:
+ * data (lcr_linear(), ram_fast()) and translations (mmu.c). */
+static inline int lcr_canonical_range_v(const lcr_vcpu *v, uint64_t la,
+                                        uint64_t n)
+{
+    uint64_t last = la + n - 1;
+
+    return last >= la && lcr_canonical_v(v, la) && lcr_canonical_v(v, last);
+}
+
 /* Does `in` open an interrupt shadow (SDM vol. 3 6.8.3: STI, MOV SS, POP
  * SS)? The runtime runs the next instruction inside it, in the same step,
  * and a cluster ends after that one (translator/form_static.c): a shadow
