@@ -131,14 +131,15 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
     if (v->mode == LC_MODE_LONG64 && seg < LC_FS) {
         /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no
          * limit or type checks): canonical first and last byte, else
-         * the full path raises the fault. A TLB hit implies both: every
+         * the full path raises the fault. A TLB hit (or renewal,
+         * lcr_pwc_tlb_get()) implies both: every
          * page in the TLB passed a canonical check as it went in (this
          * one for ES, CS, SS and DS; lcr_linear()'s for FS and GS;
          * compatibility mode's addresses lie below 4 GiB), a hit needs
          * the epoch and paging state it was made in (CR4.LA57 as then),
          * and the access lies within the page. */
         la = ea;
-        h = lcr_pwc_tlb_hit(v, la, n, wr);
+        h = lcr_pwc_tlb_get(v, la, n, wr);
         if (h)
             goto done;
         if (!lcr_canonical_range_v(v, la, n))
@@ -148,14 +149,11 @@ static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
             probe_done(v);
             return NULL;
         }
-        h = lcr_pwc_tlb_hit(v, la, n, wr);
+        h = lcr_pwc_tlb_get(v, la, n, wr);
         if (h)
             goto done;
     }
-    if (v->pwc.tlb[wr].lpn == la >> 12)
-        h = lcr_pwc_tlb_renew(v, la, n, wr);
-    if (!h)
-        h = lcr_pwc_ram(v, la, n, access);
+    h = lcr_pwc_ram(v, la, n, access);
 done:
     return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
 }
@@ -1775,7 +1773,8 @@ int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
 
 /* Near RET and RET imm16 whose stack slot the cache serves and whose
  * target does not fault: ex_ret()'s fast case. */
-static int inline_ret(lcr_vcpu *v, const lcd_insn *in)
+static inline __attribute__((always_inline))
+int inline_ret(lcr_vcpu *v, const lcd_insn *in)
 {
     unsigned n = in->info.operand_bits / 8;
     uint64_t target;
@@ -1839,14 +1838,13 @@ int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
     return 1;
 }
 
-int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
+/* The inline forms that reach only RAM, through the page-walk cache:
+ * no callback runs, so nothing can end the run after them (end_after). */
+static inline __attribute__((always_inline))
+int inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
 {
     int r;
 
-    /* lcr_exec()'s own checks; the caller has made the interrupt check
-     * unnecessary (not a loop head). */
-    if (v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF))
-        return 0;
     /* Store forwarding (rt.h) lives through the stack's own forms only
      * (CALL, RET, PUSH, POP): every other one observes memory or runs the
      * VMM's code, and forgets it here, in the dispatch, where a form added
@@ -1860,10 +1858,36 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     case LCR_INL_RET:      r = inline_ret(v, in); break;
     case LCR_INL_PUSH:     r = inline_push(v, in); break;
     case LCR_INL_POP:      r = inline_pop(v, in); break;
-    case LCR_INL_IN:       lcr_fwd_forget(v); r = inline_io(v, in, 0); break;
-    case LCR_INL_OUT:      lcr_fwd_forget(v); r = inline_io(v, in, 1); break;
     default:               return 0;
     }
+    if (!r)
+        return 0;
+    v->stop = LC_STOP_NONE;
+    v->dirty |= LC_DIRTY_RIP;
+    v->insns++;
+    return 1;
+}
+
+/* Out of line, also for lcr_exec_inline() (a tail call): IN and OUT there
+ * keep a small frame. */
+__attribute__((noinline))
+int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
+{
+    return inline_ram(v, in, kind);
+}
+
+int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
+{
+    int r;
+
+    /* lcr_exec()'s own checks; the caller has made the interrupt check
+     * unnecessary (not a loop head). */
+    if (v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF))
+        return 0;
+    if (kind != LCR_INL_IN && kind != LCR_INL_OUT)
+        return lcr_exec_inline_ram(v, in, kind);
+    lcr_fwd_forget(v);
+    r = inline_io(v, in, kind == LCR_INL_OUT);
     if (r <= 0)
         return r;
     v->stop = LC_STOP_NONE;
@@ -1871,7 +1895,7 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     v->insns++;
     if (__builtin_expect(v->end_after != 0, 0)) {
         /* done, and the run ends here: its callback changed the
-         * guest-physical map (an inline store never writes watched code) */
+         * guest-physical map */
         v->stop = v->end_after;
         return -1;
     }

@@ -1073,28 +1073,37 @@ static void pwc_tlb_fill(lcr_vcpu *v, unsigned wr, uint64_t la,
     t->slot = (uint8_t)(e - v->pwc.e);
 }
 
-uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
-                           unsigned wr)
+int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr)
 {
     lcr_pwc *p = &v->pwc;
     lcr_pwc_tlb *t = &p->tlb[wr], *u = &p->tlb[!wr];
     lcr_pwc_ent *e = &p->e[t->slot];
-    unsigned off = (unsigned)(la & PAGE_MASK);
 
-    if (!lcr_pwc_tlb_covers(v, t, la, len, wr))
-        return NULL;
     /* (a failed revalidation may drop everything, the TLB with it) */
     if (!pwc_current(v, e))
-        return NULL;
+        return 0;
     if (t->lpn != e->lpn ||
         !(e->fast & (wr ? LCR_PWC_FAST_W : LCR_PWC_FAST_R)))
-        return NULL;
+        return 0;
     t->epoch = p->epoch;
+    /* The other direction's page from the same entry with it: a port
+     * accessor's RET reads the slot its CALL wrote after the device ran
+     * (nothing forwarded), and would revive it alone. */
     if (u->lpn == t->lpn && u->slot == t->slot &&
         (e->fast & (wr ? LCR_PWC_FAST_R : LCR_PWC_FAST_W)))
         u->epoch = p->epoch;
+    return 1;
+}
+
+uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
+                           unsigned wr)
+{
+    const lcr_pwc_tlb *t = &v->pwc.tlb[wr];
+
+    if (!lcr_pwc_tlb_covers(v, t, la, len, wr) || !lcr_pwc_tlb_revive(v, wr))
+        return NULL;
     v->pwc_hits++;
-    return t->hva + (off - t->lo);
+    return t->hva + ((unsigned)(la & PAGE_MASK) - t->lo);
 }
 
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)

@@ -476,15 +476,42 @@ static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
     return t->hva + ((unsigned)(la & 0xfff) - t->lo);
 }
 
+/* Make TLB page `wr` (lcr_pwc_tlb) good in this epoch and paging state
+ * again, whatever access it is for: 1 if the entry it was made from
+ * (e[slot]) still answers as it did (the paging state compared, the entry
+ * revalidated: its paging entries read back, the access still as fast),
+ * else 0 (nothing served; a failed revalidation may drop the cache). The
+ * other direction's page made from the same entry is renewed with it (a
+ * CALL's push, then its RET's load). */
+int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr);
+
 /* lcr_pwc_tlb_hit()'s answer for its page made in an earlier epoch, or
- * with the paging state to compare again: the page is made good again if
- * the entry it came from (e[slot]) still answers as it did (the paging
- * state compared, the entry revalidated: its paging entries read back,
- * the access still as fast). The other direction's page made from the
- * same entry is renewed with it (a CALL's push, then its RET's load).
- * NULL: not renewed, nothing served (ask lcr_pwc_ram()). */
+ * with the paging state to compare again: lcr_pwc_tlb_revive() for an
+ * access the page covers. NULL: not renewed, nothing served (ask
+ * lcr_pwc_ram()). */
 uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
                            unsigned wr);
+
+/* lcr_pwc_tlb_hit(), then, for an access the page covers but in an
+ * earlier epoch or with the paging state to compare again,
+ * lcr_pwc_tlb_revive(): a run's first access to the stack page the run
+ * before used costs the state compare and the read-back of its paging
+ * entries, with the page's own tests made once. A page renewed stands
+ * for the canonical check as a hit does (ram_fast(), exec.c): the same
+ * page, in the paging state it was made in. */
+static inline uint8_t *lcr_pwc_tlb_get(lcr_vcpu *v, uint64_t la,
+                                       unsigned len, unsigned wr)
+{
+    const lcr_pwc_tlb *t = &v->pwc.tlb[wr];
+
+    if (!lcr_pwc_tlb_covers(v, t, la, len, wr))
+        return NULL;
+    if ((t->epoch != v->pwc.epoch || !v->pwc.state_known) &&
+        !lcr_pwc_tlb_revive(v, wr))
+        return NULL;
+    v->pwc_hits++;
+    return t->hva + ((unsigned)(la & 0xfff) - t->lo);
+}
 
 /* Does translation `x` reach only plain RAM, as LCR_ACC_PLAIN would ask
  * for its access (no MMIO; for a store, no traced page)? For an
@@ -533,6 +560,12 @@ enum lcr_inline {
 };
 unsigned lcr_inline_kind(const lcd_insn *in);
 int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
+/* lcr_exec_inline() for the forms that reach only RAM (every kind but
+ * LCR_INL_IN and LCR_INL_OUT; 0 for those) without its own checks: the
+ * caller has found the instruction budget not spent and RFLAGS.TF clear,
+ * as the translator's chains of gap fillers do once for the whole chain
+ * (run.c). 1 done, 0 nothing happened; no callback runs, so never -1. */
+int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
 
 /* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs,
  * drops the page-walk cache). */

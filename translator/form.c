@@ -90,6 +90,23 @@ static void mark_exiting(const lcx_form_in *in, lcx_cluster *out, unsigned n,
             out->insn[i].routed = 1;
 }
 
+/* Does x run in a straight chain (fast_run) through the runtime's inline
+ * form, without the run loop: a MOV between a register and RAM, a PUSH,
+ * POP, near CALL or RET whose stack slot the page-walk cache serves? Not
+ * a device access (IN, OUT, a routed access): its callback may end the
+ * run. */
+static int batched(const lcx_insn *x)
+{
+    switch (x->inl) {
+    case LCR_INL_LOAD: case LCR_INL_STORE: case LCR_INL_CALL_REL:
+    case LCR_INL_CALL_REG: case LCR_INL_RET: case LCR_INL_PUSH:
+    case LCR_INL_POP:
+        return !x->routed && !x->exiting;
+    default:
+        return 0;
+    }
+}
+
 /* Step 3's bookkeeping once the end `last` is chosen: targets beyond it
  * are outside (taken ends the run), the exit count, and the straight runs
  * of inline gap fillers lcx_run() executes back to back. */
@@ -106,14 +123,17 @@ static void finish(lcx_cluster *out, unsigned last)
     }
     for (unsigned i = out->ninsn; i-- > 0;) {
         lcx_insn *x = &out->insn[i];
-        if (x->fast.kind == LCR_FAST_NONE)
+        if (x->fast.kind == LCR_FAST_NONE && !batched(x))
             continue;
         x->fast_run = 1;
-        /* A chain only runs on through code that falls through: the list
-         * may go on elsewhere (a line resumed at a branch target,
-         * calls.c), and the inline path does not check RIP. */
+        /* A chain runs on through code that falls through, and through a
+         * CALL or RET the cluster follows to the next one listed (the
+         * run checks RIP after each of those). The list may go on
+         * elsewhere (a line resumed at a branch target, calls.c), and a
+         * register gap filler does not check RIP. */
         if (i + 1 < out->ninsn && out->insn[i + 1].fast_run &&
-            out->insn[i + 1].rip == x->rip + x->d.info.length &&
+            (out->insn[i + 1].rip == x->rip + x->d.info.length ||
+             x->follow) &&
             !out->insn[i + 1].irq_check && out->insn[i + 1].fast_run < 255)
             x->fast_run = (uint8_t)(out->insn[i + 1].fast_run + 1);
     }

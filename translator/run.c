@@ -184,11 +184,25 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
             v->insns + x->fast_run <= v->insn_budget) {
             /* A straight run of inline gap fillers: no branches, no loop
              * heads, no memory; RIP falls through each. */
-            unsigned n = x->fast_run;
-            for (unsigned k = 0; k < n; k++)
-                run_fast(&cl->insn[i + k].fast, v, lz);
-            i += n - 1;
-            x = &cl->insn[i];
+            lcx_insn *y = x, *last = x + x->fast_run - 1;
+            int r = 1;
+
+            v->route = NULL;
+            for (;; y++) {
+                if (y->fast.kind != LCR_FAST_NONE) {
+                    run_fast(&y->fast, v, lz);
+                } else {
+                    r = lcr_exec_inline_ram(v, &y->d, y->inl);
+                    if (!r || (y != last && v->st->rip != y[1].rip))
+                        break;
+                }
+                if (y == last)
+                    break;
+            }
+            i = (unsigned)(y - cl->insn);
+            x = y;
+            if (r == 0 && !run_full(x, v, lz))
+                return v->stop;
         } else if (x->inl && !v->irq_check && !x->routed &&
                    (v->route = NULL,
                     (inl = lcr_exec_inline(v, &x->d, x->inl)) != 0)) {

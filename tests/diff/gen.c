@@ -2916,7 +2916,8 @@ static int first_exit(gctx *g)
     return 0;
 }
 
-/* Calls (translator/calls.c): `call f; jmp over; f: body; ret [n]; over:`.
+/* Calls (translator/calls.c): `call f; [gap filler;] jmp over; f: body;
+ * ret [n]; over:`.
  * The call is direct, or through a register that holds f at the start of
  * the case (or does not: a mispredicted indirect call). Now and then the
  * body replaces its return address with `over` (a mispredicted RET, which
@@ -2933,7 +2934,7 @@ static int t_call(gctx *g)
     uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
     size_t len;
     int kc, kj, kr, kp = -1, km = -1, ind = chance(g, 30), reg = -1, swap = chance(g, 12);
-    uint32_t f_off, over_off, undef0;
+    uint32_t f_off, over_off, undef0, und_pre, und_mid;
     uint64_t cs_base = c->st.seg[LC_CS].base;
     lcd_insn li;
 
@@ -2960,6 +2961,30 @@ static int t_call(gctx *g)
     kc = emit(g, &call, LC_OP_CALL);
     if (kc < 0)
         return -1;
+    /* Now and then a gap filler at the return address: the translation
+     * runs it in one chain with the RET (translator/run.c), and a
+     * mispredicted RET must leave before it. It runs after the body but
+     * is tracked before it, and is skipped when the RET or the call goes
+     * to `over`: the flags it may leave undefined, or those undefined
+     * before it, stay undefined at `over` (merged below). */
+    und_pre = g->undef;
+    if (chance(g, 40)) {
+        static const tmpl_fn mid_t[] = { t_alu, t_mov };
+        uint32_t len0 = c->code_len, n0 = c->ninsns;
+        int df = g->df, np = g->npend;
+        lc_segment cur[6];
+
+        memcpy(cur, g->cur, sizeof cur);
+        if (mid_t[rn(g, 2)](g) < 0) {
+            c->code_len = len0;
+            c->ninsns = n0;
+            g->undef = und_pre;
+            g->df = df;
+            g->npend = np;
+            memcpy(g->cur, cur, sizeof cur);
+        }
+    }
+    und_mid = g->undef;
     req_init(&jmp, ZYDIS_MNEMONIC_JMP);
     op_imm(&jmp, 0);
     jmp.branch_type = ZYDIS_BRANCH_TYPE_SHORT;
@@ -3017,6 +3042,7 @@ static int t_call(gctx *g)
         return -1;
     if (ind)
         g->undef |= undef0;
+    g->undef |= und_pre | und_mid;
     over_off = c->code_len;
     /* patch the jump over the function */
     if (over_off - (c->insn[kj].off + c->insn[kj].len) > 127)

@@ -591,6 +591,109 @@ START_TEST(chain_after_mispredicted_ret)
 }
 END_TEST
 
+/* A guard that misses inside a straight chain of gap fillers (run.c: a
+ * CALL or RET the cluster follows, with the instruction the translation
+ * predicted after it run in the same chain): the transfer completes and
+ * the run leaves there; nothing listed after it runs. First a RET whose
+ * caller differs from the one the translation was made for (each caller
+ * sets AL before its OUT), then a CALL through a register that now holds
+ * another function. */
+START_TEST(chain_leaves_at_guard_miss)
+{
+    rig r; lc_cpu_state s; lc_result res;
+    lc_exit x = io_exit(0xcf8, 1, 1);
+    static const uint8_t site_a[] = { 0xe8, 0xfd, 0x00,   /* call 7100 */
+                                      0xb0, 0x11,         /* mov al,0x11 */
+                                      0xe6, 0x80,         /* out 0x80,al */
+                                      0x0f, 0x0b };       /* ud2 */
+    static const uint8_t site_b[] = { 0xe8, 0xed, 0x00,   /* call 7100 */
+                                      0xb0, 0x22,         /* mov al,0x22 */
+                                      0xe6, 0x81,         /* out 0x81,al */
+                                      0x0f, 0x0b };       /* ud2 */
+    static const uint8_t caller[] = { 0xe6, 0x80,         /* out 0x80,al */
+                                      0xff, 0xd3,         /* call bx */
+                                      0xe6, 0x83,         /* out 0x83,al */
+                                      0x0f, 0x0b };       /* ud2 */
+    static const uint8_t f1[] = { 0xb0, 0x11,             /* mov al,0x11 */
+                                  0xe6, 0x81,             /* out 0x81,al */
+                                  0xc3 };                 /* ret */
+    static const uint8_t f2[] = { 0xb0, 0x22,             /* mov al,0x22 */
+                                  0xe6, 0x82,             /* out 0x82,al */
+                                  0xc3 };                 /* ret */
+
+    rig_up(&r, NULL);
+    accessor_code(&r);
+    memcpy(r.f.ram + 0x7000, site_a, sizeof site_a);
+    memcpy(r.f.ram + 0x7010, site_b, sizeof site_b);
+    for (int i = 0; i < 4; i++) {            /* translated at the third */
+        at_accessor_out(&r, &s, 0x7003);
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.insns, 6);         /* out, mov, in, ret, mov, out */
+    ck_assert_uint_eq(s.gpr[LC_RAX] & 0xff, 0x11);
+    /* from site B: the RET leaves the translation at 0x7013, where the
+     * MOV listed after it (site A's) must not run */
+    at_accessor_out(&r, &s, 0x7013);
+    r.f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x6000);
+    ck_assert(s.rip == 0x7013 || s.rip == 0x7017);
+    if (s.rip == 0x7017) {                   /* a translation at 0x7013 ran */
+        ck_assert_uint_eq(r.f.nlog, 3);
+        ck_assert_uint_eq(r.f.log[2].addr, 0x81);
+        ck_assert_uint_eq(r.f.log[2].value, 0x22);
+    } else {
+        ck_assert_uint_eq(res.insns, 4);     /* out, mov, in, ret */
+        ck_assert_uint_eq(r.f.nlog, 2);
+    }
+    rig_down(&r);
+
+    rig_up(&r, NULL);
+    memcpy(r.f.ram + 0x7000, caller, sizeof caller);
+    memcpy(r.f.ram + 0x7100, f1, sizeof f1);
+    memcpy(r.f.ram + 0x7200, f2, sizeof f2);
+    x = io_exit(0x80, 1, 1);
+    for (int i = 0; i < 4; i++) {
+        fvm_state_real(&s);
+        s.rip = 0x7000;
+        s.gpr[LC_RSP] = 0x6000;
+        s.gpr[LC_RBX] = 0x7100;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    }
+    ck_assert_uint_eq(res.insns, 6);         /* out, call, mov, out, ret, out */
+    ck_assert_uint_eq(s.rip, 0x7006);
+    /* BX now names f2: the CALL completes (to 0x7200, its return address
+     * pushed) and the run leaves; f1's MOV, listed after it, must not run
+     * (the engine may go on at 0x7200, in f2) */
+    fvm_state_real(&s);
+    s.rip = 0x7000;
+    s.gpr[LC_RSP] = 0x6000;
+    s.gpr[LC_RBX] = 0x7200;
+    s.gpr[LC_RAX] = 0x5a;
+    r.f.nlog = 0;
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_int_eq(res.disposition, LC_HANDLED);
+    ck_assert(r.f.nlog >= 1 && r.f.log[0].addr == 0x80);
+    if (s.rip == 0x7200) {                   /* the run left, nothing more */
+        ck_assert_uint_eq(res.insns, 2);     /* out, call */
+        ck_assert_uint_eq(s.gpr[LC_RSP], 0x5ffe);
+        ck_assert_uint_eq(s.gpr[LC_RAX] & 0xff, 0x5a);
+        ck_assert_uint_eq(r.f.ram[0x5ffe] | (r.f.ram[0x5fff] << 8), 0x7004);
+        ck_assert_uint_eq(r.f.nlog, 1);
+    } else {                                 /* and went on in f2 */
+        ck_assert_uint_eq(s.rip, 0x7006);
+        ck_assert_uint_eq(s.gpr[LC_RSP], 0x6000);
+        ck_assert_uint_eq(r.f.nlog, 3);
+        ck_assert_uint_eq(r.f.log[1].addr, 0x82);
+        ck_assert_uint_eq(r.f.log[1].value, 0x22);
+        ck_assert_uint_eq(r.f.log[2].addr, 0x83);
+        ck_assert_uint_eq(r.f.log[2].value, 0x22);
+    }
+    rig_down(&r);
+}
+END_TEST
+
 /* Real mode, `out 0x80; call 0x7800; out 0x81; ud2` at 0x7000 with the
  * stack at 0x6000, and `callee` (n bytes) at 0x7800. */
 static void caller_rig(rig *r, lc_cpu_state *s0, const uint8_t *callee,
@@ -1736,6 +1839,7 @@ static Suite *suite(void)
     tcase_add_test(t, watch_follows_remapped_code);
     tcase_add_test(t, watch_follows_remapped_callee);
     tcase_add_test(t, chain_after_mispredicted_ret);
+    tcase_add_test(t, chain_leaves_at_guard_miss);
     tcase_add_test(t, callee_change_caught_inline);
     tcase_add_test(t, callee_watch_kept_on_hit);
     tcase_add_test(t, ret_forwarding_stops_at_observers);
