@@ -1838,28 +1838,15 @@ int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
     return 1;
 }
 
-/* The inline forms that reach only RAM, through the page-walk cache:
- * no callback runs, so nothing can end the run after them (end_after). */
+/* The inline forms that reach only RAM, through the page-walk cache, one
+ * function each (lcr_inline_ram_fn()): no callback runs, so nothing can
+ * end the run after them (end_after). Store forwarding (rt.h) lives
+ * through the stack's own forms only (CALL, RET, PUSH, POP): the MOVs
+ * observe memory and forget it. A form that declines leaves the
+ * instruction to lcr_exec(), which forgets it as well. */
 static inline __attribute__((always_inline))
-int inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
+int inline_done(lcr_vcpu *v, int r)
 {
-    int r;
-
-    /* Store forwarding (rt.h) lives through the stack's own forms only
-     * (CALL, RET, PUSH, POP): every other one observes memory or runs the
-     * VMM's code, and forgets it here, in the dispatch, where a form added
-     * later is written too. A form that declines leaves the instruction
-     * to lcr_exec(), which forgets it as well. */
-    switch (kind) {
-    case LCR_INL_LOAD:     lcr_fwd_forget(v); r = inline_mov(v, in, 0); break;
-    case LCR_INL_STORE:    lcr_fwd_forget(v); r = inline_mov(v, in, 1); break;
-    case LCR_INL_CALL_REL: r = inline_call(v, in, 1); break;
-    case LCR_INL_CALL_REG: r = inline_call(v, in, 0); break;
-    case LCR_INL_RET:      r = inline_ret(v, in); break;
-    case LCR_INL_PUSH:     r = inline_push(v, in); break;
-    case LCR_INL_POP:      r = inline_pop(v, in); break;
-    default:               return 0;
-    }
     if (!r)
         return 0;
     v->stop = LC_STOP_NONE;
@@ -1868,12 +1855,67 @@ int inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     return 1;
 }
 
-/* Out of line, also for lcr_exec_inline() (a tail call): IN and OUT there
- * keep a small frame. */
-__attribute__((noinline))
+static int inl_load(lcr_vcpu *v, const lcd_insn *in)
+{
+    lcr_fwd_forget(v);
+    return inline_done(v, inline_mov(v, in, 0));
+}
+
+static int inl_store(lcr_vcpu *v, const lcd_insn *in)
+{
+    lcr_fwd_forget(v);
+    return inline_done(v, inline_mov(v, in, 1));
+}
+
+static int inl_call_rel(lcr_vcpu *v, const lcd_insn *in)
+{
+    return inline_done(v, inline_call(v, in, 1));
+}
+
+static int inl_call_reg(lcr_vcpu *v, const lcd_insn *in)
+{
+    return inline_done(v, inline_call(v, in, 0));
+}
+
+static int inl_ret(lcr_vcpu *v, const lcd_insn *in)
+{
+    return inline_done(v, inline_ret(v, in));
+}
+
+static int inl_push(lcr_vcpu *v, const lcd_insn *in)
+{
+    return inline_done(v, inline_push(v, in));
+}
+
+static int inl_pop(lcr_vcpu *v, const lcd_insn *in)
+{
+    return inline_done(v, inline_pop(v, in));
+}
+
+static int inl_none(lcr_vcpu *v, const lcd_insn *in)
+{
+    (void)v;
+    (void)in;
+    return 0;
+}
+
+lcr_inline_fn lcr_inline_ram_fn(unsigned kind)
+{
+    switch (kind) {
+    case LCR_INL_LOAD:     return inl_load;
+    case LCR_INL_STORE:    return inl_store;
+    case LCR_INL_CALL_REL: return inl_call_rel;
+    case LCR_INL_CALL_REG: return inl_call_reg;
+    case LCR_INL_RET:      return inl_ret;
+    case LCR_INL_PUSH:     return inl_push;
+    case LCR_INL_POP:      return inl_pop;
+    default:               return inl_none;
+    }
+}
+
 int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
 {
-    return inline_ram(v, in, kind);
+    return lcr_inline_ram_fn(kind)(v, in);
 }
 
 int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)

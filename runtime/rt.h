@@ -564,7 +564,11 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
  * LCR_INL_IN and LCR_INL_OUT; 0 for those) without its own checks: the
  * caller has found the instruction budget not spent and RFLAGS.TF clear,
  * as the translator's chains of gap fillers do once for the whole chain
- * (run.c). 1 done, 0 nothing happened; no callback runs, so never -1. */
+ * (run.c). 1 done, 0 nothing happened; no callback runs, so never -1.
+ * lcr_inline_ram_fn() gives the function of one kind, chosen once per
+ * translation (no dispatch when it runs). */
+typedef int (*lcr_inline_fn)(lcr_vcpu *v, const lcd_insn *in);
+lcr_inline_fn lcr_inline_ram_fn(unsigned kind);
 int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
 
 /* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs,

@@ -182,8 +182,13 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
         first = 0;
         if (x->fast_run && !v->irq_check && !tf &&
             v->insns + x->fast_run <= v->insn_budget) {
-            /* A straight run of inline gap fillers: no branches, no loop
-             * heads, no memory; RIP falls through each. */
+            /* A chain (form.c): register gap fillers and the runtime's
+             * inline forms that reach only RAM, no loop head among them,
+             * the budget and TF checked for all at once. RIP falls
+             * through each, or a CALL or RET the cluster follows goes to
+             * the next listed: checked after each inline form. One that
+             * declines runs through lcr_exec() (it may fault); one whose
+             * guard missed is done, and the run leaves below. */
             lcx_insn *y = x, *last = x + x->fast_run - 1;
             int r = 1;
 
@@ -192,7 +197,7 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
                 if (y->fast.kind != LCR_FAST_NONE) {
                     run_fast(&y->fast, v, lz);
                 } else {
-                    r = lcr_exec_inline_ram(v, &y->d, y->inl);
+                    r = y->ram_fn(v, &y->d);
                     if (!r || (y != last && v->st->rip != y[1].rip))
                         break;
                 }
@@ -206,10 +211,11 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
         } else if (x->inl && !v->irq_check && !x->routed &&
                    (v->route = NULL,
                     (inl = lcr_exec_inline(v, &x->d, x->inl)) != 0)) {
-            /* A MOV to or from RAM, a CALL, RET, PUSH or POP with its
-             * stack slot in RAM the page-walk cache answers for (section
-             * 11), an IN or OUT: no dispatch, no walk. None reads or writes the flags:
-             * a lazy computation stays pending. */
+            /* An IN or OUT; a MOV to or from RAM, a CALL, RET, PUSH or
+             * POP with its slot in RAM the page-walk cache answers for
+             * (section 11) where no chain runs it (a loop head, an
+             * exiting one): no dispatch, no walk. None reads or writes
+             * the flags: a lazy computation stays pending. */
             if (inl < 0)
                 return v->stop;         /* the device refused */
         } else if (!run_full(x, v, lz)) {
