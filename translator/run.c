@@ -148,14 +148,18 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
                                uint32_t weak_backedge_cap, unsigned start,
                                lazy_flags *lz)
 {
-    unsigned i = start, weak = 0;
+    unsigned weak = 0;
     int first = 1;
     /* Single-stepping: every instruction goes through lcr_exec(), which
      * leaves it to the CPU. Nothing in a cluster can change TF. */
     int tf = (v->st->rflags & LC_RFLAGS_TF) != 0;
+    /* Pointers, not indices: an lcx_insn is large, and an index costs a
+     * multiplication at every step. */
+    lcx_insn *x, *end = &cl->insn[cl->ninsn];
 
     if (start >= cl->ninsn)
         return LC_STOP_END;
+    x = &cl->insn[start];
     /* Section 3 (pair.c): deliver an exit pair as one double-width access
      * when the VMM takes that width (else the two stores run one by one,
      * still without a second exit). */
@@ -166,13 +170,13 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
         if (lcx_pair_run(cl, v, &done, &why) == 0) {
             if (done)
                 return why;
-            i = 2;
+            x = &cl->insn[2];
             first = 0;
         }
     }
 
     for (;;) {
-        lcx_insn *x = &cl->insn[i];
+        lcx_insn *t;
         uint64_t rip;
         int inl;
 
@@ -189,23 +193,21 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
              * the next listed: checked after each inline form. One that
              * declines runs through lcr_exec() (it may fault); one whose
              * guard missed is done, and the run leaves below. */
-            lcx_insn *y = x, *last = x + x->fast_run - 1;
+            lcx_insn *last = x + x->fast_run - 1;
             int r = 1;
 
             v->route = NULL;
-            for (;; y++) {
-                if (y->fast.kind != LCR_FAST_NONE) {
-                    run_fast(&y->fast, v, lz);
+            for (;; x++) {
+                if (x->fast.kind != LCR_FAST_NONE) {
+                    run_fast(&x->fast, v, lz);
                 } else {
-                    r = y->ram_fn(v, &y->d);
-                    if (!r || (y != last && v->st->rip != y[1].rip))
+                    r = x->ram_fn(v, &x->d);
+                    if (!r || (x != last && v->st->rip != x[1].rip))
                         break;
                 }
-                if (y == last)
+                if (x == last)
                     break;
             }
-            i = (unsigned)(y - cl->insn);
-            x = y;
             if (r == 0 && !run_full(x, v, lz))
                 return v->stop;
         } else if (x->inl && !v->irq_check && !x->routed &&
@@ -222,20 +224,21 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
             return v->stop;
         }
         rip = v->st->rip;
-        if (i + 1 < cl->ninsn && rip == cl->insn[i + 1].rip) {
-            i++;
+        if (x + 1 < end && rip == x[1].rip) {
+            x++;
             continue;
         }
-        if (x->target == LCX_NO_TARGET || rip != cl->insn[x->target].rip) {
-            guard_note(cl, i, x);
+        t = x->target == LCX_NO_TARGET ? NULL : &cl->insn[x->target];
+        if (!t || rip != t->rip) {
+            guard_note(cl, (unsigned)(x - cl->insn), x);
             return LC_STOP_END;           /* fell off the end, or left */
         }
-        if (x->target <= i) {
+        if (t <= x) {
             if (x->backedge == LCX_BE_WEAK && ++weak > weak_backedge_cap)
                 return LC_STOP_BACKEDGES;
             if (x->backedge == LCX_BE_NONE)
                 return LC_STOP_END;
         }
-        i = x->target;
+        x = t;
     }
 }
