@@ -114,47 +114,51 @@ static void ram_store_n(uint8_t *h, unsigned n, uint64_t val)
     }
 }
 
+/* ram_fast() in 64-bit mode past a TLB miss: the canonical check, then
+ * the cache. Out of line: the hit keeps a small frame. */
+static __attribute__((noinline))
+uint8_t *ram_miss64(lcr_vcpu *v, uint64_t la, unsigned n, unsigned access)
+{
+    if (!lcr_canonical_range_v(v, la, n))
+        return NULL;
+    return lcr_pwc_ram(v, la, n, access);
+}
+
 /* The host address of `n` bytes at seg:ea when the page-walk cache
  * answers for them as plain RAM (lcr_pwc_ram) and they are naturally
  * aligned, else NULL with nothing changed: the caller translates in
  * full (and meets any fault of the segmentation check again there). */
-static uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
-                         unsigned access)
+static inline __attribute__((always_inline))
+uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                  unsigned access)
 {
-    uint64_t la;
     uint8_t *h;
-    unsigned wr;
 
     if ((n & (n - 1)) || n > 8 || !n)
         return NULL;
-    wr = access == LCR_ACC_WRITE;
-    if (v->mode == LC_MODE_LONG64 && seg < LC_FS) {
-        /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no
-         * limit or type checks): canonical first and last byte, else
-         * the full path raises the fault. A TLB hit (or renewal,
-         * lcr_pwc_tlb_get()) implies both: every
-         * page in the TLB passed a canonical check as it went in (this
-         * one for ES, CS, SS and DS; lcr_linear()'s for FS and GS;
-         * compatibility mode's addresses lie below 4 GiB), a hit needs
-         * the epoch and paging state it was made in (CR4.LA57 as then),
-         * and the access lies within the page. */
-        la = ea;
-        h = lcr_pwc_tlb_get(v, la, n, wr);
-        if (h)
-            goto done;
-        if (!lcr_canonical_range_v(v, la, n))
-            return NULL;
-    } else {
+    if (v->mode != LC_MODE_LONG64 || seg >= LC_FS) {
+        uint64_t la;
+
         if (lcr_linear(v, seg, ea, n, access, &la) < 0) {
             probe_done(v);
             return NULL;
         }
-        h = lcr_pwc_tlb_get(v, la, n, wr);
-        if (h)
-            goto done;
+        h = lcr_pwc_tlb_get(v, la, n, access == LCR_ACC_WRITE);
+        if (!h)
+            h = lcr_pwc_ram(v, la, n, access);
+        return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
     }
-    h = lcr_pwc_ram(v, la, n, access);
-done:
+    /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no limit or
+     * type checks): canonical first and last byte, else the full path
+     * raises the fault. A TLB hit (or renewal, lcr_pwc_tlb_get())
+     * implies both: every page in the TLB passed a canonical check as it
+     * went in (this one for ES, CS, SS and DS; lcr_linear()'s for FS and
+     * GS; compatibility mode's addresses lie below 4 GiB), a hit needs
+     * the epoch and paging state it was made in (CR4.LA57 as then), and
+     * the access lies within the page. */
+    h = lcr_pwc_tlb_get(v, ea, n, access == LCR_ACC_WRITE);
+    if (!h)
+        h = ram_miss64(v, ea, n, access);
     return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
 }
 
