@@ -47,6 +47,15 @@ static unsigned stack_bytes(const lcr_vcpu *v)
                    v->mode != LC_MODE_VM86 ? 4 : 2;
 }
 
+/* The inline forms come in two builds (lcr_inline_ram_fn()): `m64` set,
+ * for a translation of 64-bit code, where the mode is checked once on
+ * entry and each mode test below folds away; clear, for every mode. */
+static inline __attribute__((always_inline))
+unsigned stack_bytes_m(const lcr_vcpu *v, int m64)
+{
+    return m64 ? 8 : stack_bytes(v);
+}
+
 #define stop(v, why) lcr_stop(v, why)
 #define fault(v, vec) lcr_fault(v, vec)
 
@@ -115,7 +124,7 @@ static void ram_store_n(uint8_t *h, unsigned n, uint64_t val)
 }
 
 /* ram_fast() in 64-bit mode past a TLB miss: the canonical check, then
- * the cache. Out of line: the hit keeps a small frame. */
+ * the cache. Out of line: a hit keeps a small frame. */
 static __attribute__((noinline))
 uint8_t *ram_miss64(lcr_vcpu *v, uint64_t la, unsigned n, unsigned access)
 {
@@ -124,30 +133,51 @@ uint8_t *ram_miss64(lcr_vcpu *v, uint64_t la, unsigned n, unsigned access)
     return lcr_pwc_ram(v, la, n, access);
 }
 
+/* ram_fast() outside 64-bit mode, and for FS and GS: the segmentation
+ * (lcr_linear_fast(), else lcr_linear()), then the TLB and the cache. */
+static inline __attribute__((always_inline))
+uint8_t *ram_seg_in(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                    unsigned access)
+{
+    unsigned wr = access == LCR_ACC_WRITE;
+    uint64_t la;
+    uint8_t *h;
+
+    if (!lcr_linear_fast(v, seg, ea, n, wr, &la) &&
+        lcr_linear(v, seg, ea, n, access, &la) < 0) {
+        probe_done(v);
+        return NULL;
+    }
+    h = lcr_pwc_tlb_get(v, la, n, wr);
+    if (!h)
+        h = lcr_pwc_ram(v, la, n, access);
+    return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
+}
+
+/* The same out of line, for 64-bit code's FS and GS. */
+static __attribute__((noinline))
+uint8_t *ram_seg(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                 unsigned access)
+{
+    return ram_seg_in(v, seg, ea, n, access);
+}
+
 /* The host address of `n` bytes at seg:ea when the page-walk cache
  * answers for them as plain RAM (lcr_pwc_ram) and they are naturally
  * aligned, else NULL with nothing changed: the caller translates in
  * full (and meets any fault of the segmentation check again there). */
 static inline __attribute__((always_inline))
 uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
-                  unsigned access)
+                  unsigned access, int m64)
 {
     uint8_t *h;
 
     if ((n & (n - 1)) || n > 8 || !n)
         return NULL;
-    if (v->mode != LC_MODE_LONG64 || seg >= LC_FS) {
-        uint64_t la;
-
-        if (lcr_linear(v, seg, ea, n, access, &la) < 0) {
-            probe_done(v);
-            return NULL;
-        }
-        h = lcr_pwc_tlb_get(v, la, n, access == LCR_ACC_WRITE);
-        if (!h)
-            h = lcr_pwc_ram(v, la, n, access);
-        return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
-    }
+    if (m64 && seg >= LC_FS)
+        return ram_seg(v, seg, ea, n, access);
+    if (!m64 && (v->mode != LC_MODE_LONG64 || seg >= LC_FS))
+        return ram_seg_in(v, seg, ea, n, access);
     /* lcr_linear()'s 64-bit case for ES, CS, SS, DS (base 0, no limit or
      * type checks): canonical first and last byte, else the full path
      * raises the fault. A TLB hit (or renewal, lcr_pwc_tlb_get())
@@ -593,11 +623,17 @@ static int ex_nop(lcr_vcpu *v, lcr_ectx *c)
  * (SDM JMP: #GP(0) "if the target is outside the code segment limit" / "not
  * in canonical form"). The fault is raised by the branch itself, so the
  * run stops before it. */
-static int branch_ok(lcr_vcpu *v, uint64_t target)
+static inline __attribute__((always_inline))
+int branch_ok_m(lcr_vcpu *v, uint64_t target, int m64)
 {
-    if (in_long64(v))
+    if (m64 || in_long64(v))
         return lcr_canonical_v(v, target);
     return target <= v->st->seg[LC_CS].limit;
+}
+
+static int branch_ok(lcr_vcpu *v, uint64_t target)
+{
+    return branch_ok_m(v, target, 0);
 }
 
 /* The static target of a relative branch, truncated to the operand size
@@ -671,11 +707,12 @@ static int loop(lcr_vcpu *v, lcr_ectx *c, int zf_want)
  * once its target is checked, a PUSH's value). 1, or 0 with nothing done
  * when the cache cannot serve the slot (ex_call(), ex_push() then
  * translate it). */
-static int stack_push_fast(lcr_vcpu *v, unsigned n, uint64_t val)
+static inline __attribute__((always_inline))
+int stack_push_m(lcr_vcpu *v, unsigned n, uint64_t val, int m64)
 {
-    unsigned sb = stack_bytes(v);
+    unsigned sb = stack_bytes_m(v, m64);
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb);
-    uint8_t *h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE);
+    uint8_t *h = ram_fast(v, LC_SS, sp, n, LCR_ACC_WRITE, m64);
 
     if (!h)
         return 0;
@@ -685,6 +722,19 @@ static int stack_push_fast(lcr_vcpu *v, unsigned n, uint64_t val)
     v->fwd_sp = sp;
     v->fwd_val = val & lcr_mask(n);
     return 1;
+}
+
+/* Out of line, in both builds: the hit keeps a small frame. */
+static __attribute__((noinline))
+int stack_push_fast(lcr_vcpu *v, unsigned n, uint64_t val)
+{
+    return stack_push_m(v, n, val, 0);
+}
+
+static __attribute__((noinline))
+int stack_push_fast64(lcr_vcpu *v, unsigned n, uint64_t val)
+{
+    return stack_push_m(v, n, val, 1);
 }
 
 /* Near CALL (SDM CALL, "near call"): the target (relative, or read from
@@ -738,9 +788,9 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
  * a near RET's return address, a POP's value. 1 with *target, or 0 with
  * nothing done (ex_ret(), ex_pop() then translate the slot). */
 static inline __attribute__((always_inline))
-int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
+int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target, int m64)
 {
-    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
+    uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes_m(v, m64));
     /* The slot the last stack store of this run wrote, nothing observed
      * since (rt.h, lcr_fwd_forget()): its value, forwarded. Its
      * translation held for the store, so it holds for this load (the same
@@ -753,7 +803,7 @@ int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
         *target = v->fwd_val;
         return 1;
     }
-    h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ);
+    h = ram_fast(v, LC_SS, sp, n, LCR_ACC_READ, m64);
     if (!h)
         return 0;
     *target = ram_load_n(h, n);
@@ -763,9 +813,9 @@ int stack_read_fast(lcr_vcpu *v, unsigned n, uint64_t *target)
 /* rSP past `n` bytes of stack (a POP's slot, a RET's return address and
  * its imm16), in the stack's address size. */
 static inline __attribute__((always_inline))
-void stack_release(lcr_vcpu *v, uint64_t n)
+void stack_release(lcr_vcpu *v, uint64_t n, int m64)
 {
-    unsigned sb = stack_bytes(v);
+    unsigned sb = stack_bytes_m(v, m64);
 
     gpr_set(v, LC_RSP, sb, (v->st->gpr[LC_RSP] & lcr_mask(sb)) + n);
 }
@@ -773,13 +823,13 @@ void stack_release(lcr_vcpu *v, uint64_t n)
 /* A near RET's end, its target checked: rSP past the return address and
  * imm16 more bytes. */
 static inline __attribute__((always_inline))
-void ret_release(lcr_vcpu *v, const lcd_insn *in, unsigned n)
+void ret_release(lcr_vcpu *v, const lcd_insn *in, unsigned n, int m64)
 {
     uint64_t extra = 0;
 
     if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
         extra = in->opnd[0].imm & 0xffff;
-    stack_release(v, n + extra);
+    stack_release(v, n + extra, m64);
 }
 
 /* Near RET and RET imm16 (SDM RET, "near return"): pop the return address
@@ -794,7 +844,7 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
 
     if (in->info.cflow != LC_CF_RET)
         return stop(v, LC_STOP_TERMINATOR);
-    if (!stack_read_fast(v, n, &target)) {
+    if (!stack_read_fast(v, n, &target, 0)) {
         uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
 
         /* read before the target check, which can still fault */
@@ -808,7 +858,7 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
     target &= lcr_mask(n);
     if (!branch_ok(v, target))
         return fault(v, LC_VEC_GP);
-    ret_release(v, in, n);
+    ret_release(v, in, n, 0);
     c->next = target;
     return LCR_DONE;
 }
@@ -1738,14 +1788,15 @@ unsigned lcr_inline_kind(const lcd_insn *in)
 
 /* MOV between a general register (or an immediate) and RAM: the shape
  * was checked by lcr_inline_kind(). */
-static int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store)
+static inline __attribute__((always_inline))
+int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store, int m64)
 {
     unsigned n = in->mem.bytes;
     uint8_t *h;
 
     /* Segmentation as always (a fault there is found again by lcr_exec). */
     h = ram_fast(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
-                 store ? LCR_ACC_WRITE : LCR_ACC_READ);
+                 store ? LCR_ACC_WRITE : LCR_ACC_READ, m64);
     if (!h)
         return 0;               /* unaligned: lcr_read/lcr_write split it */
     if (store)
@@ -1759,7 +1810,7 @@ static int inline_mov(lcr_vcpu *v, const lcd_insn *in, int store)
 /* Near CALL, relative or through a register, whose target does not
  * fault and whose stack slot the cache serves: ex_call()'s fast case. */
 static inline __attribute__((always_inline))
-int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
+int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel, int m64)
 {
     const lc_insn_info *ii = &in->info;
     unsigned n = ii->operand_bits / 8;
@@ -1769,7 +1820,8 @@ int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
         target = (next + (uint64_t)ii->branch_disp) & lcr_mask(n);
     else
         target = lcr_reg_get(v, in->opnd[0].reg, n) & lcr_mask(n);
-    if (!branch_ok(v, target) || !stack_push_fast(v, n, next))
+    if (!branch_ok_m(v, target, m64) ||
+        !(m64 ? stack_push_fast64(v, n, next) : stack_push_fast(v, n, next)))
         return 0;
     v->st->rip = target;
     return 1;
@@ -1778,17 +1830,17 @@ int inline_call(lcr_vcpu *v, const lcd_insn *in, int rel)
 /* Near RET and RET imm16 whose stack slot the cache serves and whose
  * target does not fault: ex_ret()'s fast case. */
 static inline __attribute__((always_inline))
-int inline_ret(lcr_vcpu *v, const lcd_insn *in)
+int inline_ret(lcr_vcpu *v, const lcd_insn *in, int m64)
 {
     unsigned n = in->info.operand_bits / 8;
     uint64_t target;
 
-    if (!stack_read_fast(v, n, &target))
+    if (!stack_read_fast(v, n, &target, m64))
         return 0;
     target &= lcr_mask(n);
-    if (!branch_ok(v, target))
+    if (!branch_ok_m(v, target, m64))
         return 0;
-    ret_release(v, in, n);
+    ret_release(v, in, n, m64);
     v->st->rip = target;
     return 1;
 }
@@ -1796,7 +1848,8 @@ int inline_ret(lcr_vcpu *v, const lcd_insn *in)
 /* PUSH of a general register or an immediate whose stack slot the cache
  * serves: ex_push()'s fast case (PUSH rSP pushes rSP before the push;
  * an immediate is sign-extended to the operand size). */
-static int inline_push(lcr_vcpu *v, const lcd_insn *in)
+static inline __attribute__((always_inline))
+int inline_push(lcr_vcpu *v, const lcd_insn *in, int m64)
 {
     unsigned n = in->info.operand_bits / 8;
     const lcd_opnd *o = &in->opnd[0];
@@ -1805,7 +1858,7 @@ static int inline_push(lcr_vcpu *v, const lcd_insn *in)
     if (o->kind == LCD_OPND_IMM)
         a = lcr_sext(a, o->bytes);
 
-    if (!stack_push_fast(v, n, a))
+    if (!(m64 ? stack_push_fast64(v, n, a) : stack_push_fast(v, n, a)))
         return 0;
     v->st->rip += in->info.length;
     return 1;
@@ -1813,14 +1866,15 @@ static int inline_push(lcr_vcpu *v, const lcd_insn *in)
 
 /* POP to a general register whose stack slot the cache serves: ex_pop()'s
  * fast case (POP rSP leaves the popped value in rSP). */
-static int inline_pop(lcr_vcpu *v, const lcd_insn *in)
+static inline __attribute__((always_inline))
+int inline_pop(lcr_vcpu *v, const lcd_insn *in, int m64)
 {
     unsigned n = in->info.operand_bits / 8;
     uint64_t a;
 
-    if (!stack_read_fast(v, n, &a))
+    if (!stack_read_fast(v, n, &a, m64))
         return 0;
-    stack_release(v, n);
+    stack_release(v, n, m64);
     lcr_reg_set(v, in->opnd[0].reg, n, a);
     v->st->rip += in->info.length;
     return 1;
@@ -1859,42 +1913,32 @@ int inline_done(lcr_vcpu *v, int r)
     return 1;
 }
 
-static int inl_load(lcr_vcpu *v, const lcd_insn *in)
-{
-    lcr_fwd_forget(v);
-    return inline_done(v, inline_mov(v, in, 0));
-}
-
-static int inl_store(lcr_vcpu *v, const lcd_insn *in)
-{
-    lcr_fwd_forget(v);
-    return inline_done(v, inline_mov(v, in, 1));
-}
-
-static int inl_call_rel(lcr_vcpu *v, const lcd_insn *in)
-{
-    return inline_done(v, inline_call(v, in, 1));
-}
-
-static int inl_call_reg(lcr_vcpu *v, const lcd_insn *in)
-{
-    return inline_done(v, inline_call(v, in, 0));
-}
-
-static int inl_ret(lcr_vcpu *v, const lcd_insn *in)
-{
-    return inline_done(v, inline_ret(v, in));
-}
-
-static int inl_push(lcr_vcpu *v, const lcd_insn *in)
-{
-    return inline_done(v, inline_push(v, in));
-}
-
-static int inl_pop(lcr_vcpu *v, const lcd_insn *in)
-{
-    return inline_done(v, inline_pop(v, in));
-}
+/* Each form twice: for every mode, and for 64-bit code (the mode checked
+ * once here; a translation keeps its mode, but an instruction it ran
+ * through lcr_exec() may have left it). */
+#define INLINE_FORM(name, body)                                         \
+    static int name(lcr_vcpu *v, const lcd_insn *in)                    \
+    {                                                                   \
+        const int m64 = 0;                                              \
+        body                                                            \
+    }                                                                   \
+    static int name##64(lcr_vcpu *v, const lcd_insn *in)                \
+    {                                                                   \
+        const int m64 = 1;                                              \
+        if (!in_long64(v))                                              \
+            return name(v, in);                                         \
+        body                                                            \
+    }
+INLINE_FORM(inl_load, lcr_fwd_forget(v);
+            return inline_done(v, inline_mov(v, in, 0, m64));)
+INLINE_FORM(inl_store, lcr_fwd_forget(v);
+            return inline_done(v, inline_mov(v, in, 1, m64));)
+INLINE_FORM(inl_call_rel, return inline_done(v, inline_call(v, in, 1, m64));)
+INLINE_FORM(inl_call_reg, return inline_done(v, inline_call(v, in, 0, m64));)
+INLINE_FORM(inl_ret, return inline_done(v, inline_ret(v, in, m64));)
+INLINE_FORM(inl_push, return inline_done(v, inline_push(v, in, m64));)
+INLINE_FORM(inl_pop, return inline_done(v, inline_pop(v, in, m64));)
+#undef INLINE_FORM
 
 static int inl_none(lcr_vcpu *v, const lcd_insn *in)
 {
@@ -1903,23 +1947,25 @@ static int inl_none(lcr_vcpu *v, const lcd_insn *in)
     return 0;
 }
 
-lcr_inline_fn lcr_inline_ram_fn(unsigned kind)
+lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode)
 {
+    int m64 = mode == LC_MODE_LONG64;
+
     switch (kind) {
-    case LCR_INL_LOAD:     return inl_load;
-    case LCR_INL_STORE:    return inl_store;
-    case LCR_INL_CALL_REL: return inl_call_rel;
-    case LCR_INL_CALL_REG: return inl_call_reg;
-    case LCR_INL_RET:      return inl_ret;
-    case LCR_INL_PUSH:     return inl_push;
-    case LCR_INL_POP:      return inl_pop;
+    case LCR_INL_LOAD:     return m64 ? inl_load64 : inl_load;
+    case LCR_INL_STORE:    return m64 ? inl_store64 : inl_store;
+    case LCR_INL_CALL_REL: return m64 ? inl_call_rel64 : inl_call_rel;
+    case LCR_INL_CALL_REG: return m64 ? inl_call_reg64 : inl_call_reg;
+    case LCR_INL_RET:      return m64 ? inl_ret64 : inl_ret;
+    case LCR_INL_PUSH:     return m64 ? inl_push64 : inl_push;
+    case LCR_INL_POP:      return m64 ? inl_pop64 : inl_pop;
     default:               return inl_none;
     }
 }
 
 int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
 {
-    return lcr_inline_ram_fn(kind)(v, in);
+    return lcr_inline_ram_fn(kind, v->mode)(v, in);
 }
 
 int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
@@ -1967,8 +2013,10 @@ int lcr_exec(lcr_vcpu *v, const lcd_insn *in)
     /* It may change the paging state (MOV CR, WRMSR EFER, POPF's AC, a
      * far transfer's CPL): the page-walk cache compares it again. */
     v->pwc.state_known = 0;
+    v->seg_known = 0;
     r = dispatch(v, in);
     v->pwc.state_known = 0;
+    v->seg_known = 0;
     if (r == LCR_DONE) {
         v->insns++;
         if (v->end_after && v->stop == LC_STOP_NONE)

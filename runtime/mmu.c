@@ -360,6 +360,35 @@ int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
     }
 }
 
+void lcr_seg_learn(lcr_vcpu *v, unsigned seg)
+{
+    const lc_segment *s = &v->st->seg[seg];
+    uint8_t bit = (uint8_t)(1u << seg);
+    int r = 0, w = 0;
+
+    switch (v->mode) {
+    case LC_MODE_REAL:
+    case LC_MODE_VM86:
+        r = w = 1;              /* the limit alone (lcr_linear()) */
+        break;
+    case LC_MODE_PROT16:
+    case LC_MODE_PROT32:
+    case LC_MODE_COMPAT16:
+    case LC_MODE_COMPAT32:
+        if (!s->unusable && s->present &&
+            ((s->type & TYPE_CODE) || !(s->type & TYPE_EXPDN))) {
+            r = seg_type_ok(s, LCR_ACC_READ);
+            w = seg_type_ok(s, LCR_ACC_WRITE);
+        }
+        break;
+    default:
+        break;                  /* 64-bit mode: ram_fast()'s own case */
+    }
+    v->seg_known |= bit;
+    v->seg_r = (uint8_t)(r ? v->seg_r | bit : v->seg_r & ~bit);
+    v->seg_w = (uint8_t)(w ? v->seg_w | bit : v->seg_w & ~bit);
+}
+
 /* ---- paging: context ---------------------------------------------------- */
 
 enum pg_mode {

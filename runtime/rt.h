@@ -294,6 +294,15 @@ typedef struct lcr_vcpu {
                                   * PUSH) that nothing has observed memory
                                   * since, at fwd_sp holding fwd_val; 0 for
                                   * none (lcr_fwd_forget()) */
+    /* Segmentation outside 64-bit mode for the inline forms
+     * (lcr_linear_fast()), learned once a run per segment register: bit
+     * s of seg_known set once register s was looked at; of seg_r and
+     * seg_w, when a read or a write through it needs the limit check
+     * alone (usable, present, a type that allows it, expand-up; real and
+     * virtual-8086 mode: always). Forgotten by lcr_begin() and around
+     * every instruction lcr_exec() runs (it may load a segment register
+     * or change the mode). */
+    uint8_t          seg_known, seg_r, seg_w;
     uint64_t         fault_addr; /* linear address for #PF */
 
     /* The engine's flush generation (lcr_begin_keep()), NULL if none:
@@ -565,10 +574,11 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
  * caller has found the instruction budget not spent and RFLAGS.TF clear,
  * as the translator's chains of gap fillers do once for the whole chain
  * (run.c). 1 done, 0 nothing happened; no callback runs, so never -1.
- * lcr_inline_ram_fn() gives the function of one kind, chosen once per
- * translation (no dispatch when it runs). */
+ * lcr_inline_ram_fn() gives the function of one kind for code of one
+ * mode, chosen once per translation (no dispatch when it runs; a 64-bit
+ * one checks the mode and takes the general path if it changed). */
 typedef int (*lcr_inline_fn)(lcr_vcpu *v, const lcd_insn *in);
-lcr_inline_fn lcr_inline_ram_fn(unsigned kind);
+lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode);
 int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
 
 /* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs,
@@ -829,6 +839,35 @@ int lcr_fetch_code_equal(const lcr_fetch_rec *rec, const uint8_t *expect,
  * and v->fault_vector (13, or 12 for SS) and returns -1. */
 int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
                unsigned access, uint64_t *la);
+
+/* Learn what lcr_linear_fast() may take of segment register `seg`
+ * (lcr_vcpu.seg_known, seg_r, seg_w). */
+void lcr_seg_learn(lcr_vcpu *v, unsigned seg);
+
+/* lcr_linear() for a read (`wr` 0) or a write of `size` bytes outside
+ * 64-bit mode, when the segment needs the limit check alone: 1 with *la
+ * set; 0 for anything else, with nothing changed (lcr_linear() then
+ * decides, faults included). The same limit test (the last byte computed
+ * in 64 bits, no wrap) and the same 32-bit linear address. */
+static inline int lcr_linear_fast(lcr_vcpu *v, unsigned seg, uint64_t ea,
+                                  unsigned size, unsigned wr, uint64_t *la)
+{
+    const lc_segment *s;
+    unsigned bit = 1u << (seg & 7);
+    uint64_t last = ea + size - 1;
+
+    if (seg >= LC_NR_SREGS || v->mode == LC_MODE_LONG64)
+        return 0;
+    if (!(v->seg_known & bit))
+        lcr_seg_learn(v, seg);
+    if (!((wr ? v->seg_w : v->seg_r) & bit))
+        return 0;
+    s = &v->st->seg[seg];
+    if (last < ea || last > s->limit)
+        return 0;
+    *la = (s->base + ea) & 0xffffffffull;
+    return 1;
+}
 
 /* v->probe: a real access, or a look (mmu.c, commit_ad()). */
 #define LCR_PROBE_NONE   0

@@ -1500,6 +1500,47 @@ START_TEST(segment_loads)
 }
 END_TEST
 
+/* The inline forms' segment summary (lcr_linear_fast()) lives no longer
+ * than the segment registers it describes: a MOV to DS that loads a
+ * read-only segment, run by lcr_exec() between two inline stores of one
+ * run, makes the second decline (lcr_exec() then faults) rather than
+ * write with the rights DS had before. */
+START_TEST(inline_segment_summary_forgotten)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn st, ld; lcr_xlat x;
+    static const uint8_t store[] = { 0x89, 0x03 };      /* mov [ebx],eax */
+    static const uint8_t load_ds[] = { 0x8e, 0xd8 };    /* mov ds,ax */
+    unsigned kind;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    gdt_setup(&f, &s);
+    s.rip = 0x7000;
+    s.gpr[LC_RBX] = 0x200000;
+    s.gpr[LC_RAX] = 0x40;                               /* read-only data */
+    memset(&v, 0, sizeof v);
+    v.insn_budget = 10;
+    v.rep_budget = 1;
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    ck_assert_int_eq(lcd_decode(v.mode, store, sizeof store, &st), LC_OK);
+    ck_assert_int_eq(lcd_decode(v.mode, load_ds, sizeof load_ds, &ld), LC_OK);
+    kind = lcr_inline_kind(&st);
+    lcr_translate(&v, 0x200000, 4, LCR_ACC_WRITE, &x);
+    v.stop = LC_STOP_NONE;
+    ck_assert_int_eq(lcr_exec_inline_ram(&v, &st, kind), 1);
+    ck_assert_uint_eq(f.ram[0x200000], 0x40);
+    ck_assert_int_eq(lcr_exec(&v, &ld), LCR_DONE);
+    ck_assert_uint_eq(s.seg[LC_DS].type & 0x2, 0);
+    s.gpr[LC_RAX] = 0x41;
+    ck_assert_int_eq(lcr_exec_inline_ram(&v, &st, kind), 0);
+    ck_assert_int_eq(lcr_exec(&v, &st), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_FAULT);
+    ck_assert_uint_eq(v.fault_vector, LC_VEC_GP);
+    ck_assert_uint_eq(f.ram[0x200000], 0x40);
+    fvm_fini(&f);
+}
+END_TEST
+
 /* PUSH/POP Sreg: a 32-bit push runs only where both of the CPU's
  * behaviours agree (the slot's upper half already zero); POP SS opens the
  * shadow. */
@@ -1682,6 +1723,37 @@ START_TEST(inline_forms_match_dispatcher)
             a.gpr[LC_RCX] = code_at + NEXT() % 0x1000;
         }
         a.gpr[LC_RDX] = 0x70 + NEXT() % 0x20;
+        if (tc->mode != LC_MODE_LONG64) {
+            /* DS or SS now and then with a limit at the access, read
+             * only, expand-down or not present: the inline forms' own
+             * segment check (lcr_linear_fast()) must agree with
+             * lcr_linear() */
+            unsigned sg = NEXT() % 2 ? LC_DS : LC_SS;
+            lc_segment *sr = &a.seg[sg];
+            uint64_t at = sg == LC_SS ? a.gpr[LC_RSP] : a.gpr[LC_RBX];
+
+            switch (NEXT() % 8) {
+            case 0:
+            case 1:
+                sr->limit = (uint32_t)((at & (real ? 0xffff : 0xffffffff)) +
+                                       NEXT() % 16 - 10);
+                break;
+            case 2:
+                if (!real)
+                    sr->type &= (uint8_t)~0x2;   /* read only */
+                break;
+            case 3:
+                if (!real)
+                    sr->type |= 0x4;             /* expand-down */
+                break;
+            case 4:
+                if (!real)
+                    sr->present = 0;
+                break;
+            default:
+                break;
+            }
+        }
         a.rflags = 0x2 | (NEXT() & (LCR_FL_STATUS | LC_RFLAGS_IOPL));
         if (NEXT() % 16 == 0)
             a.rflags |= LC_RFLAGS_TF;
@@ -1808,6 +1880,7 @@ static Suite *exec_suite(void)
     tcase_add_test(t, rdtsc_callback);
     tcase_add_test(t, segment_loads);
     tcase_add_test(t, push_pop_sreg);
+    tcase_add_test(t, inline_segment_summary_forgotten);
     tcase_add_loop_test(t, inline_forms_match_dispatcher, 0,
                         (int)(sizeof inline_cases / sizeof inline_cases[0]));
     suite_add_tcase(s, t);
