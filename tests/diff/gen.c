@@ -2916,6 +2916,28 @@ static int first_exit(gctx *g)
     return 0;
 }
 
+/* Template `t` at the end of the code, or, if it fails, all of it undone,
+ * the flag and DF bookkeeping too: a flag the dropped instructions defined
+ * is as undefined as before (a JO after `shr dl, 27` and a dropped body
+ * read OF). */
+static void emit_or_undo(gctx *g, tmpl_fn t)
+{
+    dcase *c = g->c;
+    uint32_t len0 = c->code_len, n0 = c->ninsns, und = g->undef;
+    int df = g->df, np = g->npend;
+    lc_segment cur[6];
+
+    memcpy(cur, g->cur, sizeof cur);
+    if (t(g) < 0) {
+        c->code_len = len0;
+        c->ninsns = n0;
+        g->undef = und;
+        g->df = df;
+        g->npend = np;
+        memcpy(g->cur, cur, sizeof cur);
+    }
+}
+
 /* Calls (translator/calls.c): `call f; [gap filler;] jmp over; f: body;
  * ret [n]; over:`.
  * The call is direct, or through a register that holds f at the start of
@@ -2970,19 +2992,7 @@ static int t_call(gctx *g)
     und_pre = g->undef;
     if (chance(g, 40)) {
         static const tmpl_fn mid_t[] = { t_alu, t_mov };
-        uint32_t len0 = c->code_len, n0 = c->ninsns;
-        int df = g->df, np = g->npend;
-        lc_segment cur[6];
-
-        memcpy(cur, g->cur, sizeof cur);
-        if (mid_t[rn(g, 2)](g) < 0) {
-            c->code_len = len0;
-            c->ninsns = n0;
-            g->undef = und_pre;
-            g->df = df;
-            g->npend = np;
-            memcpy(g->cur, cur, sizeof cur);
-        }
+        emit_or_undo(g, mid_t[rn(g, 2)]);
     }
     und_mid = g->undef;
     req_init(&jmp, ZYDIS_MNEMONIC_JMP);
@@ -2996,24 +3006,8 @@ static int t_call(gctx *g)
     /* a mispredicted indirect call goes straight to `over`: the flags the
      * body defines are not defined there (merged after the RET below) */
     undef0 = g->undef;
-    for (unsigned n = 1 + rn(g, 2), i = 0; i < n; i++) {
-        uint32_t len0 = c->code_len, n0 = c->ninsns, und = g->undef;
-        int df = g->df, np = g->npend;
-        lc_segment cur[6];
-
-        memcpy(cur, g->cur, sizeof cur);
-        if (body[rn(g, 8)](g) < 0) {
-            /* all of it undone, the flag and DF bookkeeping too: a flag
-             * the dropped instructions defined is as undefined as before
-             * (a JO after `shr dl, 27` and a dropped body read OF) */
-            c->code_len = len0;
-            c->ninsns = n0;
-            g->undef = und;
-            g->df = df;
-            g->npend = np;
-            memcpy(g->cur, cur, sizeof cur);
-        }
-    }
+    for (unsigned n = 1 + rn(g, 2), i = 0; i < n; i++)
+        emit_or_undo(g, body[rn(g, 8)]);
     if (swap) {
         /* overwrite the return address with `over` (patched below): one
          * instruction, so a code replacement by a NOP leaves a valid
