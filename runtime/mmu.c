@@ -971,7 +971,7 @@ int pwc_revalidate_any(lcr_vcpu *v, lcr_pwc_ent *e)
  * the entries are 8 bytes each (4-level, 5-level and PAE paging; the
  * engine's runtime): the read-back alone, without the other cases'
  * registers in the caller's frame (the stack page's renewal, once a run,
- * lcr_pwc_tlb_renew()). */
+ * lcr_pwc_tlb_revive()). */
 static inline __attribute__((always_inline))
 int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
 {
@@ -1122,17 +1122,6 @@ int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr)
         (e->fast & (wr ? LCR_PWC_FAST_R : LCR_PWC_FAST_W)))
         u->epoch = p->epoch;
     return 1;
-}
-
-uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
-                           unsigned wr)
-{
-    const lcr_pwc_tlb *t = &v->pwc.tlb[wr];
-
-    if (!lcr_pwc_tlb_covers(v, t, la, len, wr) || !lcr_pwc_tlb_revive(v, wr))
-        return NULL;
-    v->pwc_hits++;
-    return t->hva + ((unsigned)(la & PAGE_MASK) - t->lo);
 }
 
 uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)

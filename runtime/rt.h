@@ -173,7 +173,7 @@ typedef struct lcr_pwc_ent {
  * TLB in front of the entry search (lcr_pwc_tlb_hit()). Good in its
  * epoch while the paging state is known (pwc.state_known); in a later
  * epoch, or once the state must be compared again, good again when the
- * entry it was made from revalidates (lcr_pwc_tlb_renew()), as a tagged
+ * entry it was made from revalidates (lcr_pwc_tlb_revive()), as a tagged
  * TLB entry outlives a VM entry while the paging structures hold: the
  * next run's stack page costs the state compare and the read-back of its
  * paging entries, not the search and the fill. Forgotten by every walk
@@ -453,7 +453,7 @@ static inline void lcr_watch_arm(lcr_vcpu *v, const lcr_watch *w,
 /* Does TLB page `t` (lcr_pwc_tlb, for stores if `wr`) cover `len` bytes at
  * `la`, whatever its epoch: the same linear page, no device route, within
  * the part vouched for and, for a store, under the same SMC watch? What
- * both lcr_pwc_tlb_hit() and lcr_pwc_tlb_renew() ask first. */
+ * both lcr_pwc_tlb_hit() and lcr_pwc_tlb_get() ask first. */
 static inline int lcr_pwc_tlb_covers(const lcr_vcpu *v,
                                      const lcr_pwc_tlb *t, uint64_t la,
                                      unsigned len, unsigned wr)
@@ -470,7 +470,7 @@ static inline int lcr_pwc_tlb_covers(const lcr_vcpu *v,
  * known, no route, the access within the part vouched for and, for a
  * store, the same SMC watch: the stack slot a RET reads after its CALL's
  * push, the second and later MOVs on one page. NULL otherwise (then
- * lcr_pwc_tlb_renew(), then lcr_pwc_ram()). */
+ * lcr_pwc_tlb_get()'s renewal, then lcr_pwc_ram()). */
 static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
                                        unsigned len, unsigned wr)
 {
@@ -493,13 +493,6 @@ static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
  * other direction's page made from the same entry is renewed with it (a
  * CALL's push, then its RET's load). */
 int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr);
-
-/* lcr_pwc_tlb_hit()'s answer for its page made in an earlier epoch, or
- * with the paging state to compare again: lcr_pwc_tlb_revive() for an
- * access the page covers. NULL: not renewed, nothing served (ask
- * lcr_pwc_ram()). */
-uint8_t *lcr_pwc_tlb_renew(lcr_vcpu *v, uint64_t la, unsigned len,
-                           unsigned wr);
 
 /* lcr_pwc_tlb_hit(), then, for an access the page covers but in an
  * earlier epoch or with the paging state to compare again,

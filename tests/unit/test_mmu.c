@@ -1706,9 +1706,9 @@ START_TEST(pwc_tlb_last_page)
 }
 END_TEST
 
-/* The TLB's pages outlive the epoch (lcr_pwc_tlb_renew): after the VMM
- * ran, the page served last in a direction serves again once its entry
- * revalidates, and the other direction's page from the same entry with
+/* The TLB's pages outlive the epoch (lcr_pwc_tlb_get(), which calls
+ * lcr_pwc_tlb_revive()): after the VMM ran, the page served last in a
+ * direction serves again once its entry revalidates, and the other direction's page from the same entry with
  * it; not when a paging entry changed, the flush generation moved, the
  * paging state changed, or (stores) under another watch or with new
  * watch content; never without a generation (the answer is asked
@@ -1729,19 +1729,19 @@ START_TEST(pwc_tlb_renewed)
 
     lcr_pwc_forget(&V);                 /* the epoch ends */
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 1));
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 0x1008, 8, 1));
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 0xffc, 8, 1));
-    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 24, 8, 1), T.ram + 0x30018);
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 0x1008, 8, 1));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 0xffc, 8, 1));
+    ck_assert_ptr_eq(lcr_pwc_tlb_get(&V, la + 24, 8, 1), T.ram + 0x30018);
     ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 24, 8, 1), T.ram + 0x30018);
     ck_assert_ptr_eq(lcr_pwc_tlb_hit(&V, la + 32, 4, 0), T.ram + 0x30020);
 
     /* an instruction through lcr_exec() (the state to compare again) */
     V.pwc.state_known = 0;
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 24, 8, 0));
-    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 24, 8, 0), T.ram + 0x30018);
+    ck_assert_ptr_eq(lcr_pwc_tlb_get(&V, la + 24, 8, 0), T.ram + 0x30018);
     V.st->cr4 |= LC_CR4_SMEP;           /* ... which changed it */
     V.pwc.state_known = 0;
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 24, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 24, 8, 0));
     V.st->cr4 &= ~(uint64_t)LC_CR4_SMEP;
 
     /* a changed paging entry: not renewed (a walk finds the new page) */
@@ -1749,15 +1749,15 @@ START_TEST(pwc_tlb_renewed)
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x30010);
     lcr_pwc_forget(&V);
     map4k(la, 0x32000, F_P | F_RW | F_A | F_D);
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 1));
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 16, 8, 1));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 16, 8, 0));
     expect_ram(la, 8, R, 0x32000, __LINE__);
 
     /* the flush generation moved: not renewed */
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
     lcr_pwc_forget(&V);
     gen++;
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 16, 8, 0));
     ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 16, 8, 0));
 
     /* stores: only under the watch, and watch content, made under */
@@ -1766,15 +1766,15 @@ START_TEST(pwc_tlb_renewed)
     lcr_pwc_forget(&V);
     lcr_watch_arm(&V, &w, 0);           /* another watch (the page is
                                          * still held: the pointer says) */
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 1));
-    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 16, 8, 0), T.ram + 0x32010);
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 16, 8, 1));
+    ck_assert_ptr_eq(lcr_pwc_tlb_get(&V, la + 16, 8, 0), T.ram + 0x32010);
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
     lcr_pwc_forget(&V);
     lcr_watch_arm(&V, &w, 0);           /* the same watch, as it was */
-    ck_assert_ptr_eq(lcr_pwc_tlb_renew(&V, la + 16, 8, 1), T.ram + 0x32010);
+    ck_assert_ptr_eq(lcr_pwc_tlb_get(&V, la + 16, 8, 1), T.ram + 0x32010);
     lcr_pwc_forget(&V);
     lcr_watch_arm(&V, &w, 1);           /* its content made again */
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 16, 8, 1));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 16, 8, 1));
     lcr_watch_arm(&V, NULL, 1);
 
     /* no generation: revalidation asks the VMM again, so no renewal */
@@ -1783,7 +1783,7 @@ START_TEST(pwc_tlb_renewed)
     expect_ram(la, 8, R, 0x32000, __LINE__);
     ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 8, 8, R), T.ram + 0x32008);
     lcr_pwc_forget(&V);
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 8, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 8, 8, 0));
 }
 END_TEST
 
@@ -1814,7 +1814,7 @@ START_TEST(pwc_tlb_not_renewed_when_entry_gone)
     for (unsigned k = 1; k <= LCR_PWC_ENTRIES; k++)
         expect_ram(la + 0x10000 * k, 8, R, 0x40000 + 0x1000 * k, __LINE__);
     lcr_pwc_forget(&V);
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 8, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 8, 8, 0));
 
     /* a store into the PT frame in a later epoch: la now maps 0x35000 */
     lcr_pwc_drop(&V);
@@ -1827,7 +1827,7 @@ START_TEST(pwc_tlb_not_renewed_when_entry_gone)
     nv = 0x35000 | F_P | F_RW | F_A | F_D;
     memcpy(b, &nv, 8);
     ck_assert_int_eq(lcr_write(&V, &x, b), 0);
-    ck_assert_ptr_null(lcr_pwc_tlb_renew(&V, la + 8, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 8, 8, 0));
     expect_ram(la + 8, 8, R, 0x35008, __LINE__);
     V.flush_gen = NULL;
 }
