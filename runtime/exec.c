@@ -1940,13 +1940,6 @@ INLINE_FORM(inl_push, return inline_done(v, inline_push(v, in, m64));)
 INLINE_FORM(inl_pop, return inline_done(v, inline_pop(v, in, m64));)
 #undef INLINE_FORM
 
-static int inl_none(lcr_vcpu *v, const lcd_insn *in)
-{
-    (void)v;
-    (void)in;
-    return 0;
-}
-
 lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode)
 {
     int m64 = mode == LC_MODE_LONG64;
@@ -1959,13 +1952,15 @@ lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode)
     case LCR_INL_RET:      return m64 ? inl_ret64 : inl_ret;
     case LCR_INL_PUSH:     return m64 ? inl_push64 : inl_push;
     case LCR_INL_POP:      return m64 ? inl_pop64 : inl_pop;
-    default:               return inl_none;
+    default:               return NULL;   /* IN, OUT, none */
     }
 }
 
 int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
 {
-    return lcr_inline_ram_fn(kind, v->mode)(v, in);
+    lcr_inline_fn fn = lcr_inline_ram_fn(kind, v->mode);
+
+    return fn ? fn(v, in) : 0;
 }
 
 int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)

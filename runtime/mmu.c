@@ -274,24 +274,23 @@ static int seg_type_ok(const lc_segment *s, unsigned access)
     return 1;
 }
 
-/* Limit check for bytes [ea, ea + size - 1] (SDM 5.3). An expand-down data
- * segment has valid offsets limit+1 .. 0xffff or 0xffffffff by D/B (SDM
- * 3.4.5.1, 5.3). The last offset is computed in 64 bits, so an access that
- * would wrap the 4 GiB offset space fails the check; the SDM makes that
- * case implementation-specific (5.3, "may or may not cause"), and stopping
- * is always safe. */
+/* Limit check for bytes [ea, ea + size - 1] (SDM 5.3): expand-up as
+ * lcr_seg_limit_up() (rt.h, shared with the inline forms); an expand-down
+ * data segment has valid offsets limit+1 .. 0xffff or 0xffffffff by D/B
+ * (SDM 3.4.5.1, 5.3). The last offset is computed in 64 bits, so an access
+ * that would wrap the 4 GiB offset space fails the check; the SDM makes
+ * that case implementation-specific (5.3, "may or may not cause"), and
+ * stopping is always safe. */
 static int seg_limit_ok(const lc_segment *s, uint64_t ea, unsigned size,
                         int expand_down)
 {
     uint64_t last = ea + size - 1;
 
+    if (!expand_down)
+        return lcr_seg_limit_up(s, ea, size);
     if (last < ea)
         return 0;
-    if (expand_down) {
-        uint64_t upper = s->db ? LA32_MASK : 0xffffull;
-        return ea > s->limit && last <= upper;
-    }
-    return last <= s->limit;
+    return ea > s->limit && last <= (s->db ? LA32_MASK : 0xffffull);
 }
 
 int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,

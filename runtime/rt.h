@@ -569,7 +569,8 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
  * (run.c). 1 done, 0 nothing happened; no callback runs, so never -1.
  * lcr_inline_ram_fn() gives the function of one kind for code of one
  * mode, chosen once per translation (no dispatch when it runs; a 64-bit
- * one checks the mode and takes the general path if it changed). */
+ * one checks the mode and takes the general path if it changed), or NULL
+ * for a kind that does not reach only RAM (IN, OUT, none). */
 typedef int (*lcr_inline_fn)(lcr_vcpu *v, const lcd_insn *in);
 lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode);
 int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
@@ -833,6 +834,19 @@ int lcr_fetch_code_equal(const lcr_fetch_rec *rec, const uint8_t *expect,
 int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
                unsigned access, uint64_t *la);
 
+/* Limit check for bytes [ea, ea + size - 1] of an expand-up segment (SDM
+ * 5.3): the last offset computed in 64 bits, so an access that would wrap
+ * the offset space fails (the SDM leaves that case to the
+ * implementation; stopping is always safe). lcr_linear() and
+ * lcr_linear_fast() both. */
+static inline int lcr_seg_limit_up(const lc_segment *s, uint64_t ea,
+                                   unsigned size)
+{
+    uint64_t last = ea + size - 1;
+
+    return last >= ea && last <= s->limit;
+}
+
 /* Learn what lcr_linear_fast() may take of segment register `seg`
  * (lcr_vcpu.seg_known, seg_r, seg_w). */
 void lcr_seg_learn(lcr_vcpu *v, unsigned seg);
@@ -840,14 +854,13 @@ void lcr_seg_learn(lcr_vcpu *v, unsigned seg);
 /* lcr_linear() for a read (`wr` 0) or a write of `size` bytes outside
  * 64-bit mode, when the segment needs the limit check alone: 1 with *la
  * set; 0 for anything else, with nothing changed (lcr_linear() then
- * decides, faults included). The same limit test (the last byte computed
- * in 64 bits, no wrap) and the same 32-bit linear address. */
+ * decides, faults included). The same limit test (lcr_seg_limit_up())
+ * and the same 32-bit linear address. */
 static inline int lcr_linear_fast(lcr_vcpu *v, unsigned seg, uint64_t ea,
                                   unsigned size, unsigned wr, uint64_t *la)
 {
     const lc_segment *s;
     unsigned bit = 1u << (seg & 7);
-    uint64_t last = ea + size - 1;
 
     if (seg >= LC_NR_SREGS || v->mode == LC_MODE_LONG64)
         return 0;
@@ -856,7 +869,7 @@ static inline int lcr_linear_fast(lcr_vcpu *v, unsigned seg, uint64_t ea,
     if (!((wr ? v->seg_w : v->seg_r) & bit))
         return 0;
     s = &v->st->seg[seg];
-    if (last < ea || last > s->limit)
+    if (!lcr_seg_limit_up(s, ea, size))
         return 0;
     *la = (s->base + ea) & 0xffffffffull;
     return 1;

@@ -90,21 +90,14 @@ static void mark_exiting(const lcx_form_in *in, lcx_cluster *out, unsigned n,
             out->insn[i].routed = 1;
 }
 
-/* Does x run in a straight chain (fast_run) through the runtime's inline
- * form, without the run loop: a MOV between a register and RAM, a PUSH,
- * POP, near CALL or RET whose stack slot the page-walk cache serves? Not
- * a device access (IN, OUT, a routed access): its callback may end the
- * run. */
+/* Does x run in a chain (fast_run) through the runtime's inline form for
+ * it, without the run loop: one that reaches only RAM (lcx_insn.ram_fn:
+ * a MOV between a register and RAM, a PUSH, POP, near CALL or RET whose
+ * slot the page-walk cache serves)? Not a routed or an exiting access:
+ * it goes to a device, whose callback may end the run. */
 static int batched(const lcx_insn *x)
 {
-    switch (x->inl) {
-    case LCR_INL_LOAD: case LCR_INL_STORE: case LCR_INL_CALL_REL:
-    case LCR_INL_CALL_REG: case LCR_INL_RET: case LCR_INL_PUSH:
-    case LCR_INL_POP:
-        return !x->routed && !x->exiting;
-    default:
-        return 0;
-    }
+    return x->ram_fn && !x->routed && !x->exiting;
 }
 
 /* Step 3's bookkeeping once the end `last` is chosen: targets beyond it

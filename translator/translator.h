@@ -69,8 +69,8 @@ typedef struct lcx_fastop {
 typedef struct lcx_insn {
     lcd_insn d;
     lcx_fastop fast;
-    lcr_inline_fn ram_fn; /* in a chain, a form that reaches only RAM:
-                           * the runtime's function for it (form.c) */
+    lcr_inline_fn ram_fn; /* the runtime's function for an inline form
+                           * that reaches only RAM, or NULL (form.c) */
     lcr_route  route;   /* learned device frame (mutable: translations
                          * are per vCPU) */
     uint8_t  routed;    /* use `route` for this instruction's accesses */
