@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "exit.h"
 
 static const char *const exit_kind_names[LC_EXIT_KIND_COUNT_] = {
     [LC_EXIT_IO] = "io",          [LC_EXIT_MMIO] = "mmio",
@@ -26,72 +27,6 @@ const char *lc_exit_kind_name(lc_exit_kind kind)
     return exit_kind_names[kind];
 }
 
-static uint64_t low_bytes(uint64_t v, unsigned bytes)
-{
-    return bytes >= 8 ? v : v & ((1ull << (8 * bytes)) - 1);
-}
-
-/* The value of a register or immediate operand, or -1 if it has none
- * that the state holds (a segment register, memory). */
-static int opnd_value(const lcd_opnd *o, const lc_cpu_state *st,
-                      uint64_t *val)
-{
-    if (o->kind == LCD_OPND_IMM)
-        *val = o->imm;
-    else if (o->kind == LCD_OPND_REG && o->reg.cls == LCD_REG_GPR)
-        *val = st->gpr[o->reg.num & 15];
-    else if (o->kind == LCD_OPND_REG && o->reg.cls == LCD_REG_GPR8H)
-        *val = st->gpr[o->reg.num & 3] >> 8;
-    else
-        return -1;
-    *val = low_bytes(*val, o->bytes);
-    return 0;
-}
-
-/* Port I/O: direction and string-ness by the opcode, then width, port,
- * repeat and the value written, as far as the VMM reported them. */
-static int io_matches(const lcd_insn *d, const lc_exit *x,
-                      const lc_cpu_state *st)
-{
-    const lc_exit_io *io = &x->u.io;
-    int string = d->info.op == LC_OP_INS || d->info.op == LC_OP_OUTS;
-    unsigned width;
-    uint64_t port, data;
-
-    if (io->is_string)
-        if (d->info.op != (io->is_out ? LC_OP_OUTS : LC_OP_INS))
-            return 0;
-    if (!io->is_string && d->info.op != (io->is_out ? LC_OP_OUT : LC_OP_IN))
-        return 0;
-    if ((io->count > 1 || io->is_rep) && !(string && io->is_rep))
-        return 0;                     /* only REP INS/OUTS repeat */
-    if (string) {
-        if ((d->info.rep != 0) != (io->is_rep != 0))
-            return 0;
-        return d->mem.bytes == io->size &&
-               (!(x->reported & LC_EXIT_HAS_PORT) ||
-                (uint16_t)st->gpr[LC_RDX] == io->port);
-    }
-    if (d->nopnds < 2)
-        return 0;
-    /* IN acc, port / OUT port, acc (Intel operand order) */
-    width = d->opnd[io->is_out ? 1 : 0].bytes;
-    if (width != io->size)
-        return 0;
-    if ((x->reported & LC_EXIT_HAS_PORT) &&
-        (opnd_value(&d->opnd[io->is_out ? 0 : 1], st, &port) != 0 ||
-         (uint16_t)port != io->port))
-        return 0;
-    if (io->is_out && (x->reported & LC_EXIT_HAS_VALUE) &&
-        (opnd_value(&d->opnd[1], st, &data) != 0 ||
-         data != low_bytes(io->value, io->size)))
-        return 0;
-    return 1;
-}
-
-/* MMIO and traced stores: a weakly exiting instruction whose access is
- * at least as wide as reported, in the reported direction, storing the
- * reported value when it is a plain MOV of the whole width. */
 static int mmio_matches(const lcd_insn *d, const lc_exit *x,
                         const lc_cpu_state *st)
 {
@@ -108,8 +43,8 @@ static int mmio_matches(const lcd_insn *d, const lc_exit *x,
     if (m->is_write && (x->reported & LC_EXIT_HAS_VALUE) &&
         d->info.op == LC_OP_MOV && m->len == d->mem.bytes &&
         d->nopnds >= 2 && d->opnd[0].kind == LCD_OPND_MEM &&
-        opnd_value(&d->opnd[1], st, &data) == 0 &&
-        data != low_bytes(m->value, m->len))
+        lci_opnd_value(&d->opnd[1], st, &data) == 0 &&
+        data != lci_low_bytes(m->value, m->len))
         return 0;
     return 1;
 }
@@ -121,7 +56,7 @@ int lci_exit_matches(const lcd_insn *d, const lc_exit *x,
         return 0;
     switch (x->kind) {
     case LC_EXIT_IO:
-        return io_matches(d, x, st);
+        return lci_io_matches(d, x, st);
     case LC_EXIT_MMIO:
     case LC_EXIT_TRACED:
         return mmio_matches(d, x, st);

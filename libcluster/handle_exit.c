@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "engine_int.h"
+#include "exit.h"
 
 /* One exit on its way through the engine. */
 typedef struct exit_ctx {
@@ -459,7 +460,7 @@ static tc_entry *lookup(exit_ctx *c)
     first = &te->cl->insn[0];
     if (c->start && c->at + first->d.info.length != c->state->rip)
         return NULL;
-    if (!lci_exit_matches(&first->d, c->exit, c->state))
+    if (!lci_exit_matches_inl(&first->d, c->exit, c->state))
         return NULL;
     return te;
 }
