@@ -961,6 +961,7 @@ int pwc_revalidate_any(lcr_vcpu *v, lcr_pwc_ent *e)
     if (!v->flush_gen) {
         e->mapped = 0;
         e->fast = 0;
+        lcr_pwc_tlb_forget(p);
     }
     p->n++;
     return 1;
@@ -1099,27 +1100,29 @@ static void pwc_tlb_fill(lcr_vcpu *v, unsigned wr, uint64_t la,
     t->hva = e->map_hva;
     t->watch = v->watching;
     t->slot = (uint8_t)(e - v->pwc.e);
+    t->pair = 0;
+    v->pwc.tlb[!wr].pair = 0;
 }
 
 int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr)
 {
     lcr_pwc *p = &v->pwc;
-    lcr_pwc_tlb *t = &p->tlb[wr], *u = &p->tlb[!wr];
-    lcr_pwc_ent *e = &p->e[t->slot];
+    lcr_pwc_tlb *t = &p->tlb[wr];
 
-    /* (a failed revalidation may drop everything, the TLB with it) */
-    if (!pwc_current(v, e))
-        return 0;
-    if (t->lpn != e->lpn ||
-        !(e->fast & (wr ? LCR_PWC_FAST_W : LCR_PWC_FAST_R)))
+    /* While the page is held, the entry it was made from is the one it
+     * was made from (lcr_pwc_tlb: every change of an entry forgets the
+     * TLB first), so it answers for the same page as fast as it did,
+     * once current again. A failed revalidation may drop everything, the
+     * TLB with it; a revalidation without a flush generation forgets the
+     * TLB (the VMM is asked again). */
+    if (!pwc_current(v, &p->e[t->slot]) || t->lpn == LCR_PWC_NO_PAGE)
         return 0;
     t->epoch = p->epoch;
-    /* The other direction's page from the same entry with it: a port
-     * accessor's RET reads the slot its CALL wrote after the device ran
-     * (nothing forwarded), and would revive it alone. */
-    if (u->lpn == t->lpn && u->slot == t->slot &&
-        (e->fast & (wr ? LCR_PWC_FAST_R : LCR_PWC_FAST_W)))
-        u->epoch = p->epoch;
+    /* The other direction's page made with it: a port accessor's RET
+     * reads the slot its CALL wrote after the device ran (nothing
+     * forwarded), and would revive it alone. */
+    if (t->pair)
+        p->tlb[!wr].epoch = p->epoch;
     return 1;
 }
 
@@ -1178,6 +1181,8 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
             pwc_tlb_fill(v, 1, la, e);
         if (e->fast & LCR_PWC_FAST_R)
             pwc_tlb_fill(v, 0, la, e);
+        if (wr && (e->fast & LCR_PWC_FAST_R))
+            p->tlb[0].pair = p->tlb[1].pair = 1;
     } else if (wr && lcr_watched(v, gpa, len)) {
         return NULL;
     }

@@ -184,8 +184,8 @@ typedef struct lcr_pwc_ent {
  * watch's content changes only where its owner tells lcr_watch_arm(),
  * gpa_map's answers hold while the flush generation does (the VMM
  * flushes on every change; without a generation revalidation asks
- * again, and the entry no longer answers fast), and its one caller
- * (ram_fast(), exec.c) asks for 1, 2, 4 or 8 bytes. */
+ * again, the entry no longer answers fast and the TLB is forgotten),
+ * and its one caller (ram_fast(), exec.c) asks for 1, 2, 4 or 8 bytes. */
 #define LCR_PWC_NO_PAGE (~0ull)    /* no linear page number is this */
 typedef struct lcr_pwc_tlb {
     uint64_t lpn;         /* linear address >> 12, or LCR_PWC_NO_PAGE */
@@ -196,6 +196,9 @@ typedef struct lcr_pwc_tlb {
                            * it was made under, with none of lo..hi
                            * watched */
     uint8_t  slot;        /* the entry it was made from (lcr_pwc.e) */
+    uint8_t  pair;        /* the other direction's page was made with it,
+                           * from the same entry and page (a store's fill
+                           * makes both): renewed with it */
 } lcr_pwc_tlb;
 
 typedef struct lcr_pwc {
@@ -488,10 +491,10 @@ static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
 /* Make TLB page `wr` (lcr_pwc_tlb) good in this epoch and paging state
  * again, whatever access it is for: 1 if the entry it was made from
  * (e[slot]) still answers as it did (the paging state compared, the entry
- * revalidated: its paging entries read back, the access still as fast),
- * else 0 (nothing served; a failed revalidation may drop the cache). The
- * other direction's page made from the same entry is renewed with it (a
- * CALL's push, then its RET's load). */
+ * revalidated: its paging entries read back), else 0 (nothing served; a
+ * failed revalidation may drop the cache). The other direction's page,
+ * if it was made with this one (lcr_pwc_tlb.pair: a store's fill makes
+ * both), is renewed with it (a CALL's push, then its RET's load). */
 int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr);
 
 /* lcr_pwc_tlb_hit(), then, for an access the page covers but in an

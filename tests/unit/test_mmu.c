@@ -1708,11 +1708,11 @@ END_TEST
 
 /* The TLB's pages outlive the epoch (lcr_pwc_tlb_get(), which calls
  * lcr_pwc_tlb_revive()): after the VMM ran, the page served last in a
- * direction serves again once its entry revalidates, and the other direction's page from the same entry with
- * it; not when a paging entry changed, the flush generation moved, the
- * paging state changed, or (stores) under another watch or with new
- * watch content; never without a generation (the answer is asked
- * again). */
+ * direction serves again once its entry revalidates, and the other
+ * direction's page with it when the two were made together; not when
+ * a paging entry changed, the flush generation moved, the paging state
+ * changed, or (stores) under another watch or with new watch content;
+ * never without a generation (the answer is asked again). */
 START_TEST(pwc_tlb_renewed)
 {
     const uint64_t la = 0x00007f0000001000ull;
@@ -1776,6 +1776,21 @@ START_TEST(pwc_tlb_renewed)
     lcr_watch_arm(&V, &w, 1);           /* its content made again */
     ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 16, 8, 1));
     lcr_watch_arm(&V, NULL, 1);
+
+    /* the other direction's page is renewed with it only when the two
+     * were made together: a load page from another entry, whose paging
+     * entry changed, is not (a walk finds the new page) */
+    lcr_pwc_drop(&V);
+    expect_ram(la, 8, R, 0x32000, __LINE__);
+    expect_ram(la + 0x1000, 8, R, 0x31000, __LINE__);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 16, 8, W), T.ram + 0x32010);
+    ck_assert_ptr_eq(lcr_pwc_ram(&V, la + 0x1008, 8, R), T.ram + 0x31008);
+    lcr_pwc_forget(&V);
+    map4k(la + 0x1000, 0x33000, F_P | F_RW | F_A | F_D);
+    ck_assert_ptr_eq(lcr_pwc_tlb_get(&V, la + 16, 8, 1), T.ram + 0x32010);
+    ck_assert_ptr_null(lcr_pwc_tlb_hit(&V, la + 0x1008, 8, 0));
+    ck_assert_ptr_null(lcr_pwc_tlb_get(&V, la + 0x1008, 8, 0));
+    expect_ram(la + 0x1008, 8, R, 0x33008, __LINE__);
 
     /* no generation: revalidation asks the VMM again, so no renewal */
     V.flush_gen = NULL;
