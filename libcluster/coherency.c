@@ -94,11 +94,16 @@ void lci_watch_narrow_full(tc_entry *te, const uint64_t *gfn, unsigned ngfn)
 
 /* One code range: by its fetch record (1), else by a full fetch that
  * re-records (2). Adds its frames to the watch list. 0: not coherent.
- * `checked`: a record that passed its check in this run just before, or
- * NULL. */
+ * `same_walk`: the first range's record, made through the same entries
+ * in the same state, has just passed. `look`: code the run may never
+ * reach (a callee, a predicted return site: ranges after the first), so
+ * the full fetch sets no accessed bit; a page whose bits are still clear
+ * makes the range incoherent, as formation does not follow into one
+ * (translator/calls.c). */
 static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
-                          int same_walk, const uint8_t *expect, size_t n,
-                          uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
+                          int same_walk, int look, const uint8_t *expect,
+                          size_t n, uint64_t gfn[LCR_WATCH_MAX],
+                          unsigned *ngfn)
 {
     uint8_t code[LCX_MAX_INSNS * LC_INSN_MAX_LEN];
     uint64_t g[2];
@@ -118,7 +123,15 @@ static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
      * re-records for the next check. */
     if (n > sizeof code)
         return 0;
+    v->probe = (uint8_t)look;
     got = lcr_fetch_at_rec(v, rip, code, n, g, &ng, rec);
+    v->probe = 0;
+    if (look) {
+        /* a look reports nothing: the run never went there */
+        v->stop = LC_STOP_NONE;
+        v->fault_vector = 0;
+        v->fault_addr = 0;
+    }
     if (got != n || memcmp(code, expect, n))
         return 0;
     lci_watch_add(gfn, ngfn, g, ng);
@@ -145,7 +158,7 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
         *ngfn = 0;
         te->wvalid = 0;          /* its record is made again (or fails) */
         te->xvalid = 0;
-        if (!range_coherent(v, at, &te->rec, 0, te->code, cl->nbytes,
+        if (!range_coherent(v, at, &te->rec, 0, 0, te->code, cl->nbytes,
                             gfn, ngfn))
             return 0;
     }
@@ -158,8 +171,8 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
 
         if (n) {
             how = range_coherent(v, cl->range[r].rip, &te->xrec[r - 1],
-                                 (same >> (r - 1)) & 1, te->xcode + off, n,
-                                 gfn, ngfn);
+                                 (same >> (r - 1)) & 1, 1, te->xcode + off,
+                                 n, gfn, ngfn);
             if (how != 1) {
                 te->wvalid = 0;
                 te->xvalid = 0;

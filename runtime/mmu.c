@@ -709,7 +709,15 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
             if (leaf && (c->access & LCR_ACC_WRITE) && !(e & PTE_D))
                 set |= (uint8_t)PTE_D;
             if (set) {
+                lcr_fetch_rec *rec = c->v->rec;
+
                 w->eval[w->npt - 1] |= set;
+                /* A fetch record holds the entry as the walk leaves it
+                 * (its A bit set): a check passes only while the bit
+                 * stays set, so once the guest clears it the next run's
+                 * fetch sets it again, as the CPU's would. */
+                if (rec && rec->valid && rec->nent)
+                    rec->eval[rec->nent - 1] |= set;
                 assert(w->nref < MAX_LEVELS);
                 w->ref[w->nref].gpa = egpa;
                 w->ref[w->nref].set = set;

@@ -797,7 +797,8 @@ typedef struct lcr_fetch_rec {
     uint8_t        npages;
     uint8_t        esize[LCR_REC_ENTRIES];
     const uint8_t *ehva[LCR_REC_ENTRIES];
-    uint64_t       eval[LCR_REC_ENTRIES];
+    uint64_t       eval[LCR_REC_ENTRIES];  /* as the walk left each: its
+                                            * A bit set */
     const uint8_t *code[2];
     uint32_t       code_len[2];
     uint64_t       gfn[2];

@@ -519,6 +519,71 @@ START_TEST(watch_follows_remapped_callee)
 }
 END_TEST
 
+/* A translation's fetch record holds each paging entry as the walk left
+ * it, its A bit set (mmu.c): a guest that clears the code page's A bit
+ * after the first run (an OS ageing its pages) fails the next hit's
+ * check, and the fetch made again sets the bit, as the CPU fetching the
+ * code does. A record of the values read before the walk set the bit
+ * passed then, and the run left the bit clear. */
+START_TEST(hit_sets_cleared_accessed_bit)
+{
+    rig r; lc_cpu_state s, s0;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* out 0x80,al; add rax,rcx; out 0x80,al; ud2 */
+    const uint8_t code[] = { 0xe6, 0x80, 0x48, 0x01, 0xc8, 0xe6, 0x80,
+                             0x0f, 0x0b };
+    uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code, 0);
+
+    s = s0;
+    exit_expect(&r, &s, &x, LC_STOP_END, 3);
+    ck_assert_uint_ne(pd[1] & 0x20, 0);
+    for (int i = 0; i < 2; i++) {
+        pd[1] &= ~0x20ull;
+        s = s0;
+        exit_expect(&r, &s, &x, LC_STOP_END, 3);
+        ck_assert_uint_ne(pd[1] & 0x20, 0);
+    }
+    rig_down(&r);
+}
+END_TEST
+
+/* A range after the first (a callee, a predicted return site) is code
+ * the run may never reach: when its record no longer holds, its fetch
+ * again is a look that sets no accessed bit (coherency.c), as formation's
+ * is (calls.c). Here the guest cleared the callee page's A bit (as an OS
+ * ageing its pages does) and the run stops at a #PF before the CALL: the
+ * bit stays clear, as on the CPU, which never fetched from that page. */
+START_TEST(callee_refetch_sets_no_accessed_bit)
+{
+    rig r; lc_cpu_state s, s0; lc_result res;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* out 0x80,al; mov [rbx],al; call 0x100100; out 0x80,al; ud2 */
+    const uint8_t code[] = { 0xe6, 0x80, 0x88, 0x03, 0xe8, 0xf7, 0xff, 0xef,
+                             0xff, 0xe6, 0x80, 0x0f, 0x0b };
+    /* add rax,rcx; ret */
+    const uint8_t callee[] = { 0x48, 0x01, 0xc8, 0xc3 };
+    uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code, 0x200800);
+
+    s0.gpr[LC_RSP] = 0x208000;
+    memcpy(r.f.ram + 0x100100, callee, sizeof callee);
+    pd[0] |= 0x20;                   /* the guest ran there before */
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        /* out, mov, call, add, ret, out */
+        exit_expect(&r, &s, &x, LC_STOP_END, 6);
+    }
+    ck_assert_uint_ne(pd[0] & 0x20, 0);
+    pd[0] &= ~0x20ull;
+    s = s0;
+    s.gpr[LC_RBX] = 0x40000000;      /* not present: #PF at the mov */
+    ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+    ck_assert_uint_eq(res.insns, 1);
+    ck_assert_uint_eq(s.rip, 0x200102);
+    ck_assert_uint_eq(pd[0] & 0x20, 0);
+    rig_down(&r);
+}
+END_TEST
+
 /* Chained runs (libcluster/handle_exit.c): an accessor called from two
  * places, `mov dx,0xcf8; out dx,al; mov dl,0xfc; in al,dx; ret`, is
  * translated while called from the first, so its RET predicts that
@@ -1838,6 +1903,8 @@ static Suite *suite(void)
     tcase_add_test(t, store_beside_code_goes_on);
     tcase_add_test(t, watch_follows_remapped_code);
     tcase_add_test(t, watch_follows_remapped_callee);
+    tcase_add_test(t, hit_sets_cleared_accessed_bit);
+    tcase_add_test(t, callee_refetch_sets_no_accessed_bit);
     tcase_add_test(t, chain_after_mispredicted_ret);
     tcase_add_test(t, chain_leaves_at_guard_miss);
     tcase_add_test(t, callee_change_caught_inline);
