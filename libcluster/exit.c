@@ -27,6 +27,9 @@ const char *lc_exit_kind_name(lc_exit_kind kind)
     return exit_kind_names[kind];
 }
 
+/* MMIO and traced stores: a weakly exiting instruction whose access is
+ * at least as wide as reported, in the reported direction, storing the
+ * reported value when it is a plain MOV of the whole width. */
 static int mmio_matches(const lcd_insn *d, const lc_exit *x,
                         const lc_cpu_state *st)
 {

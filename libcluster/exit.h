@@ -75,9 +75,6 @@ int lci_io_matches(const lcd_insn *d, const lc_exit *x,
     return 1;
 }
 
-/* MMIO and traced stores: a weakly exiting instruction whose access is
- * at least as wide as reported, in the reported direction, storing the
- * reported value when it is a plain MOV of the whole width. */
 /* lci_exit_matches() (engine_int.h), a port exit compared here. */
 static inline __attribute__((always_inline))
 int lci_exit_matches_inl(const lcd_insn *d, const lc_exit *x,

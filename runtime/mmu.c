@@ -709,15 +709,7 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
             if (leaf && (c->access & LCR_ACC_WRITE) && !(e & PTE_D))
                 set |= (uint8_t)PTE_D;
             if (set) {
-                lcr_fetch_rec *rec = c->v->rec;
-
                 w->eval[w->npt - 1] |= set;
-                /* A fetch record holds the entry as the walk leaves it
-                 * (its A bit set): a check passes only while the bit
-                 * stays set, so once the guest clears it the next run's
-                 * fetch sets it again, as the CPU's would. */
-                if (rec && rec->valid && rec->nent)
-                    rec->eval[rec->nent - 1] |= set;
                 assert(w->nref < MAX_LEVELS);
                 w->ref[w->nref].gpa = egpa;
                 w->ref[w->nref].set = set;
@@ -1832,6 +1824,7 @@ size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
 {
     uint64_t la = 0;
     size_t n, got = 0;
+    unsigned n0;
     pgctx c;
 
     *ngfn = 0;
@@ -1857,12 +1850,20 @@ size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
         chunk = PAGE_SIZE - (size_t)(pla & PAGE_MASK);
         if (chunk > n - got)
             chunk = n - got;
+        n0 = v->rec ? v->rec->nent : 0;
         /* Only ordinary RAM can be fetched from here (MMIO code is left
          * to the CPU and the VMM). */
         if (pg_walk(&c, pla, &w) != M_OK ||
             map_frag(v, w.gpa, (unsigned)chunk, LCR_ACC_FETCH, &f) != M_OK ||
             f.kind != LC_GPA_RAM || commit_ad(v, &w, 1) != M_OK)
             break;
+        /* The record holds this page's entries as the walk left them,
+         * their A bits set: a check passes only while the bits stay set,
+         * so once the guest clears one the next hit fetches again and
+         * sets it, as the CPU fetching the code does. (A page that could
+         * not be fetched keeps the values read: nothing was set.) */
+        if (v->rec && v->rec->valid && v->rec->nent == n0 + w.npt)
+            memcpy(&v->rec->eval[n0], w.eval, w.npt * sizeof w.eval[0]);
         lcr_ram_read(buf + got, f.hva, chunk);
         if (v->rec && *ngfn < 2) {
             v->rec->code[*ngfn] = f.hva;

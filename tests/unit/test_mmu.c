@@ -2056,6 +2056,40 @@ START_TEST(fetch_truncated_at_non_present_page)
 }
 END_TEST
 
+/* A fetch record holds each paging entry as the walk left it, its A bit
+ * set: the check passes while the entries stay so, fails once the guest
+ * clears a bit (the fetch made again then sets it, as the CPU's fetch of
+ * the code does), and passes again after that fetch. A page the fetch
+ * could not reach (here not present) keeps the values read, so the
+ * record of a truncated fetch keeps passing too. */
+START_TEST(fetch_record_holds_entries_as_walked)
+{
+    uint64_t rip = 0x00007f0000050ffaull, gfn[2] = { 0, 0 }, ent[6];
+    uint8_t buf[15];
+    unsigned ngfn = 0;
+    lcr_fetch_rec rec;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map_at(rip & ~0xfffull, 0x3b000, 1, F_P, F_DIR, ent);
+    for (unsigned i = 0; i < 16; i++)
+        T.ram[0x3bff0 + i] = (uint8_t)(0x90 + i);
+    ck_assert_uint_eq(ent_val(ent[1]) & F_A, 0);
+    ck_assert_uint_eq(lcr_fetch_at_rec(&V, rip, buf, 15, gfn, &ngfn, &rec),
+                      6);
+    ck_assert_uint_eq(ent_val(ent[1]) & F_A, F_A);
+    ck_assert(rec.valid);
+    for (int k = 0; k < 2; k++)
+        ck_assert(lcr_fetch_check(&V, rip, &rec, buf, 6));
+    wr(ent[1], 8, ent_val(ent[1]) & ~F_A);
+    ck_assert(!lcr_fetch_check(&V, rip, &rec, buf, 6));
+    ck_assert_uint_eq(lcr_fetch_at_rec(&V, rip, buf, 15, gfn, &ngfn, &rec),
+                      6);
+    ck_assert_uint_eq(ent_val(ent[1]) & F_A, F_A);
+    ck_assert(lcr_fetch_check(&V, rip, &rec, buf, 6));
+}
+END_TEST
+
 START_TEST(fetch_segment_and_canonical_limits)
 {
     uint64_t gfn[2];
@@ -2206,6 +2240,7 @@ static Suite *mmu_suite(void)
     t = tcase_create("fetch");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, fetch_truncated_at_non_present_page);
+    tcase_add_test(t, fetch_record_holds_entries_as_walked);
     tcase_add_test(t, fetch_segment_and_canonical_limits);
     suite_add_tcase(s, t);
     return s;
