@@ -2003,12 +2003,12 @@ START_TEST(pwc_inline_store_into_code_stops)
 }
 END_TEST
 
-START_TEST(fetch_truncated_at_non_present_page)
+/* 64-bit code 6 bytes before the end of its page (frame 0x3b, its
+ * entries' A bits clear, 0x9a..0x9f), the next page not mapped; `ent`
+ * gets the entries' addresses (map_at()). */
+static uint64_t code_at_page_end(uint64_t ent[6])
 {
-    uint64_t rip = 0x00007f0000050ffaull, gfn[2] = { 0, 0 }, ent[6];
-    uint8_t buf[15];
-    unsigned ngfn = 99;
-    size_t n;
+    const uint64_t rip = 0x00007f0000050ffaull;
 
     paging(PM_4L, 0);
     S.efer |= NXE;
@@ -2016,6 +2016,17 @@ START_TEST(fetch_truncated_at_non_present_page)
     map_at(rip & ~0xfffull, 0x3b000, 1, F_P, F_DIR, ent);
     for (unsigned i = 0; i < 16; i++)
         T.ram[0x3bff0 + i] = (uint8_t)(0x90 + i);
+    return rip;
+}
+
+START_TEST(fetch_truncated_at_non_present_page)
+{
+    uint64_t gfn[2] = { 0, 0 }, ent[6];
+    uint64_t rip = code_at_page_end(ent);
+    uint8_t buf[15];
+    unsigned ngfn = 99;
+    size_t n;
+
     S.rip = rip;
     n = lcr_fetch(&V, buf, 15, gfn, &ngfn);
     ck_assert_uint_eq(n, 6);
@@ -2064,16 +2075,12 @@ END_TEST
  * record of a truncated fetch keeps passing too. */
 START_TEST(fetch_record_holds_entries_as_walked)
 {
-    uint64_t rip = 0x00007f0000050ffaull, gfn[2] = { 0, 0 }, ent[6];
+    uint64_t gfn[2] = { 0, 0 }, ent[6];
+    uint64_t rip = code_at_page_end(ent);
     uint8_t buf[15];
     unsigned ngfn = 0;
     lcr_fetch_rec rec;
 
-    paging(PM_4L, 0);
-    set_mode(LC_MODE_LONG64, 0);
-    map_at(rip & ~0xfffull, 0x3b000, 1, F_P, F_DIR, ent);
-    for (unsigned i = 0; i < 16; i++)
-        T.ram[0x3bff0 + i] = (uint8_t)(0x90 + i);
     ck_assert_uint_eq(ent_val(ent[1]) & F_A, 0);
     ck_assert_uint_eq(lcr_fetch_at_rec(&V, rip, buf, 15, gfn, &ngfn, &rec),
                       6);
