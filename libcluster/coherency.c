@@ -123,15 +123,8 @@ static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
      * re-records for the next check. */
     if (n > sizeof code)
         return 0;
-    v->probe = (uint8_t)look;
-    got = lcr_fetch_at_rec(v, rip, code, n, g, &ng, rec);
-    v->probe = 0;
-    if (look) {
-        /* a look reports nothing: the run never went there */
-        v->stop = LC_STOP_NONE;
-        v->fault_vector = 0;
-        v->fault_addr = 0;
-    }
+    got = look ? lcr_fetch_look_rec(v, rip, code, n, g, &ng, rec)
+               : lcr_fetch_at_rec(v, rip, code, n, g, &ng, rec);
     if (got != n || memcmp(code, expect, n))
         return 0;
     lci_watch_add(gfn, ngfn, g, ng);

@@ -290,9 +290,7 @@ static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key, int *formed)
      * bits are set already (calls.c). A fetch that faults reports nothing:
      * the guest raises the fault itself on resume. */
     got = lcr_fetch_at_rec(v, key->rip, code, want, gfn, &ngfn, &vc->rec);
-    v->stop = LC_STOP_NONE;
-    v->fault_vector = 0;
-    v->fault_addr = 0;
+    lcr_stop_forget(v);
     if (got == 0)
         return NULL;
     in.code_len = got;

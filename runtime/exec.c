@@ -91,14 +91,6 @@ int lcr_mem_xlat(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned bytes,
     return lcr_translate(v, la, bytes, access, x);
 }
 
-/* After a translation made only to look (the I/O bit map, which
- * instruction exited): whatever it found is not a fault of the run. */
-static void probe_done(lcr_vcpu *v)
-{
-    v->stop = LC_STOP_NONE;
-    v->fault_vector = 0;
-    v->fault_addr = 0;
-}
 
 /* One naturally aligned relaxed atomic access of n = 1, 2, 4 or 8 bytes
  * at host address h, as lcr_read() and lcr_write() make it (single-copy
@@ -145,7 +137,7 @@ uint8_t *ram_seg_in(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
 
     if (!lcr_linear_fast(v, seg, ea, n, wr, &la) &&
         lcr_linear(v, seg, ea, n, access, &la) < 0) {
-        probe_done(v);
+        lcr_stop_forget(v);
         return NULL;
     }
     h = lcr_pwc_tlb_get(v, la, n, wr);
@@ -202,7 +194,7 @@ int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
         return -1;
     r = lcr_mem_xlat(v, in->mem.seg, lcr_eff_addr(v, in, insn_rip, 0),
                      in->mem.bytes, LCR_ACC_READ, &x);
-    probe_done(v);
+    lcr_stop_forget(v);
     if (r < 0 || x.nfrag == 0)
         return -1;
     *gpa = x.frag[0].gpa;
@@ -884,7 +876,7 @@ static int read_implicit(lcr_vcpu *v, uint64_t la, void *buf, unsigned len)
     lcr_xlat x;
 
     if (lcr_translate(v, la, len, LCR_ACC_READ | LCR_ACC_IMPLICIT, &x) < 0) {
-        probe_done(v);
+        lcr_stop_forget(v);
         return -1;
     }
     for (unsigned i = 0; i < x.nfrag; i++)
@@ -1956,14 +1948,8 @@ lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode)
     }
 }
 
-int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
-{
-    lcr_inline_fn fn = lcr_inline_ram_fn(kind, v->mode);
-
-    return fn ? fn(v, in) : 0;
-}
-
-int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
+int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind,
+                    lcr_inline_fn ram_fn)
 {
     int r;
 
@@ -1972,7 +1958,7 @@ int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind)
     if (v->insns >= v->insn_budget || (v->st->rflags & LC_RFLAGS_TF))
         return 0;
     if (kind != LCR_INL_IN && kind != LCR_INL_OUT)
-        return lcr_exec_inline_ram(v, in, kind);
+        return ram_fn ? ram_fn(v, in) : 0;
     lcr_fwd_forget(v);
     r = inline_io(v, in, kind == LCR_INL_OUT);
     if (r <= 0)

@@ -1152,11 +1152,8 @@ uint8_t *lcr_pwc_ram(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access)
         int h = pwc_lookup(v, la, len, access, &x);
 
         if (h <= 0) {
-            if (h < 0) {
-                v->stop = LC_STOP_NONE;
-                v->fault_vector = 0;
-                v->fault_addr = 0;
-            }
+            if (h < 0)
+                lcr_stop_forget(v);
             return NULL;
         }
         v->pwc_hits--;          /* counted below */
@@ -1743,6 +1740,19 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
     for (unsigned i = 0; i < rec->nent; i++)
         if (rec->esize[i] != 8 || ((uintptr_t)rec->ehva[i] & 7))
             rec->e8 = 0;
+    return got;
+}
+
+size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
+                          size_t max, uint64_t gfn[2], unsigned *ngfn,
+                          lcr_fetch_rec *rec)
+{
+    size_t got;
+
+    v->probe = 1;
+    got = lcr_fetch_at_rec(v, rip, buf, max, gfn, ngfn, rec);
+    v->probe = 0;
+    lcr_stop_forget(v);
     return got;
 }
 

@@ -324,6 +324,16 @@ typedef struct lcr_vcpu {
     uint64_t         fwd_val;
 } lcr_vcpu;
 
+/* After an access made only to look (a fetch of code the run may never
+ * reach, the I/O bit map, a peek through the page-walk cache): whatever
+ * it found, a fault included, is not a stop of the run. */
+static inline void lcr_stop_forget(lcr_vcpu *v)
+{
+    v->stop = LC_STOP_NONE;
+    v->fault_vector = 0;
+    v->fault_addr = 0;
+}
+
 /* Store forwarding for the stack (exec.c, stack_push_fast() and
  * stack_read_fast()): a RET or POP reading exactly the slot the last
  * CALL or PUSH of this run wrote, with no memory observed and no VMM code
@@ -564,19 +574,21 @@ enum lcr_inline {
     LCR_INL_OUT,
 };
 unsigned lcr_inline_kind(const lcd_insn *in);
-int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
-/* lcr_exec_inline() for the forms that reach only RAM (every kind but
- * LCR_INL_IN and LCR_INL_OUT; 0 for those) without its own checks: the
- * caller has found the instruction budget not spent and RFLAGS.TF clear,
- * as the translator's chains of gap fillers do once for the whole chain
- * (run.c). 1 done, 0 nothing happened; no callback runs, so never -1.
- * lcr_inline_ram_fn() gives the function of one kind for code of one
- * mode, chosen once per translation (no dispatch when it runs; a 64-bit
- * one checks the mode and takes the general path if it changed), or NULL
- * for a kind that does not reach only RAM (IN, OUT, none). */
+/* The function of an inline form that reaches only RAM (every kind but
+ * LCR_INL_IN and LCR_INL_OUT), for code of one mode, or NULL for a kind
+ * that does not (IN, OUT, none): chosen once per translation (form.c), no
+ * dispatch when it runs; a 64-bit one checks the mode and takes the
+ * general path if it changed. Called directly it leaves the instruction
+ * budget and RFLAGS.TF to its caller, as the translator's chains of gap
+ * fillers check them once for the whole chain (run.c): 1 done, 0 nothing
+ * happened; no callback runs, so never -1. */
 typedef int (*lcr_inline_fn)(lcr_vcpu *v, const lcd_insn *in);
 lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode);
-int lcr_exec_inline_ram(lcr_vcpu *v, const lcd_insn *in, unsigned kind);
+/* One instruction of kind `kind` through its inline form, `ram_fn` being
+ * lcr_inline_ram_fn(kind, mode) as the translation chose it (NULL for IN
+ * and OUT), with lcr_exec()'s budget and TF checks. */
+int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind,
+                    lcr_inline_fn ram_fn);
 
 /* Prepare `v` for a run over `st` (derives mode and CPL, clears outputs,
  * drops the page-walk cache). */
@@ -815,6 +827,14 @@ typedef struct lcr_fetch_rec {
  * came from RAM through a successful walk). */
 size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
                         uint64_t gfn[2], unsigned *ngfn, lcr_fetch_rec *rec);
+
+/* lcr_fetch_at_rec() of code the run may never reach (a callee, a
+ * predicted return site: translator/calls.c, libcluster/coherency.c): a
+ * look, which sets no accessed bit (a page whose bits are still clear is
+ * not fetched from) and reports nothing, a fault included. */
+size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
+                          size_t max, uint64_t gfn[2], unsigned *ngfn,
+                          lcr_fetch_rec *rec);
 
 /* Does a fetch of `len` bytes at `rip` in the current state still produce
  * `expect`, by the record alone? 1 if every recorded entry still holds

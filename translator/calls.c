@@ -101,15 +101,9 @@ int lcx_trace_code(lcx_trace *t, uint64_t rip, unsigned want,
         want = LCX_RANGE_BYTES;
     /* Code the run may never reach: fetched without setting accessed
      * bits (a page whose bits are still clear is not followed into). */
-    in->v->probe = 1;
-    got = lcr_fetch_at_rec(in->v, rip, xc->r[k - 1].buf, want,
-                           xc->r[k - 1].gfn, &xc->r[k - 1].ngfn,
-                           &xc->r[k - 1].rec);
-    in->v->probe = 0;
-    /* A fetch can fault; formation is not a run: nothing is reported. */
-    in->v->stop = LC_STOP_NONE;
-    in->v->fault_vector = 0;
-    in->v->fault_addr = 0;
+    got = lcr_fetch_look_rec(in->v, rip, xc->r[k - 1].buf, want,
+                             xc->r[k - 1].gfn, &xc->r[k - 1].ngfn,
+                             &xc->r[k - 1].rec);
     if (got == 0)
         return 0;
     xc->r[k - 1].avail = got;

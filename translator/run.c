@@ -130,7 +130,7 @@ lc_stop_reason lcx_run(lcx_cluster *cl, lcr_vcpu *v,
 
         v->irq_check = 0;
         v->route = NULL;
-        r = lcr_exec_inline(v, &x->d, x->inl);
+        r = lcr_exec_inline(v, &x->d, x->inl, x->ram_fn);
         if (r < 0)
             return v->stop;             /* the device refused */
         if (r == 0 && !run_full(x, v, &lz))
@@ -212,7 +212,8 @@ static inline __attribute__((always_inline)) lc_stop_reason run_loop(lcx_cluster
                 return v->stop;
         } else if (x->inl && !v->irq_check && !x->routed &&
                    (v->route = NULL,
-                    (inl = lcr_exec_inline(v, &x->d, x->inl)) != 0)) {
+                    (inl = lcr_exec_inline(v, &x->d, x->inl,
+                                           x->ram_fn)) != 0)) {
             /* An IN or OUT; a MOV to or from RAM, a CALL, RET, PUSH or
              * POP with its slot in RAM the page-walk cache answers for
              * (section 11) where no chain runs it (a loop head, an

@@ -1527,12 +1527,12 @@ START_TEST(inline_segment_summary_forgotten)
     kind = lcr_inline_kind(&st);
     lcr_translate(&v, 0x200000, 4, LCR_ACC_WRITE, &x);
     v.stop = LC_STOP_NONE;
-    ck_assert_int_eq(lcr_exec_inline_ram(&v, &st, kind), 1);
+    ck_assert_int_eq(lcr_inline_ram_fn(kind, v.mode)(&v, &st), 1);
     ck_assert_uint_eq(f.ram[0x200000], 0x40);
     ck_assert_int_eq(lcr_exec(&v, &ld), LCR_DONE);
     ck_assert_uint_eq(s.seg[LC_DS].type & 0x2, 0);
     s.gpr[LC_RAX] = 0x41;
-    ck_assert_int_eq(lcr_exec_inline_ram(&v, &st, kind), 0);
+    ck_assert_int_eq(lcr_inline_ram_fn(kind, v.mode)(&v, &st), 0);
     ck_assert_int_eq(lcr_exec(&v, &st), LCR_STOP);
     ck_assert_int_eq(v.stop, LC_STOP_FAULT);
     ck_assert_uint_eq(v.fault_vector, LC_VEC_GP);
@@ -1588,9 +1588,9 @@ START_TEST(push_pop_sreg)
 END_TEST
 
 /* The run loop's inline forms (lcr_exec_inline: MOV to and from RAM, near
- * CALL and RET, PUSH and POP, IN and OUT; lcr_exec_inline_ram, the same
- * but IN and OUT without the budget and TF checks, for the translator's
- * chains) must do exactly what the dispatcher does (lcr_exec, which
+ * CALL and RET, PUSH and POP, IN and OUT; the function lcr_inline_ram_fn()
+ * gives for one of them but IN and OUT, called directly without the
+ * budget and TF checks, as the translator's chains call it) must do exactly what the dispatcher does (lcr_exec, which
  * tests/diff proves against Unicorn), or nothing at all. Each case runs from random states on two identical machines: one
  * through the inline form, one through lcr_exec. Both contexts first
  * translate the data and stack pages, as an earlier access of the run
@@ -1797,9 +1797,10 @@ START_TEST(inline_forms_match_dispatcher)
          * leaves the budget and TF to its caller */
         if ((k & 1) && kind != LCR_INL_IN && kind != LCR_INL_OUT &&
             !(a.rflags & LC_RFLAGS_TF))
-            r = lcr_exec_inline_ram(&va, &d, kind);
+            r = lcr_inline_ram_fn(kind, va.mode)(&va, &d);
         else
-            r = lcr_exec_inline(&va, &d, kind);
+            r = lcr_exec_inline(&va, &d, kind,
+                                lcr_inline_ram_fn(kind, va.mode));
         if (r == 0) {
             ck_assert_msg(!memcmp(&a, &a0, sizeof a) && fa.nlog == 0 &&
                           va.insns == 0 &&
