@@ -1871,9 +1871,12 @@ size_t lcr_fetch_at(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
          * their A bits set: a check passes only while the bits stay set,
          * so once the guest clears one the next hit fetches again and
          * sets it, as the CPU fetching the code does. (A page that could
-         * not be fetched keeps the values read: nothing was set.) */
-        if (v->rec && v->rec->valid && v->rec->nent == n0 + w.npt)
-            memcpy(&v->rec->eval[n0], w.eval, w.npt * sizeof w.eval[0]);
+         * not be fetched keeps the values read: nothing was set; a walk
+         * that set nothing left them as read.) */
+        if (w.nref && v->rec && v->rec->valid &&
+            v->rec->nent == n0 + w.npt)
+            for (unsigned i = 0; i < w.npt; i++)
+                v->rec->eval[n0 + i] = w.eval[i];
         lcr_ram_read(buf + got, f.hva, chunk);
         if (v->rec && *ngfn < 2) {
             v->rec->code[*ngfn] = f.hva;
