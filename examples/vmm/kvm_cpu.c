@@ -228,6 +228,19 @@ static void dump_regs(kvm_vcpu_ctx *c)
                 (unsigned long long)r.rflags);
 }
 
+/* Where the exiting instruction is, for the trace: CS base + RIP as KVM
+ * left them (at the instruction, or past it: OUT and MMIO writes here,
+ * docs/kvm.md), from the synchronized registers; VMM_PC_UNKNOWN when KVM
+ * did not synchronize them (no KVM_CAP_SYNC_REGS). */
+static uint64_t exit_pc(const struct kvm_run *run)
+{
+    const unsigned both = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+
+    if ((run->kvm_valid_regs & both) != both)
+        return VMM_PC_UNKNOWN;
+    return run->s.regs.sregs.cs.base + run->s.regs.regs.rip;
+}
+
 static void cpu_loop(kvm_vcpu_ctx *c)
 {
     vmm *vm = c->core.vm;
@@ -266,12 +279,13 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             /* described before the adapter sees it (it may complete the
              * exit and change kvm_run): for vmm_exit_end */
             lc_kvm_exit_from_run(run, NULL, &ex);
+            uint64_t pc = exit_pc(run);
             if (c->kv) {
                 c->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
                 handled = lc_kvm_handle_exit(c->kv, &res) == LC_OK &&
                           res.disposition == LC_HANDLED;
             }
-            vmm_exit_end(vm, &ex, -1, handled ? &res : NULL);
+            vmm_exit_end(vm, &ex, -1, pc, handled ? &res : NULL);
             if (handled)
                 continue;
         }
@@ -586,6 +600,13 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
                 lc_kvm_vcpu_attach(c->core.lc, c->fd, c->run, &k->caps,
                                    &c->kv) != LC_OK)
                 FAIL("libcluster: cannot attach to vcpu%u", i);
+        } else if (vm->trace) {
+            /* the trace's pc column without libcluster (--no-cluster),
+             * where KVM can synchronize the registers (exit_pc()) */
+            const unsigned want = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+            int r = ioctl(k->kvm, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+            if (r > 0 && ((unsigned)r & want) == want)
+                c->run->kvm_valid_regs |= want;
         }
     }
     zones_set(k, vm);

@@ -161,17 +161,20 @@ void vmm_print_stats(vmm *vm, const char *backend)
         fclose(f);
 }
 
-void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap,
+void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
                     const lc_result *res)
 {
     uint64_t addr;
     unsigned size, write;
+    char pcs[24] = "";
 
     if (!vm->trace)
         return;
     if (vm->trace_seq++ == 0)
         fprintf(vm->trace, "seq,gap,kind,addr,size,write,handled,"
-                "cluster_insns,exits_saved\n");
+                "cluster_insns,exits_saved,pc,stop\n");
+    if (pc != VMM_PC_UNKNOWN)
+        snprintf(pcs, sizeof pcs, "%#llx", (unsigned long long)pc);
     if (ex->kind == LC_EXIT_IO) {
         addr = ex->u.io.port;
         size = ex->u.io.size;
@@ -181,9 +184,10 @@ void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap,
         size = ex->u.mmio.len;
         write = ex->u.mmio.is_write;
     }
-    fprintf(vm->trace, "%llu,%lld,%s,%#llx,%u,%u,%d,%u,%u\n",
+    fprintf(vm->trace, "%llu,%lld,%s,%#llx,%u,%u,%d,%u,%u,%s,%s\n",
             (unsigned long long)vm->trace_seq - 1, (long long)gap,
             lc_exit_kind_name(ex->kind), (unsigned long long)addr, size,
             write, res && res->disposition == LC_HANDLED,
-            res ? res->insns : 0, res ? res->exits_saved : 0);
+            res ? res->insns : 0, res ? res->exits_saved : 0, pcs,
+            res ? lc_stop_reason_name(res->stop) : "");
 }

@@ -489,10 +489,15 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         lc_result res;
         u->last_exit_insns = u->insns;
         vmm_exit_begin(vm, u->ex.kind);
-        if (u->core.lc && !atomic_load(&vm->stop)) {
-            lc_cpu_state st;
+        bool offer = u->core.lc && !atomic_load(&vm->stop);
+        uint64_t pc = VMM_PC_UNKNOWN;
+        lc_cpu_state st;
+        if (offer || vm->trace) {
             if (read_state(u, &st))
                 UCK(UC_ERR_EXCEPTION, "reading the vCPU state");
+            pc = st.seg[LC_CS].base + st.rip;   /* past the instruction */
+        }
+        if (offer) {
             u->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
             lc_status s = lc_vcpu_handle_exit(u->core.lc, &st, &u->ex, &res);
             if (s == LC_OK && res.disposition == LC_HANDLED) {
@@ -505,7 +510,7 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
                     UCK(UC_ERR_EXCEPTION, "writing the vCPU state");
             }
         }
-        vmm_exit_end(vm, &u->ex, gap, done);
+        vmm_exit_end(vm, &u->ex, gap, pc, done);
     }
     rc = 0;
 out:

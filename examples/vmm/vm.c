@@ -199,12 +199,12 @@ void vmm_exit_done(vmm *vm)
 /* And last, for a port or MMIO exit offered to libcluster: count what the
  * engine handled and write the trace line (`res`: the engine's result if
  * it handled the exit, else NULL). */
-void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap,
+void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
                   const lc_result *res)
 {
     if (res)
         VMM_STAT_INC(vm->stats.exits_handled_by_engine);
-    vmm_trace_exit(vm, ex, gap, res);
+    vmm_trace_exit(vm, ex, gap, pc, res);
 }
 
 /* ---- libcluster's callbacks ---------------------------------------------- */

@@ -221,8 +221,9 @@ bool vmm_map_sync(vmm *vm);
  * hooks, vm.c). */
 void vmm_exit_done(vmm *vm);
 /* Called last at a port or MMIO exit offered to libcluster: counts what
- * the engine handled (`res`, or NULL if it declined) and traces it. */
-void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap,
+ * the engine handled (`res`, or NULL if it declined) and traces it, with
+ * `pc` (vmm_trace_exit()). */
+void vmm_exit_end(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
                   const lc_result *res);
 
 /* The I/O thread: backend receive and send-combining ticks. */
@@ -281,10 +282,14 @@ void vmm_stats_live_kvm(vmm *vm, vmm_kvm_read_fn *read);
 void vmm_stats_live_stop(vmm *vm);
 
 /* The exit trace (--trace-file): one CSV line per exit taken, for the
- * benchmarks' trace-driven models. `gap` is the number of guest
- * instructions since the previous exit (Unicorn; -1 when unknown, KVM),
- * `res` what the engine did with it (NULL: not offered). */
-void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap,
+ * benchmarks' trace-driven models and for finding where a guest's exits
+ * come from. `gap` is the number of guest instructions since the previous
+ * exit (Unicorn; -1 when unknown, KVM), `pc` the linear address CS base +
+ * RIP as the exit left it (at the exiting instruction or past it, as the
+ * back end reports: docs/vmm.md; VMM_PC_UNKNOWN: not known), `res` what
+ * the engine did with it (NULL: not offered or declined). */
+#define VMM_PC_UNKNOWN (~0ull)
+void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
                     const lc_result *res);
 
 #endif /* VMM_VMM_H */
