@@ -155,7 +155,7 @@ static void finish(lcx_cluster *out, unsigned last)
 lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
 {
     const lc_config *cfg = in->cfg;
-    unsigned window = cfg->max_cluster_insns, n, last;
+    unsigned window = lcx_window(cfg), n, last;
     int first_exiting = !in->first_done;
     int statics = (cfg->techniques & LC_TECH_STATIC) != 0;
     size_t seen;
@@ -166,8 +166,6 @@ lc_status lcx_form(const lcx_form_in *in, lcx_cluster *out)
     out->mode = in->mode;
     out->cflow = cfg->cflow;
     out->first_done = (uint8_t)in->first_done;
-    if (window > LCX_MAX_INSNS)
-        window = LCX_MAX_INSNS;
     /* Without static clusters only the exiting instruction and a pair's
      * second store can run: decode no further (and an empty translation
      * then covers only those bytes). */

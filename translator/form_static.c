@@ -35,9 +35,18 @@
  * section 9) and proposes, in section 11, a cost/benefit model
  * calibrated at power-on. When the VMM measured what an exit costs here
  * (lc_config.exit_cost_ns), the budget keeps the paper's ratio of filler
- * cost to exit cost: max_mem_gap_fillers walks per 0.9 us of exit (on
- * KVM with a 9 us exit, the 16-instruction window binds first). A
+ * cost to exit cost: max_mem_gap_fillers walks per 0.9 us of exit. A
  * smaller exit cost never lowers it below the configured cap.
+ *
+ * The window scales the same way (lcx_window()): max_cluster_insns
+ * instructions per 0.9 us of exit, never fewer than configured, at most
+ * LCX_MAX_INSNS. The window bounds what a run may execute between two
+ * exits, gap fillers included, as the cap bounds the walks: keeping its
+ * ratio to the exit cost keeps the worst case a cluster adds per exit it
+ * saves where the paper had it. On KVM here (an exit of 7-9 us) it is
+ * 32: SeaBIOS's POST takes 452 exits instead of 565 (docs/engine.md,
+ * "The decode-ahead window and the exit cost"): its PCI configuration
+ * scan reads a device's vendor ID every 17 to 32 instructions.
  */
 #include <string.h>
 
@@ -63,6 +72,15 @@ static uint64_t gap_budget(const lc_config *cfg)
         cfg->exit_cost_ns > LCX_PAPER_EXIT_NS)
         units = units * cfg->exit_cost_ns / LCX_PAPER_EXIT_NS;
     return units;
+}
+
+unsigned lcx_window(const lc_config *cfg)
+{
+    uint64_t w = cfg->max_cluster_insns;
+
+    if (w < LCX_MAX_INSNS && cfg->exit_cost_ns > LCX_PAPER_EXIT_NS)
+        w = w * cfg->exit_cost_ns / LCX_PAPER_EXIT_NS;
+    return w < LCX_MAX_INSNS ? (unsigned)w : LCX_MAX_INSNS;
 }
 
 /* Will the access of instruction i probably hit a page an earlier

@@ -185,6 +185,13 @@ typedef struct lcx_form_in {
     lcx_code        *extra;
 } lcx_form_in;
 
+/* The decode-ahead window in instructions (section 4's 16, the
+ * configured max_cluster_insns) as the cost model scales it
+ * (form_static.c): longer where an exit costs more than the paper's, at
+ * most LCX_MAX_INSNS. Formation decodes this far, and the engine fetches
+ * and chains by it (libcluster/handle_exit.c). */
+unsigned lcx_window(const lc_config *cfg);
+
 /* Form the cluster starting at in->rip into *out. Returns LC_OK with
  * out->ninsn >= 1 (the exiting instruction alone at least, unless
  * first_done), or a decode error for the first instruction. */

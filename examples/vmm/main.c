@@ -39,9 +39,10 @@ static void usage(FILE *f)
 "      --cluster LIST     techniques: single,pairs,static,dynamic,smc,calls | all\n"
 "                         (default all); -NAME removes one (all,-calls)\n"
 "      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
-"      --exit-cost NS|auto  what one exit costs, for libcluster's budget of memory\n"
-"                         gap fillers (default auto: measured at start on KVM,\n"
-"                         a few ms; 0: the paper's fixed cap of four)\n"
+"      --exit-cost NS|auto  what one exit costs, for libcluster's budgets (memory\n"
+"                         gap fillers, decode-ahead window; default auto:\n"
+"                         measured at start on KVM, a few ms; 0: the paper's\n"
+"                         fixed cap of four and window of 16)\n"
 "      --nic-opt LIST     NIC optimizations (Sugerman et al. 3.3): latch,combine,\n"
 "                         coalesce | all | none (default all); combine-always\n"
 "                         holds every transmit instead of adapting to the rate\n"
@@ -511,7 +512,7 @@ int main(int argc, char **argv)
         else if (o->cpu == VMM_CPU_KVM &&
                  !(cfg.exit_cost_ns = vmm_kvm_exit_cost_ns()))
             fprintf(stderr, "lcvmm: could not measure the exit cost: "
-                    "libcluster keeps the paper's memory-gap cap\n");
+                    "libcluster keeps the paper's memory-gap cap and window\n");
         if (!o->quiet && o->cpu == VMM_CPU_KVM)
             fprintf(stderr, "lcvmm: exit cost %u ns (%s)\n",
                     cfg.exit_cost_ns,

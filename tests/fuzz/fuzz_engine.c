@@ -34,6 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.tcache_max_bytes = 8192;
     c.track_index_bits = 2;            /* tiny table: constant churn */
     c.translate_threshold = 1 + (data[0] & 3);
+    /* an exit cost as lcvmm measures on KVM: the window and the gap cap
+     * scale to their largest (translator/form_static.c) */
+    if (data[0] & 4)
+        c.exit_cost_ns = 9000;
     c.cflow = (lc_cflow_method)(data[1] & 3);
     c.techniques = data[2] & LC_TECH_ALL;
     c.insn_budget = 256;

@@ -184,7 +184,10 @@ START_TEST(memory_gap_cap_scales_with_exit_cost)
     ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
     ck_assert_uint_eq(cl.ninsn, 7);
     ck_assert_uint_eq(cl.nexits, 2);
-    c.exit_cost_ns = 9000;                  /* KVM here: the window binds */
+    /* the window binds before the cap: a window of 6 at the paper's exit
+     * cost (scaled: window_scales_with_exit_cost) */
+    c.exit_cost_ns = 900;
+    c.max_mem_gap_fillers = 8;
     c.max_cluster_insns = 6;
     ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
     ck_assert_uint_eq(cl.ninsn, 1);
@@ -198,6 +201,52 @@ START_TEST(memory_gap_cap_scales_with_exit_cost)
     c.max_mem_gap_fillers = UINT32_MAX;
     ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
     ck_assert_uint_eq(cl.ninsn, 7);
+}
+END_TEST
+
+/* The window scales as the cap does (form_static.c, lcx_window()):
+ * max_cluster_insns instructions per 0.9 us of exit, never fewer than
+ * configured, at most LCX_MAX_INSNS. Two OUTs 20 instructions apart. */
+START_TEST(window_scales_with_exit_cost)
+{
+    lc_config c;
+    uint8_t code[64];
+    size_t n = 0;
+    lcx_form_in in = { .cfg = &c, .mode = LC_MODE_PROT32, .rip = 0x1000,
+                       .code = code };
+
+    code[n++] = 0xe6; code[n++] = 0x80;             /* out 0x80, al */
+    for (unsigned i = 0; i < 19; i++) {
+        code[n++] = 0x01; code[n++] = 0xc8;         /* add eax, ecx */
+    }
+    code[n++] = 0xe6; code[n++] = 0x80;
+    in.code_len = n;
+
+    lc_config_init(&c);
+    ck_assert_uint_eq(lcx_window(&c), 16);          /* the paper's */
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);
+    c.exit_cost_ns = 500;                           /* cheaper: still 16 */
+    ck_assert_uint_eq(lcx_window(&c), 16);
+    c.exit_cost_ns = 1125;                          /* 20 */
+    ck_assert_uint_eq(lcx_window(&c), 20);
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 1);                 /* the OUT is the 21st */
+    c.exit_cost_ns = 1200;                          /* 21 */
+    ck_assert_int_eq(lcx_form(&in, &cl), LC_OK);
+    ck_assert_uint_eq(cl.ninsn, 21);
+    ck_assert_uint_eq(cl.nexits, 2);
+    c.exit_cost_ns = 9000;                          /* KVM here: the cap */
+    ck_assert_uint_eq(lcx_window(&c), LCX_MAX_INSNS);
+    c.exit_cost_ns = UINT32_MAX;                    /* no overflow */
+    ck_assert_uint_eq(lcx_window(&c), LCX_MAX_INSNS);
+    c.max_cluster_insns = 1;                        /* configured 1: 10 */
+    c.exit_cost_ns = 9000;
+    ck_assert_uint_eq(lcx_window(&c), 10);
+    c.max_cluster_insns = 32;                       /* never past the cap */
+    ck_assert_uint_eq(lcx_window(&c), LCX_MAX_INSNS);
+    c.exit_cost_ns = 0;
+    ck_assert_uint_eq(lcx_window(&c), 32);
 }
 END_TEST
 
@@ -824,6 +873,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, memory_gap_cap);
     tcase_add_test(t, memory_gap_cap_cached);
     tcase_add_test(t, memory_gap_cap_scales_with_exit_cost);
+    tcase_add_test(t, window_scales_with_exit_cost);
     tcase_add_test(t, control_flow_methods);
     tcase_add_test(t, branch_over_return);
     tcase_add_test(t, run_branch_over_return);
