@@ -170,6 +170,10 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
      * deferred */
     nopt.pairs_in_vmm = vm->opt.cluster &&
                         (vm->opt.techniques & (LC_TECH_PAIRS | LC_TECH_STATIC));
+    /* every exit ends in nic_dev_exit_done(), which reports it: the
+     * policy combines only kicks that cost exits (clusters may run a
+     * transmit loop's kicks in one) */
+    nopt.combine_counts_switches = true;
     g->nic = nic_create(vm->opt.nic, mac, &vm->dma, &g->irq, g->net, &nopt);
     if (!g->nic) {
         snprintf(err, errlen, "cannot create the %s model",
@@ -229,6 +233,7 @@ static bool nic_dev_exit_done(vmm_device *dev)
 
     if (!g->vm->opt.nic_opt.combine_adaptive)
         return false;
+    nic_world_switch(g->nic);
     kicks = nic_kick_count(g->nic);
     now = kicks == g->exit_kicks && nic_tx_pending(g->nic);
     g->exit_kicks = kicks;
@@ -303,6 +308,7 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "nic", "tx_batched", s->tx_batched);
     put(ctx, "nic", "combine_tries", s->combine_tries);
     put(ctx, "nic", "combine_failures", s->combine_failures);
+    put(ctx, "nic", "combine_cheap", s->combine_cheap);
     put(ctx, "nic", "irq_raised", s->irq_raised);
     put(ctx, "nic", "irq_line_calls", s->irq_line_calls);
     put(ctx, "nic", "irq_suppressed", s->irq_suppressed);

@@ -963,7 +963,7 @@ END_TEST
 START_TEST(dma_failure_buffer_and_ring)
 {
     fake f;
-    uint8_t frame[64];
+    uint8_t frame[64] = { 0 };
 
     setup(&f);
     tx_put(&f, 0, frame, 64, PCNET_DESC_OWN | PCNET_DESC_STP | PCNET_DESC_ENP);

@@ -229,6 +229,87 @@ START_TEST(clock_edges)
 }
 END_TEST
 
+/* Question 3 (count_switches): a streaming guest whose kicks cost one
+ * world switch in six (a VMM running its transmit loop in one exit, as
+ * libcluster's clusters do) is never combined: a full batch of 3 would
+ * cost more switches than it already takes. */
+START_TEST(cheap_kicks_are_not_combined)
+{
+    sc_config c = cfg();
+    sc_state s;
+    uint64_t t = 0;
+
+    c.count_switches = true;
+    sc_init(&s, 0);
+    for (unsigned i = 0; i < 60000; i++, t += 50) {     /* 20 a period */
+        if (i % 6 == 0)
+            sc_switches(&s, &c, 1, t);
+        ck_assert_int_eq(sc_request(&s, &c, 0, t), SC_SEND);
+    }
+    ck_assert_uint_eq(s.tries, 0);
+    ck_assert_uint_gt(s.cheap, 50000);
+    /* the same guest where each kick is a switch is combined */
+    sc_init(&s, 0);
+    t = 0;
+    for (unsigned i = 0; i < 100; i++, t += 50) {
+        sc_switches(&s, &c, 1, t);
+        (void)sc_request(&s, &c, 0, t);
+    }
+    ck_assert_uint_eq(s.tries, 1);
+    ck_assert(s.active);
+    ck_assert_uint_eq(s.cheap, 0);
+}
+END_TEST
+
+/* The switches are counted only while combining is off, so combining is
+ * set aside now and then to count them again: first SC_RECHECK_FIRST
+ * periods after it went on, then at gaps four times as long while the
+ * kicks still cost switches (up to SC_RECHECK), going on from the
+ * batches it had: no new try, no failure. A guest whose kicks stop costing switches (the
+ * VMM learned to run them in clusters) is left uncombined at the next
+ * recheck. */
+START_TEST(rechecks_find_kicks_got_cheap)
+{
+    sc_config c = cfg();
+    sc_state s;
+    uint64_t t = 0, on_at = 0;
+    unsigned held = 0, gaps = 0;
+
+    c.count_switches = true;
+    sc_init(&s, 0);
+    /* kicks that exit: combined, rechecked at 8, 16, 32, ... periods */
+    for (unsigned i = 0; i < 20 * 2000; i++, t += 50) {
+        sc_action a;
+
+        if (!s.active)
+            sc_switches(&s, &c, 1, t);  /* each uncombined kick exits */
+        a = sc_request(&s, &c, held, t);
+        held = a == SC_HOLD ? held + 1 : 0;
+        if (s.active && s.active_since != on_at) {
+            if (on_at)
+                gaps++;
+            on_at = s.active_since;
+        }
+    }
+    ck_assert_uint_ge(s.rechecks, 8);
+    ck_assert_uint_eq(s.rechecks, gaps + (s.active ? 0 : 1));
+    ck_assert_uint_eq(s.recheck_gap, SC_RECHECK);
+    ck_assert_uint_eq(s.failures, 0);
+    ck_assert_uint_eq(s.cheap, 0);
+    /* 16, 64, 256, then every 256 periods: 9 in 2000 periods */
+    ck_assert_uint_le(s.rechecks, 3 + 2000 / SC_RECHECK);
+    ck_assert_uint_eq(s.tries, 1);
+    /* now the kicks cost one switch in six: off at the next recheck */
+    for (unsigned i = 0; i < 20 * 1000; i++, t += 50) {
+        if (!s.active && i % 6 == 0)
+            sc_switches(&s, &c, 1, t);
+        held = sc_request(&s, &c, held, t) == SC_HOLD ? held + 1 : 0;
+    }
+    ck_assert(!s.active);
+    ck_assert_uint_gt(s.cheap, 1000);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("send_combine");
@@ -241,6 +322,8 @@ static Suite *suite(void)
     tcase_add_test(t, partial_batches);
     tcase_add_test(t, never_more_than_max_held);
     tcase_add_test(t, clock_edges);
+    tcase_add_test(t, cheap_kicks_are_not_combined);
+    tcase_add_test(t, rechecks_find_kicks_got_cheap);
     suite_add_tcase(s, t);
     return s;
 }

@@ -76,6 +76,7 @@ nic *nic_create(nic_model model, const uint8_t mac[6], const vm_dma *dma,
         n->opt.combine_max = NIC_COMBINE_DEFAULT;
     sc_config_default(&n->sc_cfg, n->opt.combine_period);
     n->sc_cfg.max_held = n->opt.combine_max;
+    n->sc_cfg.count_switches = n->opt.combine_counts_switches;
     sc_init(&n->sc, nic_now(n));
     ops->reset(n);
     return n;
@@ -334,6 +335,11 @@ uint64_t nic_kick_count(const nic *n)
     return __atomic_load_n(&n->kicks, __ATOMIC_RELAXED);
 }
 
+void nic_world_switch(nic *n)
+{
+    __atomic_fetch_add(&n->switches, 1, __ATOMIC_RELAXED);
+}
+
 bool nic_kicks_deferred(const nic *n)
 {
     return nic_combining(n) && n->ops->defers_kicks;
@@ -351,11 +357,18 @@ void nic_tx_kick(nic *n)
     }
     if (n->opt.combine_adaptive) {
         uint64_t tries = n->sc.tries, fails = n->sc.failures;
-        sc_action a = sc_request(&n->sc, &n->sc_cfg, n->tx_queued,
-                                 nic_now(n));
+        uint64_t cheap = n->sc.cheap, now = nic_now(n);
+        bool was = n->sc.active;
+        uint64_t sw = __atomic_load_n(&n->switches, __ATOMIC_RELAXED);
+        sc_action a;
+
+        sc_switches(&n->sc, &n->sc_cfg, sw - n->switches_fed, now);
+        n->switches_fed = sw;
+        a = sc_request(&n->sc, &n->sc_cfg, n->tx_queued, now);
         n->stats.combine_tries += n->sc.tries - tries;
         n->stats.combine_failures += n->sc.failures - fails;
-        if (n->sc.tries != tries || n->sc.failures != fails)
+        n->stats.combine_cheap += n->sc.cheap - cheap;
+        if (n->sc.active != was)
             combine_switched(n);
         __atomic_store_n(&n->tx_queued, n->tx_queued + 1, __ATOMIC_RELAXED);
         if (a == SC_HOLD) {
@@ -408,9 +421,10 @@ void nic_flush(nic *n)
     n->busy = true;
     if (n->opt.combine_adaptive) {
         uint64_t fails = n->sc.failures;
+        bool was = n->sc.active;
         sc_sent(&n->sc, &n->sc_cfg, n->tx_queued, nic_now(n));
         n->stats.combine_failures += n->sc.failures - fails;
-        if (n->sc.failures != fails)
+        if (n->sc.active != was)
             combine_switched(n);
         if (n->tx_queued == 1) {        /* held, but combined with nothing */
             n->stats.tx_batches++;

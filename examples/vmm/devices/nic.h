@@ -59,6 +59,9 @@ typedef struct nic_options {
     uint64_t (*clock)(void *opaque);
     void *clock_opaque;
     uint64_t combine_period;
+    /* The VMM reports its world switches (nic_world_switch()): the
+     * policy then combines only kicks that cost switches. */
+    bool combine_counts_switches;
     /* The VMM runs exit pairs itself (libcluster's pairs or static
      * clusters): an index register's write (PCnet RAP) is then cheaper
      * as the first half of a pair than deferred (nic_coalesced_ranges). */
@@ -75,6 +78,9 @@ typedef struct nic_stats {
     uint64_t tx_batched;        /* kicks those batches served */
     uint64_t combine_tries;     /* adaptive combining switched on */
     uint64_t combine_failures;  /* ... and off again: it did not pay */
+    uint64_t combine_cheap;     /* not tried: the kicks cost fewer world
+                                 * switches than a batch would (clusters
+                                 * ran them) */
     uint64_t irq_raised;        /* line driven high */
     uint64_t irq_line_calls;    /* calls to vm_irq.set */
     uint64_t irq_suppressed;    /* level unchanged, call elided */
@@ -142,6 +148,11 @@ bool nic_tx_pending(const nic *n);
  * came since it last did, so consecutive kicks, even each in its own
  * exit, fill one batch. */
 uint64_t nic_kick_count(const nic *n);
+
+/* An exit reached the VMM (a world switch), for the adaptive policy's
+ * question whether kicks cost switches (send_combine.h). Safe without the
+ * device lock: counted here, given to the policy at the next kick. */
+void nic_world_switch(nic *n);
 
 /* Does a received frame wait in the chip for receive descriptors? (Under
  * the device lock.) The VMM's I/O thread ticks while this or

@@ -18,11 +18,13 @@ void sc_config_default(sc_config *c, uint64_t period)
     c->max_held = 3;
     c->min_rate = 4;
     c->backoff_max = 1024;
+    c->count_switches = false;
 }
 
 void sc_init(sc_state *s, uint64_t now)
 {
-    *s = (sc_state){ .period_start = now, .backoff = 1 };
+    *s = (sc_state){ .period_start = now, .backoff = 1,
+                     .recheck_gap = SC_RECHECK_FIRST };
 }
 
 /* Fold the periods that ended before `now` into the decaying rate. */
@@ -37,12 +39,18 @@ static void advance(sc_state *s, const sc_config *c, uint64_t now)
     if ((now - s->period_start) / period >= SC_FORGET) {
         s->rate = 0;
         s->requests = 0;
+        s->switch_rate = 0;
+        s->switches = 0;
         s->period_start = now;
         return;
     }
     while (now - s->period_start >= period) {
         s->rate = (s->rate + s->requests * SC_ONE) / 2;
         s->requests = 0;
+        /* held while combining: the deferred requests make no switch */
+        if (!s->active)
+            s->switch_rate = (s->switch_rate + s->switches * SC_ONE) / 2;
+        s->switches = 0;
         s->period_start += period;
     }
 }
@@ -71,10 +79,13 @@ sc_action sc_request(sc_state *s, const sc_config *c, unsigned held,
                      uint64_t now)
 {
     unsigned max = c->max_held ? c->max_held : 1;
+    uint64_t period = c->period ? c->period : 1;
 
     advance(s, c, now);
     if (s->requests < UINT32_MAX / SC_ONE)
         s->requests++;
+    if (s->rechecking && s->m_requests < UINT32_MAX)
+        s->m_requests++;
     if (held + 1 >= max) {              /* a full batch goes now */
         if (held)
             batch_done(s, c, held + 1, now);
@@ -82,16 +93,60 @@ sc_action sc_request(sc_state *s, const sc_config *c, unsigned held,
     }
     if (held)                           /* a batch is open: keep filling */
         return SC_HOLD;
+    if (s->active && c->count_switches &&
+        now - s->active_since >= (uint64_t)s->recheck_gap * period) {
+        /* count the switches again, combining off for a while */
+        s->active = false;
+        s->rechecking = true;
+        s->m_switches = 0;
+        s->m_requests = 1;              /* this one, sent at once */
+        s->retry_at = now + (uint64_t)SC_MEASURE * period;
+        s->rechecks++;
+        return SC_SEND;
+    }
     if (s->rate < c->min_rate * SC_ONE)
         return SC_SEND;                 /* too few transmits to bother */
     if (!s->active) {
         if (now < s->retry_at)
             return SC_SEND;             /* backing off after a failed try */
+        /* fewer switches than a full batch would cost: during a recheck
+         * by its own counts, else by the decayed rates */
+        if (c->count_switches &&
+            (s->rechecking
+                 ? (uint64_t)s->m_switches * max < s->m_requests
+                 : (uint64_t)s->switch_rate * max < s->rate)) {
+            s->cheap++;
+            s->rechecking = false;
+            return SC_SEND;
+        }
+        /* after a recheck that found it still needed, recheck later and
+         * go on from the batches it had (not a new try) */
         s->active = true;
+        s->active_since = now;
+        if (s->rechecking) {
+            s->rechecking = false;
+            s->recheck_gap = s->recheck_gap * 4 < SC_RECHECK
+                             ? s->recheck_gap * 4 : SC_RECHECK;
+            return SC_HOLD;
+        }
+        s->recheck_gap = SC_RECHECK_FIRST;
         s->per_batch = SC_START;
         s->tries++;
     }
     return SC_HOLD;
+}
+
+void sc_switches(sc_state *s, const sc_config *c, uint64_t n, uint64_t now)
+{
+    const uint64_t cap = UINT32_MAX / SC_ONE;
+
+    advance(s, c, now);
+    if (s->active)
+        return;
+    s->switches = (uint32_t)(s->switches + n < cap ? s->switches + n : cap);
+    if (s->rechecking)
+        s->m_switches = (uint32_t)(s->m_switches + n < UINT32_MAX
+                                   ? s->m_switches + n : UINT32_MAX);
 }
 
 void sc_sent(sc_state *s, const sc_config *c, unsigned held, uint64_t now)
