@@ -236,9 +236,14 @@ static uint64_t exit_pc(const struct kvm_run *run)
 {
     const unsigned both = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 
+    const struct kvm_sregs *sr = &run->s.regs.sregs;
+    uint64_t pc;
+
     if ((run->kvm_valid_regs & both) != both)
         return VMM_PC_UNKNOWN;
-    return run->s.regs.sregs.cs.base + run->s.regs.regs.rip;
+    pc = sr->cs.base + run->s.regs.regs.rip;
+    /* outside 64-bit code linear addresses wrap at 4 GiB */
+    return (sr->efer & (1u << 10)) && sr->cs.l ? pc : (uint32_t)pc;
 }
 
 static void cpu_loop(kvm_vcpu_ctx *c)

@@ -128,6 +128,14 @@ static void identity(uint8_t id[64], const nic_pci_id *n)
 /* Send combining's clock (nic_options.clock): wall-clock nanoseconds on
  * KVM; on Unicorn the guest instructions retired, so that its decisions,
  * like its ticks, depend only on the guest (docs/vmm.md). */
+/* Every vCPU's exits so far (vmm_exit_begin() counts them). */
+static uint64_t nic_switches(void *opaque)
+{
+    vmm *vm = opaque;
+
+    return __atomic_load_n(&vm->stats.exits, __ATOMIC_RELAXED);
+}
+
 static uint64_t nic_clock(void *opaque)
 {
     vmm *vm = opaque;
@@ -170,10 +178,9 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
      * deferred */
     nopt.pairs_in_vmm = vm->opt.cluster &&
                         (vm->opt.techniques & (LC_TECH_PAIRS | LC_TECH_STATIC));
-    /* every exit ends in nic_dev_exit_done(), which reports it: the
-     * policy combines only kicks that cost exits (clusters may run a
-     * transmit loop's kicks in one) */
-    nopt.combine_counts_switches = true;
+    /* the policy combines only kicks that cost exits (clusters may run
+     * a transmit loop's kicks in one) */
+    nopt.switches = nic_switches;
     g->nic = nic_create(vm->opt.nic, mac, &vm->dma, &g->irq, g->net, &nopt);
     if (!g->nic) {
         snprintf(err, errlen, "cannot create the %s model",
@@ -233,7 +240,6 @@ static bool nic_dev_exit_done(vmm_device *dev)
 
     if (!g->vm->opt.nic_opt.combine_adaptive)
         return false;
-    nic_world_switch(g->nic);
     kicks = nic_kick_count(g->nic);
     now = kicks == g->exit_kicks && nic_tx_pending(g->nic);
     g->exit_kicks = kicks;
@@ -309,6 +315,7 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "nic", "combine_tries", s->combine_tries);
     put(ctx, "nic", "combine_failures", s->combine_failures);
     put(ctx, "nic", "combine_cheap", s->combine_cheap);
+    put(ctx, "nic", "combine_rechecks", s->combine_rechecks);
     put(ctx, "nic", "irq_raised", s->irq_raised);
     put(ctx, "nic", "irq_line_calls", s->irq_line_calls);
     put(ctx, "nic", "irq_suppressed", s->irq_suppressed);

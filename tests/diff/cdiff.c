@@ -72,6 +72,7 @@
 #include <time.h>
 
 #include "../../runtime/rt.h"
+#include "../../translator/translator.h"
 #include "diff.h"
 #include "progress.h"
 
@@ -129,7 +130,7 @@ static void pick_config(const dcase *c, ccfg *k)
 static void fmt_config(char *b, size_t n, const lc_config *f)
 {
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
-    snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u gapcap %u "
+    snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
@@ -137,7 +138,8 @@ static void fmt_config(char *b, size_t n, const lc_config *f)
              f->techniques & LC_TECH_STATIC ? " static" : "",
              f->techniques & LC_TECH_DYNAMIC ? " dynamic" : "",
              f->techniques & LC_TECH_SMC ? " smc" : "",
-             f->max_cluster_insns, f->max_mem_gap_fillers, f->exit_cost_ns,
+             f->max_cluster_insns, lcx_window(f), f->max_mem_gap_fillers,
+             f->exit_cost_ns,
              f->weak_backedge_cap, f->insn_budget, f->translate_threshold);
 }
 
@@ -661,7 +663,9 @@ static int opens_shadow(const dcase *c, int k)
 static unsigned static_extent(const dcase *c, const lc_config *f)
 {
     unsigned last = 0, gap = 0;
-    unsigned window = f->max_cluster_insns;
+    /* the window the engine decodes, scaled by the exit cost (the gap
+     * cap below stays the configured one: a lower bound) */
+    unsigned window = lcx_window(f);
 
     if (!(f->techniques & LC_TECH_STATIC) || !(f->techniques & LC_TECH_SINGLE))
         return 1;

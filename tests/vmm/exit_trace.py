@@ -15,9 +15,10 @@ unusable):
     exits_mmio), and with clustering on the exits the engine saved add up
     to its own counter (libcluster exits_saved);
   - with clustering off, every OUT instruction the guest exits at on KVM
-    (both back ends report RIP past an OUT) is one it exits at on Unicorn
-    (KVM takes fewer: coalesced writes do not reach user space): the pc
-    column names the guest's code, not a back end's bookkeeping.
+    is one it exits at on Unicorn (KVM takes fewer: coalesced writes do
+    not reach user space; RIP past the OUT on both here, at it on
+    upstream KVM): the pc column names the guest's code, not a back
+    end's bookkeeping.
 TAP output.
 """
 import csv
@@ -115,10 +116,13 @@ def main():
         k = out_sites(seen[('kvm', False)])
         u = out_sites(seen[('unicorn', False)])
         # KVM takes fewer: writes into a coalesced zone (the NIC's
-        # doorbells) go to the ring, not to user space
-        if not k or not k <= u:
+        # doorbells) go to the ring, not to user space. This KVM leaves
+        # RIP past an OUT, as Unicorn does; upstream KVM leaves it at the
+        # OUT (docs/kvm.md): an OUT is 1 to 3 bytes (EE, E6 ib, 66 EF).
+        odd = {p for p in k if not any(p + d in u for d in (0, 1, 2, 3))}
+        if not k or odd:
             return (f'KVM exits at OUTs Unicorn does not: '
-                    f'{sorted(map(hex, k - u)) or "none at all"}')
+                    f'{sorted(map(hex, odd)) or "none at all"}')
         return None
 
     return run_cases([

@@ -310,6 +310,52 @@ START_TEST(rechecks_find_kicks_got_cheap)
 }
 END_TEST
 
+/* The kicks a recheck sees before its first switch were deferred before
+ * it began (replayed from the coalesced ring at the next exit, before the
+ * VMM re-registers its zones): they cost no switch but say nothing, and
+ * must not make the kicks look cheap. */
+START_TEST(recheck_skips_replayed_kicks)
+{
+    sc_config c = cfg();
+    sc_state s;
+    uint64_t t = 0;
+    unsigned held = 0;
+
+    c.count_switches = true;
+    sc_init(&s, 0);
+    while (!s.active) {                 /* kicks that exit: combined */
+        sc_switches(&s, &c, 1, t);
+        (void)sc_request(&s, &c, 0, t);
+        t += 50;
+    }
+    /* combined until the first recheck (SC_RECHECK_FIRST periods) */
+    while (s.rechecks == 0) {
+        held = sc_request(&s, &c, held, t) == SC_HOLD ? held + 1 : 0;
+        t += 50;
+    }
+    ck_assert(!s.active);
+    /* a burst replayed from the ring: 30 kicks, no switch */
+    for (unsigned i = 0; i < 30; i++, t += 10)
+        ck_assert_int_eq(sc_request(&s, &c, 0, t), SC_SEND);
+    ck_assert_uint_eq(s.m_requests, 0);
+    {
+        /* a long idle gap forgets a recheck under way with the rates */
+        sc_state idle = s;
+        ck_assert(idle.rechecking);
+        ck_assert_int_eq(sc_request(&idle, &c, 0, t + 1000ull * P), SC_SEND);
+        ck_assert(!idle.rechecking && !idle.active);
+    }
+    /* then the exit that re-registers the zones, and kicks that exit */
+    for (unsigned i = 0; i < 200; i++, t += 50) {
+        sc_switches(&s, &c, 1, t);
+        held = sc_request(&s, &c, held, t) == SC_HOLD ? held + 1 : 0;
+    }
+    ck_assert(s.active);                /* still needed: combined again */
+    ck_assert_uint_eq(s.cheap, 0);
+    ck_assert_uint_eq(s.tries, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("send_combine");
@@ -324,6 +370,7 @@ static Suite *suite(void)
     tcase_add_test(t, clock_edges);
     tcase_add_test(t, cheap_kicks_are_not_combined);
     tcase_add_test(t, rechecks_find_kicks_got_cheap);
+    tcase_add_test(t, recheck_skips_replayed_kicks);
     suite_add_tcase(s, t);
     return s;
 }

@@ -76,7 +76,9 @@ nic *nic_create(nic_model model, const uint8_t mac[6], const vm_dma *dma,
         n->opt.combine_max = NIC_COMBINE_DEFAULT;
     sc_config_default(&n->sc_cfg, n->opt.combine_period);
     n->sc_cfg.max_held = n->opt.combine_max;
-    n->sc_cfg.count_switches = n->opt.combine_counts_switches;
+    n->sc_cfg.count_switches = n->opt.switches != NULL;
+    if (n->opt.switches)
+        n->switches_fed = n->opt.switches(n->opt.clock_opaque);
     sc_init(&n->sc, nic_now(n));
     ops->reset(n);
     return n;
@@ -335,11 +337,6 @@ uint64_t nic_kick_count(const nic *n)
     return __atomic_load_n(&n->kicks, __ATOMIC_RELAXED);
 }
 
-void nic_world_switch(nic *n)
-{
-    __atomic_fetch_add(&n->switches, 1, __ATOMIC_RELAXED);
-}
-
 bool nic_kicks_deferred(const nic *n)
 {
     return nic_combining(n) && n->ops->defers_kicks;
@@ -357,17 +354,22 @@ void nic_tx_kick(nic *n)
     }
     if (n->opt.combine_adaptive) {
         uint64_t tries = n->sc.tries, fails = n->sc.failures;
-        uint64_t cheap = n->sc.cheap, now = nic_now(n);
+        uint64_t cheap = n->sc.cheap, rechecks = n->sc.rechecks;
+        uint64_t now = nic_now(n);
         bool was = n->sc.active;
-        uint64_t sw = __atomic_load_n(&n->switches, __ATOMIC_RELAXED);
         sc_action a;
 
-        sc_switches(&n->sc, &n->sc_cfg, sw - n->switches_fed, now);
-        n->switches_fed = sw;
+        if (n->opt.switches) {
+            uint64_t sw = n->opt.switches(n->opt.clock_opaque);
+
+            sc_switches(&n->sc, &n->sc_cfg, sw - n->switches_fed, now);
+            n->switches_fed = sw;
+        }
         a = sc_request(&n->sc, &n->sc_cfg, n->tx_queued, now);
         n->stats.combine_tries += n->sc.tries - tries;
         n->stats.combine_failures += n->sc.failures - fails;
         n->stats.combine_cheap += n->sc.cheap - cheap;
+        n->stats.combine_rechecks += n->sc.rechecks - rechecks;
         if (n->sc.active != was)
             combine_switched(n);
         __atomic_store_n(&n->tx_queued, n->tx_queued + 1, __ATOMIC_RELAXED);

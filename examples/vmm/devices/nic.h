@@ -59,9 +59,11 @@ typedef struct nic_options {
     uint64_t (*clock)(void *opaque);
     void *clock_opaque;
     uint64_t combine_period;
-    /* The VMM reports its world switches (nic_world_switch()): the
-     * policy then combines only kicks that cost switches. */
-    bool combine_counts_switches;
+    /* The world switches so far (every vCPU's exits), read at each kick
+     * with clock_opaque: the adaptive policy then combines only kicks
+     * that cost switches (send_combine.h, question 3). NULL: not
+     * counted, every kick taken to cost one. */
+    uint64_t (*switches)(void *opaque);
     /* The VMM runs exit pairs itself (libcluster's pairs or static
      * clusters): an index register's write (PCnet RAP) is then cheaper
      * as the first half of a pair than deferred (nic_coalesced_ranges). */
@@ -76,8 +78,9 @@ typedef struct nic_stats {
     uint64_t tx_combined;       /* transmits that waited for a batch */
     uint64_t tx_batches;        /* batches sent by send combining */
     uint64_t tx_batched;        /* kicks those batches served */
-    uint64_t combine_tries;     /* adaptive combining switched on */
-    uint64_t combine_failures;  /* ... and off again: it did not pay */
+    uint64_t combine_tries;     /* adaptive combining tried */
+    uint64_t combine_failures;  /* ... and given up: it did not pay */
+    uint64_t combine_rechecks;  /* set aside a while to count switches */
     uint64_t combine_cheap;     /* not tried: the kicks cost fewer world
                                  * switches than a batch would (clusters
                                  * ran them) */
@@ -148,11 +151,6 @@ bool nic_tx_pending(const nic *n);
  * came since it last did, so consecutive kicks, even each in its own
  * exit, fill one batch. */
 uint64_t nic_kick_count(const nic *n);
-
-/* An exit reached the VMM (a world switch), for the adaptive policy's
- * question whether kicks cost switches (send_combine.h). Safe without the
- * device lock: counted here, given to the policy at the next kick. */
-void nic_world_switch(nic *n);
 
 /* Does a received frame wait in the chip for receive descriptors? (Under
  * the device lock.) The VMM's I/O thread ticks while this or

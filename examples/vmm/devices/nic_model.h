@@ -74,8 +74,7 @@ struct nic {
     sc_state sc;
     unsigned coalesced_gen;     /* nic_coalesced_gen() */
     uint64_t kicks;             /* nic_kick_count() */
-    uint64_t switches;          /* nic_world_switch(), lock-free */
-    uint64_t switches_fed;      /* the part given to the policy */
+    uint64_t switches_fed;      /* opt.switches() given to the policy */
     /* One received frame taken from the backend and not yet placed in
      * guest memory ("in the chip's FIFO"): rx_len bytes, padded to
      * NIC_FRAME_PAD, followed by its 4-byte FCS once nic_rx_fcs() has

@@ -37,20 +37,22 @@ static void advance(sc_state *s, const sc_config *c, uint64_t now)
         return;
     }
     if ((now - s->period_start) / period >= SC_FORGET) {
-        s->rate = 0;
-        s->requests = 0;
-        s->switch_rate = 0;
-        s->switches = 0;
+        s->rate = s->rate_off = s->switch_rate = 0;
+        s->requests = s->requests_off = s->switches = 0;
+        s->rechecking = false;          /* its counts are stale too */
         s->period_start = now;
         return;
     }
     while (now - s->period_start >= period) {
         s->rate = (s->rate + s->requests * SC_ONE) / 2;
         s->requests = 0;
-        /* held while combining: the deferred requests make no switch */
-        if (!s->active)
+        /* question 3's pair, both over the periods without combining
+         * (while it is on, the deferred requests make no switch) */
+        if (!s->active) {
             s->switch_rate = (s->switch_rate + s->switches * SC_ONE) / 2;
-        s->switches = 0;
+            s->rate_off = (s->rate_off + s->requests_off * SC_ONE) / 2;
+        }
+        s->switches = s->requests_off = 0;
         s->period_start += period;
     }
 }
@@ -84,7 +86,9 @@ sc_action sc_request(sc_state *s, const sc_config *c, unsigned held,
     advance(s, c, now);
     if (s->requests < UINT32_MAX / SC_ONE)
         s->requests++;
-    if (s->rechecking && s->m_requests < UINT32_MAX)
+    if (!s->active && s->requests_off < UINT32_MAX / SC_ONE)
+        s->requests_off++;
+    if (s->rechecking && s->m_started && s->m_requests < UINT32_MAX)
         s->m_requests++;
     if (held + 1 >= max) {              /* a full batch goes now */
         if (held)
@@ -93,13 +97,13 @@ sc_action sc_request(sc_state *s, const sc_config *c, unsigned held,
     }
     if (held)                           /* a batch is open: keep filling */
         return SC_HOLD;
-    if (s->active && c->count_switches &&
+    if (s->active && c->count_switches && now >= s->active_since &&
         now - s->active_since >= (uint64_t)s->recheck_gap * period) {
         /* count the switches again, combining off for a while */
         s->active = false;
         s->rechecking = true;
-        s->m_switches = 0;
-        s->m_requests = 1;              /* this one, sent at once */
+        s->m_started = false;
+        s->m_switches = s->m_requests = 0;
         s->retry_at = now + (uint64_t)SC_MEASURE * period;
         s->rechecks++;
         return SC_SEND;
@@ -109,12 +113,16 @@ sc_action sc_request(sc_state *s, const sc_config *c, unsigned held,
     if (!s->active) {
         if (now < s->retry_at)
             return SC_SEND;             /* backing off after a failed try */
+        /* a recheck that saw no switch yet (the guest made none, or its
+         * kicks were still deferred) goes on measuring */
+        if (s->rechecking && !s->m_requests)
+            return SC_SEND;
         /* fewer switches than a full batch would cost: during a recheck
          * by its own counts, else by the decayed rates */
         if (c->count_switches &&
             (s->rechecking
                  ? (uint64_t)s->m_switches * max < s->m_requests
-                 : (uint64_t)s->switch_rate * max < s->rate)) {
+                 : (uint64_t)s->switch_rate * max < s->rate_off)) {
             s->cheap++;
             s->rechecking = false;
             return SC_SEND;
@@ -141,12 +149,20 @@ void sc_switches(sc_state *s, const sc_config *c, uint64_t n, uint64_t now)
     const uint64_t cap = UINT32_MAX / SC_ONE;
 
     advance(s, c, now);
-    if (s->active)
+    if (s->active || !n)
         return;
     s->switches = (uint32_t)(s->switches + n < cap ? s->switches + n : cap);
-    if (s->rechecking)
-        s->m_switches = (uint32_t)(s->m_switches + n < UINT32_MAX
-                                   ? s->m_switches + n : UINT32_MAX);
+    if (!s->rechecking)
+        return;
+    if (!s->m_started) {
+        /* the first switch since the recheck began: its exit re-registers
+         * the VMM's coalesced zones; the kicks after it are the guest's
+         * without deferral */
+        s->m_started = true;
+        n--;
+    }
+    s->m_switches = (uint32_t)(s->m_switches + n < UINT32_MAX
+                               ? s->m_switches + n : UINT32_MAX);
 }
 
 void sc_sent(sc_state *s, const sc_config *c, unsigned held, uint64_t now)

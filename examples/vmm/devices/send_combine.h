@@ -79,14 +79,19 @@ typedef struct sc_state {
     uint64_t period_start;
     uint32_t requests;          /* transmit requests this period */
     uint32_t rate;              /* decayed requests per period, SC_ONE */
+    /* question 3, counted only while not combining: */
     uint32_t switches;          /* world switches this period */
-    uint32_t switch_rate;       /* decayed switches per period while not
-                                 * combining, SC_ONE */
+    uint32_t switch_rate;       /* decayed switches per period, SC_ONE */
+    uint32_t requests_off;      /* requests this period */
+    uint32_t rate_off;          /* decayed requests per period, SC_ONE */
     uint32_t per_batch;         /* decayed frames per batch, SC_ONE */
     bool     active;            /* combining is being tried or pays */
     uint64_t active_since;      /* when it last went on */
     uint32_t recheck_gap;       /* periods from then to the next recheck */
     bool     rechecking;        /* off for a recheck */
+    bool     m_started;         /* a switch came since the recheck began:
+                                 * kicks replayed from the coalesced ring
+                                 * (deferred before it) are behind */
     uint32_t m_switches, m_requests;    /* counted during the recheck */
     uint32_t backoff;           /* periods to wait after the next failure */
     uint64_t retry_at;          /* no new try before this time */
@@ -116,7 +121,8 @@ void sc_sent(sc_state *s, const sc_config *c, unsigned held, uint64_t now);
 
 /* `n` world switches happened (exits reached the VMM) since the last
  * call, for question 3; counted only while combining is off (while it is
- * on, the deferred requests make none). */
+ * on, the deferred requests make none). Call it before each sc_request()
+ * with the switches since the last one. */
 void sc_switches(sc_state *s, const sc_config *c, uint64_t n, uint64_t now);
 
 #endif /* VMM_SEND_COMBINE_H */
