@@ -91,6 +91,7 @@ lc_status lc_engine_create(const lc_config *cfg, const lc_vm_ops *ops,
     memcpy(&e->cfg, cfg, cfg->size);
     e->cfg.size = sizeof(e->cfg);
     e->cfg_size = cfg->size;
+    e->window = lcx_window(&e->cfg);
     /* The table may be older (smaller) or newer (larger) than this
      * library's lc_vm_ops: take what both know; what the VMM's table does
      * not have stays NULL (calloc), which every callback but gpa_map may

@@ -47,6 +47,8 @@ struct lc_vcpu {
 struct lc_engine {
     lc_config cfg;
     size_t    cfg_size;    /* the creator's sizeof(lc_config) (engine.c) */
+    unsigned  window;      /* lcx_window(&cfg): the decode-ahead window as
+                            * the exit cost scales it, computed once */
     lc_vm_ops ops;               /* the VMM's table, copied up to its size;
                                   * callbacks it does not have are NULL */
     uint64_t gen;                /* bumped by lc_engine_flush (atomic) */

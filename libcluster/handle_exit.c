@@ -253,7 +253,7 @@ static tc_entry *chain_lookup(exit_ctx *c, const tc_key *key, int *formed)
     lcr_vcpu *v = c->v;
     tc_entry *te = tc_lookup(&vc->tc, key);
     uint8_t code[LCX_MAX_INSNS * LC_INSN_MAX_LEN];
-    size_t got, want = (size_t)lcx_window(c->cfg) * LC_INSN_MAX_LEN;
+    size_t got, want = (size_t)c->vc->engine->window * LC_INSN_MAX_LEN;
     uint64_t gfn[2];
     unsigned ngfn = 0;
     lcx_cluster *cl = &vc->scratch;
@@ -362,7 +362,8 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
          * lets a formation reach (tc_entry.first_exit, counted once when
          * the translation was cached). */
         if (te->first_exit == TC_NO_EXIT ||
-            v->insns - v->exit_insns + te->first_exit > lcx_window(cfg))
+            v->insns - v->exit_insns + te->first_exit >
+                c->vc->engine->window)
             break;
         if (!lci_coherent(v, te, key.rip, gfn, &ngfn)) {
             STAT_INC(c->vc->stats.coherency_failures);
@@ -584,7 +585,7 @@ static lc_status miss(exit_ctx *c, int incoherent)
     uint64_t gfn[2];
     unsigned ngfn = 0;
     uint8_t first_props = 0;
-    size_t got, want = (size_t)lcx_window(c->cfg) * LC_INSN_MAX_LEN;
+    size_t got, want = (size_t)c->vc->engine->window * LC_INSN_MAX_LEN;
     lc_status st;
     lct_verdict verdict;
 
