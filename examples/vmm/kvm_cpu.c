@@ -235,15 +235,12 @@ static void dump_regs(kvm_vcpu_ctx *c)
 static uint64_t exit_pc(const struct kvm_run *run)
 {
     const unsigned both = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
-
     const struct kvm_sregs *sr = &run->s.regs.sregs;
-    uint64_t pc;
 
     if ((run->kvm_valid_regs & both) != both)
         return VMM_PC_UNKNOWN;
-    pc = sr->cs.base + run->s.regs.regs.rip;
-    /* outside 64-bit code linear addresses wrap at 4 GiB */
-    return (sr->efer & (1u << 10)) && sr->cs.l ? pc : (uint32_t)pc;
+    return vmm_trace_pc(sr->cs.base, run->s.regs.regs.rip, sr->efer,
+                        sr->cs.l);
 }
 
 static void cpu_loop(kvm_vcpu_ctx *c)

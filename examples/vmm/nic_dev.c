@@ -125,10 +125,8 @@ static void identity(uint8_t id[64], const nic_pci_id *n)
     id[0x3d] = 1;               /* INTA# */
 }
 
-/* Send combining's clock (nic_options.clock): wall-clock nanoseconds on
- * KVM; on Unicorn the guest instructions retired, so that its decisions,
- * like its ticks, depend only on the guest (docs/vmm.md). */
-/* Every vCPU's exits so far (vmm_exit_begin() counts them). */
+/* Send combining's world switches (nic_options.switches): every vCPU's
+ * exits so far (vmm_exit_begin() counts them). */
 static uint64_t nic_switches(void *opaque)
 {
     vmm *vm = opaque;
@@ -136,6 +134,9 @@ static uint64_t nic_switches(void *opaque)
     return __atomic_load_n(&vm->stats.exits, __ATOMIC_RELAXED);
 }
 
+/* Send combining's clock (nic_options.clock): wall-clock nanoseconds on
+ * KVM; on Unicorn the guest instructions retired, so that its decisions,
+ * like its ticks, depend only on the guest (docs/vmm.md). */
 static uint64_t nic_clock(void *opaque)
 {
     vmm *vm = opaque;

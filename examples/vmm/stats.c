@@ -161,6 +161,14 @@ void vmm_print_stats(vmm *vm, const char *backend)
         fclose(f);
 }
 
+uint64_t vmm_trace_pc(uint64_t cs_base, uint64_t rip, uint64_t efer,
+                      bool cs_l)
+{
+    uint64_t pc = cs_base + rip;
+
+    return (efer & LC_EFER_LMA) && cs_l ? pc : (uint32_t)pc;
+}
+
 void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
                     const lc_result *res)
 {

@@ -495,9 +495,8 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         if (offer || vm->trace) {
             if (read_state(u, &st))
                 UCK(UC_ERR_EXCEPTION, "reading the vCPU state");
-            pc = st.seg[LC_CS].base + st.rip;   /* past the instruction */
-            if (!(st.efer & LC_EFER_LMA) || !st.seg[LC_CS].l)
-                pc = (uint32_t)pc;              /* wraps at 4 GiB */
+            pc = vmm_trace_pc(st.seg[LC_CS].base, st.rip, st.efer,
+                              st.seg[LC_CS].l);  /* past the instruction */
         }
         if (offer) {
             u->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);

@@ -291,5 +291,9 @@ void vmm_stats_live_stop(vmm *vm);
 #define VMM_PC_UNKNOWN (~0ull)
 void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
                     const lc_result *res);
+/* The trace's pc from a back end's registers: CS base + RIP, wrapped at
+ * 4 GiB unless the code is 64-bit (EFER.LMA and CS.L). */
+uint64_t vmm_trace_pc(uint64_t cs_base, uint64_t rip, uint64_t efer,
+                      bool cs_l);
 
 #endif /* VMM_VMM_H */
