@@ -1104,7 +1104,10 @@ static void pwc_tlb_fill(lcr_vcpu *v, unsigned wr, uint64_t la,
     v->pwc.tlb[!wr].pair = 0;
 }
 
-int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr)
+/* lcr_pwc_tlb_revive() in every case: the paging state and the entry
+ * through pwc_current(). */
+static __attribute__((noinline))
+int pwc_tlb_revive_any(lcr_vcpu *v, unsigned wr)
 {
     lcr_pwc *p = &v->pwc;
     lcr_pwc_tlb *t = &p->tlb[wr];
@@ -1123,6 +1126,37 @@ int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr)
      * forwarded), and would revive it alone. */
     if (t->pair)
         p->tlb[!wr].epoch = p->epoch;
+    return 1;
+}
+
+/* The common renewal, a run's first access to the page the run before
+ * used: the paging state to compare, an entry of an earlier epoch, the
+ * flush generation unchanged, 8-byte paging entries to read back. The
+ * same work as pwc_tlb_revive_any() for that case, with every test made
+ * before the first store (the stores are of bytes, which the compiler
+ * must assume alias the entry and the TLB page: it loaded them again),
+ * every other case a tail call. */
+int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr)
+{
+    lcr_pwc *p = &v->pwc;
+    lcr_pwc_tlb *t = &p->tlb[wr];
+    lcr_pwc_ent *e = &p->e[t->slot];
+    uint64_t epoch = p->epoch;
+
+    if (__builtin_expect(p->state_known || e->epoch == epoch ||
+                         t->lpn == LCR_PWC_NO_PAGE || !v->flush_gen ||
+                         !e->e8 ||
+                         __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) !=
+                             p->gen, 0))
+        return pwc_tlb_revive_any(v, wr);
+    if (!pwc_state_ok(v) || !entries_hold8(e->ehva, e->eval, e->nent))
+        return 0;
+    e->epoch = epoch;
+    t->epoch = epoch;
+    if (t->pair)
+        p->tlb[!wr].epoch = epoch;
+    p->state_known = 1;
+    p->n++;
     return 1;
 }
 
