@@ -970,8 +970,9 @@ int pwc_revalidate_any(lcr_vcpu *v, lcr_pwc_ent *e)
 /* pwc_revalidate_any() where the flush generation is there and holds and
  * the entries are 8 bytes each (4-level, 5-level and PAE paging; the
  * engine's runtime): the read-back alone, without the other cases'
- * registers in the caller's frame (the stack page's renewal, once a run,
- * lcr_pwc_tlb_revive()). */
+ * registers in the caller's frame. lcr_pwc_tlb_revive() has its own copy
+ * of this and pwc_current() for its common case, tests before stores:
+ * a condition added here goes there too. */
 static inline __attribute__((always_inline))
 int pwc_revalidate(lcr_vcpu *v, lcr_pwc_ent *e)
 {
