@@ -91,6 +91,17 @@ mkdir -p $camp
 status=0
 summary=""
 
+# The flags every target runs with (tests/fuzz/libfuzzer.options, which
+# the OSS-Fuzz build copies into each TARGET.options): `flag = value`
+# lines of its [libfuzzer] section, as -flag=value.
+lf_opts=()
+while IFS= read -r line; do
+    line=${line%%#*}
+    [[ $line =~ ^[[:space:]]*([a-z_]+)[[:space:]]*=[[:space:]]*([^[:space:]]+)[[:space:]]*$ ]] ||
+        continue
+    lf_opts+=("-${BASH_REMATCH[1]}=${BASH_REMATCH[2]}")
+done < tests/fuzz/libfuzzer.options
+
 for t in $targets; do
     bin=$build/tests/fuzz/$t
     corpus=tests/fuzz/corpus/$t
@@ -106,7 +117,8 @@ for t in $targets; do
     echo "== $t: $span, $jobs job(s), corpus $corpus ($before_n files), dictionary $dict"
 
     opts=(-max_total_time=$seconds -print_final_stats=1 -timeout=25
-          -rss_limit_mb=2048 -dict="$dict" -artifact_prefix="$findings/")
+          -rss_limit_mb=2048 -dict="$dict" -artifact_prefix="$findings/"
+          "${lf_opts[@]}")
     [ "$jobs" -gt 1 ] && opts+=(-fork="$jobs" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
     # bash's `time` gives the CPU time of the fuzzer and its children
     TIMEFORMAT='%U %S'

@@ -124,11 +124,15 @@ target fuzz_platform "$devlib"
 
 # ---- dictionaries, options and seed corpora -----------------------------------------
 # (tests/fuzz/dict/TARGET.dict, tests/fuzz/corpus/TARGET/: the ones
-# scripts/fuzz.sh uses and keeps minimized)
+# scripts/fuzz.sh uses and keeps minimized; the flags of
+# tests/fuzz/libfuzzer.options, which it passes too)
 targets="fuzz_decode fuzz_runtime fuzz_engine fuzz_nic fuzz_platform"
 for t in $targets; do
     cp -L "$src/tests/fuzz/dict/$t.dict" "$OUT/$t.dict"
-    printf '[libfuzzer]\ndict = %s.dict\n' "$t" >"$OUT/$t.options"
+    { printf '[libfuzzer]\ndict = %s.dict\n' "$t"
+      grep -E '^[a-z_]+ *= *[^ ]+ *$' "$src/tests/fuzz/libfuzzer.options" ||
+          [ $? = 1 ]            # no flag is no error; no file is
+    } >"$OUT/$t.options"
 done
 # Seeds: the committed regression inputs of each target (tests/fuzz/regress/:
 # a file or folder named after the target, "engine-..." for fuzz_engine)
