@@ -91,16 +91,14 @@ mkdir -p $camp
 status=0
 summary=""
 
-# The flags every target runs with (tests/fuzz/libfuzzer.options, which
-# the OSS-Fuzz build copies into each TARGET.options): `flag = value`
-# lines of its [libfuzzer] section, as -flag=value.
+# The flags every target runs with: the `flag = value` lines of
+# tests/fuzz/libfuzzer.options, picked by the same expression the
+# OSS-Fuzz build copies into each TARGET.options, as -flag=value.
 lf_opts=()
-while IFS= read -r line; do
-    line=${line%%#*}
-    [[ $line =~ ^[[:space:]]*([a-z_]+)[[:space:]]*=[[:space:]]*([^[:space:]]+)[[:space:]]*$ ]] ||
-        continue
-    lf_opts+=("-${BASH_REMATCH[1]}=${BASH_REMATCH[2]}")
-done < tests/fuzz/libfuzzer.options
+while read -r flag _ value; do
+    lf_opts+=("-$flag=$value")
+done < <(grep -E '^[a-z_]+ = [^ ]+$' tests/fuzz/libfuzzer.options ||
+         [ $? = 1 ])
 
 for t in $targets; do
     bin=$build/tests/fuzz/$t

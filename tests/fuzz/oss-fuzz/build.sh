@@ -130,7 +130,7 @@ targets="fuzz_decode fuzz_runtime fuzz_engine fuzz_nic fuzz_platform"
 for t in $targets; do
     cp -L "$src/tests/fuzz/dict/$t.dict" "$OUT/$t.dict"
     { printf '[libfuzzer]\ndict = %s.dict\n' "$t"
-      grep -E '^[a-z_]+ *= *[^ ]+ *$' "$src/tests/fuzz/libfuzzer.options" ||
+      grep -E '^[a-z_]+ = [^ ]+$' "$src/tests/fuzz/libfuzzer.options" ||
           [ $? = 1 ]            # no flag is no error; no file is
     } >"$OUT/$t.options"
 done
