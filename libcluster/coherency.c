@@ -151,6 +151,7 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
         *ngfn = 0;
         te->wvalid = 0;          /* its record is made again (or fails) */
         te->xvalid = 0;
+        te->stk.serial = 0;      /* and the stamp read the entries off it */
         if (!range_coherent(v, at, &te->rec, 0, 0, te->code, cl->nbytes,
                             gfn, ngfn))
             return 0;

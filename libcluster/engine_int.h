@@ -170,6 +170,46 @@ static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
     return lci_coherent_full(v, te, at, gfn, ngfn);
 }
 
+/* A translation that pushes or pops (lcx_cluster.stack; a CALL or RET it
+ * follows, PUSH, POP), once its coherency check passed in this epoch:
+ * its stack's TLB page made current from the stamp its last run left
+ * (runtime/rt.h, lcr_pwc_tlb_vouch(): the check read back most of the
+ * page's paging entries already). */
+static inline void lci_stack_vouch(lcr_vcpu *v, const tc_entry *te)
+{
+    /* else the page of the run before renewed here, once, so the stack's
+     * inline forms run as leaves (runtime/exec.c) instead of the first
+     * of them calling out for it */
+    if (!te->stk.serial || !lcr_pwc_tlb_vouch(v, &te->stk))
+        lcr_pwc_tlb_renew(v, te->cl->stack - 1u);
+}
+
+/* After its run: stamped again when the page is another. */
+static inline void lci_stack_stamp(lcr_vcpu *v, tc_entry *te)
+{
+    unsigned wr = te->cl->stack - 1u;
+
+    if (te->stk.serial != v->pwc.tlb[wr].serial || te->stk.wr != wr)
+        (void)lcr_pwc_tlb_stamp(v, wr, &te->rec, &te->stk);
+}
+
+/* The run of a translation whose coherency check has just passed, with
+ * its stack's TLB page made current first and stamped after when it
+ * pushes or pops. */
+static inline lc_stop_reason lci_run(lcr_vcpu *v, tc_entry *te,
+                                     uint32_t weak_backedge_cap,
+                                     unsigned start)
+{
+    lc_stop_reason stop;
+
+    if (!te->cl->stack)
+        return lcx_run(te->cl, v, weak_backedge_cap, start);
+    lci_stack_vouch(v, te);
+    stop = lcx_run(te->cl, v, weak_backedge_cap, start);
+    lci_stack_stamp(v, te);
+    return stop;
+}
+
 /* The SMC watch of `te` for its code in frames gfn[0 .. ngfn) (ngfn at
  * most LCR_WATCH_MAX), from the coherency check: te->watch, narrowed to
  * the bytes of its code ranges by their fetch records, or whole frames

@@ -174,7 +174,7 @@ lc_status run_translation(exit_ctx *c, tc_entry *te,
     }
     if (c->cfg->techniques & LC_TECH_SMC)
         arm_watch(v, te, gfn, ngfn);
-    stop = lcx_run(cl, v, c->cfg->weak_backedge_cap, c->start);
+    stop = lci_run(v, te, c->cfg->weak_backedge_cap, c->start);
     /* Where runs chain (method 3 with calls), a run that misses a guard
      * goes on at once with the translation of the place it reached, so a
      * translation shared by several callers (an accessor's RET) stays;
@@ -372,7 +372,7 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
         }
         if (cfg->techniques & LC_TECH_SMC)
             arm_watch(v, te, gfn, ngfn);
-        stop = lcx_run(te->cl, v, cfg->weak_backedge_cap, 0);
+        stop = lci_run(v, te, cfg->weak_backedge_cap, 0);
         ran = te->cl;
     }
     return stop;

@@ -64,6 +64,11 @@ typedef struct tc_entry {
      * exit (handle_exit.c). TC_NO_EXIT: none exits. */
     uint8_t  first_exit;
     lcr_watch watch;
+    /* A cluster that pushes or pops (lcx_cluster.stack): its stack's TLB
+     * page as its last run left it (runtime/rt.h, lcr_tlb_stamp), made
+     * current by the next hit's coherency check (engine_int.h,
+     * lci_stack_vouch()). Dropped whenever `rec` is made again. */
+    lcr_tlb_stamp stk;
 } tc_entry;
 
 typedef struct tc_cache {

@@ -1909,12 +1909,14 @@ int inline_done(lcr_vcpu *v, int r)
  * once here; a translation keeps its mode, but an instruction it ran
  * through lcr_exec() may have left it). */
 #define INLINE_FORM(name, body)                                         \
-    static int name(lcr_vcpu *v, const lcd_insn *in)                    \
+    static __attribute__((noinline))                                    \
+    int name(lcr_vcpu *v, const lcd_insn *in)                           \
     {                                                                   \
         const int m64 = 0;                                              \
         body                                                            \
     }                                                                   \
-    static int name##64(lcr_vcpu *v, const lcd_insn *in)                \
+    static __attribute__((noinline))                                    \
+    int name##64(lcr_vcpu *v, const lcd_insn *in)                       \
     {                                                                   \
         const int m64 = 1;                                              \
         if (!in_long64(v))                                              \
@@ -1932,6 +1934,126 @@ INLINE_FORM(inl_push, return inline_done(v, inline_push(v, in, m64));)
 INLINE_FORM(inl_pop, return inline_done(v, inline_pop(v, in, m64));)
 #undef INLINE_FORM
 
+/* The stack's forms in 64-bit code for their common case, an 8-byte slot
+ * on the TLB page of this run (lcr_pwc_tlb_hit(); for a read, or the slot
+ * forwarded from this run's last stack store): leaves, with no frame to
+ * set up. Everything else, the page's renewal (a run's first stack
+ * access) among it, is the general form's, by a tail call. Each does
+ * what the general form does in that case, its checks in the same order
+ * where one can fail after another has passed. */
+static inline __attribute__((always_inline))
+int leaf_push8(lcr_vcpu *v, uint64_t val, int renew)
+{
+    uint64_t sp = v->st->gpr[LC_RSP] - 8;
+    uint8_t *h = renew ? lcr_pwc_tlb_get(v, sp, 8, 1)
+                       : lcr_pwc_tlb_hit(v, sp, 8, 1);
+
+    if (!h || ((uintptr_t)h & 7))
+        return 0;
+    __atomic_store_n((uint64_t *)(void *)h, val, __ATOMIC_RELAXED);
+    v->st->gpr[LC_RSP] = sp;
+    v->fwd_n = 8;
+    v->fwd_sp = sp;
+    v->fwd_val = val;
+    return 1;
+}
+
+static inline __attribute__((always_inline))
+int leaf_pop8(lcr_vcpu *v, uint64_t *val, int renew)
+{
+    uint64_t sp = v->st->gpr[LC_RSP];
+    uint8_t *h;
+
+    if (v->fwd_n == 8 && v->fwd_sp == sp) {
+        *val = v->fwd_val;
+    } else {
+        h = renew ? lcr_pwc_tlb_get(v, sp, 8, 0)
+                  : lcr_pwc_tlb_hit(v, sp, 8, 0);
+        if (!h || ((uintptr_t)h & 7))
+            return 0;
+        *val = __atomic_load_n((const uint64_t *)(const void *)h,
+                               __ATOMIC_RELAXED);
+    }
+    lcr_fwd_forget(v);
+    return 1;
+}
+
+static inline __attribute__((always_inline))
+int leaf_done(lcr_vcpu *v, uint64_t rip)
+{
+    v->st->rip = rip;
+    v->stop = LC_STOP_NONE;
+    v->dirty |= LC_DIRTY_RIP | LC_DIRTY_GPRS;
+    v->insns++;
+    return 1;
+}
+
+/* Each leaf twice: `renew` clear, the leaf, which on a miss tail-calls
+ * the same with `renew` set, out of line: the TLB page renewed once a run
+ * (lcr_pwc_tlb_get()), whose call needs a frame; what that declines is
+ * the general form's. */
+#define LEAF_FORM(name, general, ...)                                  \
+    static __attribute__((noinline))                                    \
+    int name##_renew(lcr_vcpu *v, const lcd_insn *in)                   \
+    {                                                                   \
+        const int renew = 1;                                            \
+        __VA_ARGS__                                                     \
+        return general(v, in);                                          \
+    }                                                                   \
+    static int name(lcr_vcpu *v, const lcd_insn *in)                    \
+    {                                                                   \
+        const int renew = 0;                                            \
+        __VA_ARGS__                                                     \
+        return name##_renew(v, in);                                     \
+    }
+
+/* near CALL rel: the target's check, then the push */
+LEAF_FORM(leaf_call_rel64, inl_call_rel64,
+    uint64_t next = v->st->rip + in->info.length;
+    uint64_t target = next + (uint64_t)in->info.branch_disp;
+
+    if (in_long64(v) && in->info.operand_bits == 64 &&
+        lcr_canonical_v(v, target) && leaf_push8(v, next, renew))
+        return leaf_done(v, target);)
+
+/* near RET and RET imm16: the slot read (or forwarded: read once, as
+ * inline_ret() reads it), then the target's check */
+LEAF_FORM(leaf_ret64, inl_ret64,
+    uint64_t sp = v->st->gpr[LC_RSP], target;
+
+    if (in_long64(v) && in->info.operand_bits == 64 &&
+        leaf_pop8(v, &target, renew)) {
+        if (!lcr_canonical_v(v, target))
+            return 0;
+        if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
+            sp += in->opnd[0].imm & 0xffff;
+        v->st->gpr[LC_RSP] = sp + 8;
+        return leaf_done(v, target);
+    })
+
+/* PUSH of a general register (PUSH rSP pushes rSP as it was) */
+LEAF_FORM(leaf_push64, inl_push64,
+    const lcd_opnd *o = &in->opnd[0];
+
+    if (in_long64(v) && in->info.operand_bits == 64 &&
+        o->kind == LCD_OPND_REG && o->reg.cls == LCD_REG_GPR &&
+        leaf_push8(v, v->st->gpr[o->reg.num & 15], renew))
+        return leaf_done(v, v->st->rip + in->info.length);)
+
+/* POP to a general register (POP rSP leaves the popped value in rSP) */
+LEAF_FORM(leaf_pop64, inl_pop64,
+    const lcd_opnd *o = &in->opnd[0];
+    uint64_t a;
+
+    if (in_long64(v) && in->info.operand_bits == 64 &&
+        o->kind == LCD_OPND_REG && o->reg.cls == LCD_REG_GPR &&
+        leaf_pop8(v, &a, renew)) {
+        v->st->gpr[LC_RSP] += 8;
+        v->st->gpr[o->reg.num & 15] = a;
+        return leaf_done(v, v->st->rip + in->info.length);
+    })
+#undef LEAF_FORM
+
 lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode)
 {
     int m64 = mode == LC_MODE_LONG64;
@@ -1939,11 +2061,11 @@ lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode)
     switch (kind) {
     case LCR_INL_LOAD:     return m64 ? inl_load64 : inl_load;
     case LCR_INL_STORE:    return m64 ? inl_store64 : inl_store;
-    case LCR_INL_CALL_REL: return m64 ? inl_call_rel64 : inl_call_rel;
+    case LCR_INL_CALL_REL: return m64 ? leaf_call_rel64 : inl_call_rel;
     case LCR_INL_CALL_REG: return m64 ? inl_call_reg64 : inl_call_reg;
-    case LCR_INL_RET:      return m64 ? inl_ret64 : inl_ret;
-    case LCR_INL_PUSH:     return m64 ? inl_push64 : inl_push;
-    case LCR_INL_POP:      return m64 ? inl_pop64 : inl_pop;
+    case LCR_INL_RET:      return m64 ? leaf_ret64 : inl_ret;
+    case LCR_INL_PUSH:     return m64 ? leaf_push64 : inl_push;
+    case LCR_INL_POP:      return m64 ? leaf_pop64 : inl_pop;
     default:               return NULL;   /* IN, OUT, none */
     }
 }

@@ -1102,6 +1102,7 @@ static void pwc_tlb_fill(lcr_vcpu *v, unsigned wr, uint64_t la,
     t->watch = v->watching;
     t->slot = (uint8_t)(e - v->pwc.e);
     t->pair = 0;
+    t->serial = ++v->pwc.tlb_fills;
     v->pwc.tlb[!wr].pair = 0;
 }
 
@@ -1840,6 +1841,38 @@ int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
                 return 0;
     }
     return rec_code_equal(rec, expect, len);
+}
+
+int lcr_pwc_tlb_stamp(const lcr_vcpu *v, unsigned wr,
+                      const lcr_fetch_rec *rec, lcr_tlb_stamp *s)
+{
+    const lcr_pwc *p = &v->pwc;
+    const lcr_pwc_tlb *t = &p->tlb[wr];
+    const lcr_pwc_ent *e = &p->e[t->slot];
+
+    s->serial = 0;
+    s->n = 0;
+    if (t->lpn == LCR_PWC_NO_PAGE || t->epoch != p->epoch ||
+        !p->state_known || !v->flush_gen || !rec->valid || !rec->e8 ||
+        !e->e8 || e->epoch != p->epoch || p->cr0 != rec->cr0 ||
+        p->cr3 != rec->cr3 || p->cr4 != rec->cr4 ||
+        p->efer != rec->efer || p->cpl != rec->cpl)
+        return 0;
+    for (unsigned i = 0; i < e->nent; i++) {
+        unsigned j = 0;
+
+        while (j < rec->nent && (rec->ehva[j] != e->ehva[i] ||
+                                 rec->eval[j] != e->eval[i]))
+            j++;
+        if (j == rec->nent) {
+            s->ehva[s->n] = e->ehva[i];
+            s->eval[s->n++] = e->eval[i];
+        }
+    }
+    s->lpn = t->lpn;
+    s->wr = (uint8_t)wr;
+    s->serial = t->serial;
+    return 1;
 }
 
 int lcr_fetch_code_equal(const lcr_fetch_rec *rec, const uint8_t *expect,

@@ -199,6 +199,8 @@ typedef struct lcr_pwc_tlb {
     uint8_t  pair;        /* the other direction's page was made with it,
                            * from the same entry and page (a store's fill
                            * makes both): renewed with it */
+    uint64_t serial;      /* which fill made it (lcr_pwc.tlb_fills): a
+                           * stamp's (lcr_tlb_stamp) page while equal */
 } lcr_pwc_tlb;
 
 typedef struct lcr_pwc {
@@ -213,6 +215,8 @@ typedef struct lcr_pwc {
                            * none of it) */
     uint8_t  pad_;
     uint64_t epoch;
+    uint64_t tlb_fills;   /* TLB pages made so far (lcr_pwc_tlb.serial);
+                           * never reset while the vCPU lives */
     lcr_pwc_tlb tlb[2];   /* [0] loads, [1] stores */
     uint64_t gen;         /* *flush_gen when the entries were made */
     uint64_t cr0, cr3, cr4, efer;
@@ -506,6 +510,21 @@ static inline uint8_t *lcr_pwc_tlb_hit(lcr_vcpu *v, uint64_t la,
  * if it was made with this one (lcr_pwc_tlb.pair: a store's fill makes
  * both), is renewed with it (a CALL's push, then its RET's load). */
 int lcr_pwc_tlb_revive(lcr_vcpu *v, unsigned wr);
+
+/* TLB page `wr` made good for this run ahead of its use, when it is
+ * stale (an earlier epoch, or the paging state to compare again): before
+ * the run of a cluster that pushes or pops (the engine's
+ * lci_stack_vouch()), so that the stack's inline forms find it current. Only a renewal,
+ * which checks what a use would: a page the run then does not use cost
+ * the renewal and nothing else. */
+static inline void lcr_pwc_tlb_renew(lcr_vcpu *v, unsigned wr)
+{
+    const lcr_pwc_tlb *t = &v->pwc.tlb[wr];
+
+    if (t->lpn != LCR_PWC_NO_PAGE &&
+        (t->epoch != v->pwc.epoch || !v->pwc.state_known))
+        (void)lcr_pwc_tlb_revive(v, wr);
+}
 
 /* lcr_pwc_tlb_hit(), then, for an access the page covers but in an
  * earlier epoch or with the paging state to compare again,
@@ -842,6 +861,64 @@ size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
  * bytes equal `expect`; 0 otherwise (do a full fetch). No callbacks. */
 int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
                     const uint8_t *expect, size_t len);
+
+/* The stack's TLB page as a translation that pushes or pops saw it after
+ * a run, for its next hit (lcr_pwc_tlb_stamp(), lcr_pwc_tlb_vouch()):
+ * which fill made the page, and the paging entries of the page-walk cache
+ * entry it was made from that the translation's fetch record does not
+ * read back itself (in a long-mode guest whose stack lies near its code,
+ * the page table entry alone). */
+typedef struct lcr_tlb_stamp {
+    uint64_t serial;      /* lcr_pwc_tlb.serial; 0: no stamp */
+    uint64_t lpn;
+    uint8_t  wr;          /* the TLB page: [1] stores, [0] loads */
+    uint8_t  n;
+    const uint8_t *ehva[LCR_PWC_LEVELS];
+    uint64_t eval[LCR_PWC_LEVELS];
+} lcr_tlb_stamp;
+
+/* Stamp TLB page `wr` for the translation whose fetch record is `rec`
+ * (after its run): 1 with `s` filled when the page is held, current, made
+ * in the state `rec` was made in (the paging state, 8-byte entries, a
+ * flush generation), else 0 with s->serial 0. */
+int lcr_pwc_tlb_stamp(const lcr_vcpu *v, unsigned wr,
+                      const lcr_fetch_rec *rec, lcr_tlb_stamp *s);
+
+/* The page stamped in `s` made current for this epoch without the state
+ * compare: right after lcr_fetch_check() passed the record `s` was made
+ * with, in this epoch (the caller's part: a record made again drops its
+ * stamp). The fetch check compared CR0, CR3, CR4, EFER and the CPL with
+ * the record, which equal the cache's own while the page is the one
+ * stamped (every change of the cache's state drops the TLB), and read
+ * back the paging entries the page shares with the code; this compares
+ * RFLAGS.AC and the flush generation and reads back the rest (s->ehva).
+ * 1 when the page is current, else 0 (nothing changed: the run renews it
+ * as before, lcr_pwc_tlb_renew()). The page-walk cache entry the page was
+ * made from is left as it was: current again at its own next use. */
+static inline int lcr_pwc_tlb_vouch(lcr_vcpu *v, const lcr_tlb_stamp *s)
+{
+    lcr_pwc *p = &v->pwc;
+    lcr_pwc_tlb *t = &p->tlb[s->wr];
+    uint64_t d = 0;
+
+    /* the page held since the stamp: the entry it was made from is
+     * unchanged, and so is the cache's paging state (lcr_pwc_tlb) */
+    if (t->serial != s->serial || t->lpn != s->lpn || !v->flush_gen ||
+        __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != p->gen ||
+        p->ac != ((v->st->rflags & LC_RFLAGS_AC) != 0))
+        return 0;
+    for (unsigned i = 0; i < s->n; i++)
+        d |= __atomic_load_n((const uint64_t *)(const void *)s->ehva[i],
+                             __ATOMIC_RELAXED) ^ s->eval[i];
+    if (d)
+        return 0;
+    if (t->pair)
+        p->tlb[0].epoch = p->tlb[1].epoch = p->epoch;
+    else
+        t->epoch = p->epoch;
+    p->state_known = 1;
+    return 1;
+}
 
 /* Were `a` and `b` made in the same state through the same paging
  * entries (their RIPs aside)? Then, right after lcr_fetch_check() passed

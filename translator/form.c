@@ -115,6 +115,11 @@ static void finish(lcx_cluster *out, unsigned last)
             out->insn[i].target = LCX_NO_TARGET;
         if (out->insn[i].exiting)
             out->nexits++;
+        if (!out->stack && out->insn[i].ram_fn &&
+            out->insn[i].inl >= LCR_INL_CALL_REL &&
+            out->insn[i].inl <= LCR_INL_POP)
+            out->stack = out->insn[i].inl == LCR_INL_RET ||
+                                 out->insn[i].inl == LCR_INL_POP ? 1 : 2;
     }
     for (unsigned i = out->ninsn; i-- > 0;) {
         lcx_insn *x = &out->insn[i];

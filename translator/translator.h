@@ -127,6 +127,10 @@ typedef struct lcx_cluster {
     uint8_t     solo;       /* one instruction, with an inline form, not
                              * routed, no target: lcx_run() runs it
                              * without the loop */
+    uint8_t     stack;      /* its first push or pop run inline: 0 none,
+                             * 1 a read (RET, POP), 2 a write (CALL,
+                             * PUSH): the engine has that TLB page
+                             * current before the run */
     uint8_t     nrange;     /* code ranges (range[0] starts at rip and
                              * covers nbytes) */
     uint8_t     guessed;    /* the walk followed a RET or indirect transfer

@@ -463,6 +463,54 @@ START_TEST(watch_follows_remapped_code)
 }
 END_TEST
 
+/* A translation that pushes keeps its stack's TLB page from run to run
+ * (engine_int.h, lci_stack_vouch()): its hit's coherency check reads back
+ * the paging entries the stack shares with the code, and the stamp its
+ * last run left the others (here the stack's page directory entry, the
+ * code's being another). The guest remaps the stack between two exits:
+ * the next CALL pushes to the new frame, and the old one is untouched. */
+START_TEST(call_follows_remapped_stack)
+{
+    rig r; lc_cpu_state s, s0;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* out 0x80,al; call 0x200900; out 0x80,al; ud2 */
+    const uint8_t code[] = { 0xe6, 0x80, 0xe8, 0xf9, 0x07, 0x00, 0x00,
+                             0xe6, 0x80, 0x0f, 0x0b };
+    const uint8_t ret[] = { 0xc3 };
+    uint64_t *pd = long64_code_rig(&r, &s0, code, sizeof code, 0);
+    uint64_t slot;
+
+    s0.gpr[LC_RSP] = 0x108000;       /* 2 MB page 0; the code is on 1 */
+    memcpy(r.f.ram + 0x200900, ret, sizeof ret);
+    for (int i = 0; i < 4; i++) {
+        s = s0;
+        memset(r.f.ram + 0x107ff8, 0, 8);
+        exit_expect(&r, &s, &x, LC_STOP_END, 4);    /* out, call, ret, out */
+        memcpy(&slot, r.f.ram + 0x107ff8, 8);
+        ck_assert_uint_eq(slot, 0x200107);
+    }
+    memset(r.f.ram + 0x107ff8, 0, 8);
+    pd[0] = 0x200000 | 0x87;         /* linear 0..2 MB at frame 0x200000 */
+    s = s0;
+    exit_expect(&r, &s, &x, LC_STOP_END, 4);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x108000);
+    memcpy(&slot, r.f.ram + 0x307ff8, 8);
+    ck_assert_uint_eq(slot, 0x200107);
+    memcpy(&slot, r.f.ram + 0x107ff8, 8);
+    ck_assert_uint_eq(slot, 0);
+    /* and back: the page of before is stamped no more */
+    pd[0] = 0x87;
+    memset(r.f.ram + 0x307ff8, 0, 8);
+    s = s0;
+    exit_expect(&r, &s, &x, LC_STOP_END, 4);
+    memcpy(&slot, r.f.ram + 0x107ff8, 8);
+    ck_assert_uint_eq(slot, 0x200107);
+    memcpy(&slot, r.f.ram + 0x307ff8, 8);
+    ck_assert_uint_eq(slot, 0);
+    rig_down(&r);
+}
+END_TEST
+
 /* The same for a callee on its caller's page but a range of its own
  * (once checked, compared at the host address kept with its record,
  * tc_entry.xhva, engine_int.h): after the remap, what a hit compares and
@@ -1903,6 +1951,7 @@ static Suite *suite(void)
     tcase_add_test(t, store_beside_code_goes_on);
     tcase_add_test(t, watch_follows_remapped_code);
     tcase_add_test(t, watch_follows_remapped_callee);
+    tcase_add_test(t, call_follows_remapped_stack);
     tcase_add_test(t, hit_sets_cleared_accessed_bit);
     tcase_add_test(t, callee_refetch_sets_no_accessed_bit);
     tcase_add_test(t, chain_after_mispredicted_ret);
