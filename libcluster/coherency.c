@@ -131,6 +131,54 @@ static int range_coherent(lcr_vcpu *v, uint64_t rip, lcr_fetch_rec *rec,
     return 2;
 }
 
+/* tc_entry.span, once xall is found: every range on the first range's
+ * frame, where the host holds that frame's bytes in one piece, within
+ * TC_SPAN_MAX with at most TC_SPAN_GAP bytes that are no range's; the
+ * bytes read now (the records have just passed, nothing ran since) and
+ * kept only when each range's part is its code. */
+static void span_make(tc_entry *te)
+{
+    const lcx_cluster *cl = te->cl;
+    const lcr_fetch_rec *rec = &te->rec;
+    unsigned off0 = lcr_fetch_page_off(rec), lo = off0,
+             hi = off0 + cl->nbytes, code = cl->nbytes;
+    const uint8_t *base;
+    size_t off = 0;
+
+    te->span_len = 0;
+    if (!te->xall || rec->npages != 1 || rec->code_len[0] < cl->nbytes)
+        return;
+    for (unsigned r = 1; r < cl->nrange; r++) {
+        const lcr_fetch_rec *x = &te->xrec[r - 1];
+        unsigned o = lcr_fetch_page_off(x), n = cl->range[r].len;
+
+        if (!n)
+            continue;
+        if (x->gfn[0] != rec->gfn[0] ||
+            te->xhva[r - 1] - rec->code[0] != (ptrdiff_t)o - (ptrdiff_t)off0)
+            return;
+        lo = o < lo ? o : lo;
+        hi = o + n > hi ? o + n : hi;
+        code += n;
+    }
+    if (hi - lo > TC_SPAN_MAX || hi - lo > code + TC_SPAN_GAP)
+        return;
+    base = rec->code[0] - (off0 - lo);
+    lcr_ram_read(te->span, base, hi - lo);
+    if (memcmp(te->span + (off0 - lo), te->code, cl->nbytes))
+        return;
+    for (unsigned r = 1; r < cl->nrange; r++) {
+        unsigned n = cl->range[r].len;
+
+        if (n && memcmp(te->span + (lcr_fetch_page_off(&te->xrec[r - 1]) - lo),
+                        te->xcode + off, n))
+            return;
+        off += n;
+    }
+    te->span_hva = base;
+    te->span_len = (uint16_t)(hi - lo);
+}
+
 int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
                       uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
 {
@@ -197,6 +245,7 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
                 te->xall = 0;
         }
         te->xvalid = 1;
+        span_make(te);
     }
     return 1;
 }

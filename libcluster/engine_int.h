@@ -135,8 +135,9 @@ int lci_coherent_full(lcr_vcpu *v, tc_entry *te, uint64_t at,
 /* The hit path's common cases in the caller: one code range whose record
  * still holds; or several, all on the first one's pages (an accessor on
  * its caller's page), whose code alone is compared once the first record
- * holds, their frames those the SMC watch's spans were computed for
- * (*ngfn = LCI_WATCH_KEPT). */
+ * holds (all of it in one span when close: tc_entry.span), their frames
+ * those the SMC watch's spans were computed for (*ngfn =
+ * LCI_WATCH_KEPT). */
 static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
                                uint64_t gfn[LCR_WATCH_MAX], unsigned *ngfn)
 {
@@ -150,8 +151,15 @@ static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
         gfn[1] = te->rec.gfn[1];
         return 1;
     }
-    if (te->xvalid && te->xall && te->wvalid &&
-        lcr_fetch_check(v, at, &te->rec, te->code, cl->nbytes)) {
+    if (te->xvalid && te->xall && te->wvalid && te->span_len) {
+        if (lcr_fetch_check_walk(v, at, &te->rec) &&
+            lcr_ram_equal(te->span_hva, te->span, te->span_len)) {
+            *ngfn = LCI_WATCH_KEPT;
+            return 1;
+        }
+        te->span_len = 0;       /* range by range from now on */
+    } else if (te->xvalid && te->xall && te->wvalid &&
+               lcr_fetch_check(v, at, &te->rec, te->code, cl->nbytes)) {
         size_t off = 0;
         unsigned r;
 

@@ -28,6 +28,12 @@ typedef struct tc_key {
 
 #define TC_NO_EXIT 0xff
 
+/* The longest code span a translation compares in one go (tc_entry.span),
+ * and the most bytes between its ranges it takes in: about what a second
+ * compare of its own costs (a call, the alignment steps). */
+#define TC_SPAN_MAX 96
+#define TC_SPAN_GAP 32
+
 typedef struct tc_entry {
     struct tc_entry *chain;     /* bucket list */
     struct tc_entry *older, *newer;
@@ -58,6 +64,16 @@ typedef struct tc_entry {
      * on its record's first page (so, once rec passed, the range is
      * coherent when these bytes are its own: lci_coherent()). */
     const uint8_t *xhva[LCX_MAX_RANGES - 1];
+    /* With xall, when every range's code lies on one frame close enough
+     * that the bytes between cost less to compare than a compare of its
+     * own (a callee a few bytes from its caller): the bytes from the
+     * lowest range's first to the highest's last, as they were when
+     * xall was found, and where they are (lci_coherent()). span_len 0:
+     * none; cleared when the span differed once (the bytes between may be
+     * data), made again with xall. */
+    const uint8_t *span_hva;
+    uint16_t span_len;
+    uint8_t  span[TC_SPAN_MAX];
     /* Instructions before the first exiting one, counted as the window
      * counts them (without the transfers the cluster follows, calls.c's
      * lcx_trace_room): how far a chained run must reach to get to an

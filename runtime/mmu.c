@@ -1806,6 +1806,8 @@ int rec_code_equal(const lcr_fetch_rec *rec, const uint8_t *expect,
 {
     size_t off = 0;
 
+    if (__builtin_expect(len == 0, 0))
+        return 1;               /* lcr_fetch_check_walk() */
     if (__builtin_expect(rec->npages == 1 && rec->code_len[0] >= len, 1))
         return lcr_ram_equal(rec->code[0], expect, len);
     for (unsigned p = 0; p < rec->npages && off < len; p++) {

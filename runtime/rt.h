@@ -861,6 +861,13 @@ size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
  * bytes equal `expect`; 0 otherwise (do a full fetch). No callbacks. */
 int lcr_fetch_check(const lcr_vcpu *v, uint64_t rip, const lcr_fetch_rec *rec,
                     const uint8_t *expect, size_t len);
+/* The same but the code bytes, which the caller compares its own way
+ * (libcluster/engine_int.h: a translation's code in one span). */
+static inline int lcr_fetch_check_walk(const lcr_vcpu *v, uint64_t rip,
+                                       const lcr_fetch_rec *rec)
+{
+    return lcr_fetch_check(v, rip, rec, NULL, 0);
+}
 
 /* The stack's TLB page as a translation that pushes or pops saw it after
  * a run, for its next hit (lcr_pwc_tlb_stamp(), lcr_pwc_tlb_vouch()):

@@ -511,6 +511,51 @@ START_TEST(call_follows_remapped_stack)
 }
 END_TEST
 
+/* A callee a few bytes before its caller (a range of its own; one after
+ * it lies in the caller's range, calls.c): the hit compares the caller's
+ * code, the callee's and the bytes between in one span (tc_entry.span).
+ * A store between them (data beside the code) does not end the
+ * translation: the span differs once, the ranges are then compared one
+ * by one. A change to the callee is seen by the next hit. */
+START_TEST(callee_span_sees_callee_not_gap)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+    /* 0x200100: mov byte [rbx],0x5a; ret; 12 bytes of data;
+     * 0x200110: out 0x80,al; call 0x200100; out 0x80,al; ud2 */
+    const uint8_t code[] = { 0xc6, 0x03, 0x5a, 0xc3,
+                             1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                             0xe6, 0x80, 0xe8, 0xe9, 0xff, 0xff, 0xff,
+                             0xe6, 0x80, 0x0f, 0x0b };
+
+    long64_code_rig(&r, &s0, code, sizeof code, 0x200c00);
+    s0.rip = 0x200110;
+    s0.gpr[LC_RSP] = 0x208000;
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        exit_expect(&r, &s, &x, LC_STOP_END, 5);  /* out, call, mov, ret, out */
+    }
+    r.f.ram[0x200108] = 0x99;        /* data between callee and caller */
+    for (int i = 0; i < 2; i++) {
+        s = s0;
+        r.f.ram[0x200c00] = 0;
+        exit_expect(&r, &s, &x, LC_STOP_END, 5);
+        ck_assert_uint_eq(r.f.ram[0x200c00], 0x5a);
+    }
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+    r.f.ram[0x200102] = 0x77;        /* mov byte [rbx],0x77 */
+    for (int i = 0; i < 3; i++) {
+        s = s0;
+        r.f.ram[0x200c00] = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_uint_eq(r.f.ram[0x200c00], res.insns >= 3 ? 0x77 : 0);
+    }
+    ck_assert_uint_eq(res.insns, 5);
+    rig_down(&r);
+}
+END_TEST
+
 /* The same for a callee on its caller's page but a range of its own
  * (once checked, compared at the host address kept with its record,
  * tc_entry.xhva, engine_int.h): after the remap, what a hit compares and
@@ -1952,6 +1997,7 @@ static Suite *suite(void)
     tcase_add_test(t, watch_follows_remapped_code);
     tcase_add_test(t, watch_follows_remapped_callee);
     tcase_add_test(t, call_follows_remapped_stack);
+    tcase_add_test(t, callee_span_sees_callee_not_gap);
     tcase_add_test(t, hit_sets_cleared_accessed_bit);
     tcase_add_test(t, callee_refetch_sets_no_accessed_bit);
     tcase_add_test(t, chain_after_mispredicted_ret);
