@@ -183,38 +183,34 @@ static inline int lci_coherent(lcr_vcpu *v, tc_entry *te, uint64_t at,
  * its stack's TLB page made current from the stamp its last run left
  * (runtime/rt.h, lcr_pwc_tlb_vouch(): the check read back most of the
  * page's paging entries already). */
-static inline void lci_stack_vouch(lcr_vcpu *v, const tc_entry *te)
+static inline int lci_stack_vouch(lcr_vcpu *v, const tc_entry *te)
 {
+    if (te->stk.serial && lcr_pwc_tlb_vouch(v, &te->stk))
+        return 1;
     /* else the page of the run before renewed here, once, so the stack's
      * inline forms run as leaves (runtime/exec.c) instead of the first
      * of them calling out for it */
-    if (!te->stk.serial || !lcr_pwc_tlb_vouch(v, &te->stk))
-        lcr_pwc_tlb_renew(v, te->cl->stack - 1u);
-}
-
-/* After its run: stamped again when the page is another. */
-static inline void lci_stack_stamp(lcr_vcpu *v, tc_entry *te)
-{
-    unsigned wr = te->cl->stack - 1u;
-
-    if (te->stk.serial != v->pwc.tlb[wr].serial || te->stk.wr != wr)
-        (void)lcr_pwc_tlb_stamp(v, wr, &te->rec, &te->stk);
+    lcr_pwc_tlb_renew(v, te->cl->stack - 1u);
+    return 0;
 }
 
 /* The run of a translation whose coherency check has just passed, with
- * its stack's TLB page made current first and stamped after when it
- * pushes or pops. */
+ * its stack's TLB page made current first when it pushes or pops, and
+ * stamped after a run that began without the stamp (the page since
+ * another, or none yet). */
 static inline lc_stop_reason lci_run(lcr_vcpu *v, tc_entry *te,
                                      uint32_t weak_backedge_cap,
                                      unsigned start)
 {
     lc_stop_reason stop;
+    int vouched;
 
-    if (!te->cl->stack)
+    if (__builtin_expect(!te->cl->stack, 1))
         return lcx_run(te->cl, v, weak_backedge_cap, start);
-    lci_stack_vouch(v, te);
+    vouched = lci_stack_vouch(v, te);
     stop = lcx_run(te->cl, v, weak_backedge_cap, start);
-    lci_stack_stamp(v, te);
+    if (!vouched)
+        (void)lcr_pwc_tlb_stamp(v, te->cl->stack - 1u, &te->rec, &te->stk);
     return stop;
 }
 

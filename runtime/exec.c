@@ -2016,20 +2016,35 @@ LEAF_FORM(leaf_call_rel64, inl_call_rel64,
         lcr_canonical_v(v, target) && leaf_push8(v, next, renew))
         return leaf_done(v, target);)
 
+/* the same where the translation found the operand size 64 and the
+ * target canonical with 48-bit linear addresses, so with 57-bit ones too
+ * (lcr_inline_ram_fn_at()): at the RIP it was made for, no target can
+ * fault */
+LEAF_FORM(leaf_call_rel64_canon, inl_call_rel64,
+    uint64_t next = v->st->rip + in->info.length;
+
+    if (in_long64(v) && leaf_push8(v, next, renew))
+        return leaf_done(v, next + (uint64_t)in->info.branch_disp);)
+
 /* near RET and RET imm16: the slot read (or forwarded: read once, as
  * inline_ret() reads it), then the target's check */
-LEAF_FORM(leaf_ret64, inl_ret64,
-    uint64_t sp = v->st->gpr[LC_RSP], target;
-
-    if (in_long64(v) && in->info.operand_bits == 64 &&
-        leaf_pop8(v, &target, renew)) {
-        if (!lcr_canonical_v(v, target))
-            return 0;
-        if (in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM)
-            sp += in->opnd[0].imm & 0xffff;
-        v->st->gpr[LC_RSP] = sp + 8;
-        return leaf_done(v, target);
-    })
+#define LEAF_RET(has_imm, size_known)                                    \
+    uint64_t sp = v->st->gpr[LC_RSP], target;                           \
+                                                                        \
+    if (in_long64(v) && (size_known || in->info.operand_bits == 64) &&  \
+        leaf_pop8(v, &target, renew)) {                                 \
+        if (!lcr_canonical_v(v, target))                                \
+            return 0;                                                   \
+        if (has_imm)                                                    \
+            sp += in->opnd[0].imm & 0xffff;                             \
+        v->st->gpr[LC_RSP] = sp + 8;                                    \
+        return leaf_done(v, target);                                    \
+    }
+LEAF_FORM(leaf_ret64_imm, inl_ret64, LEAF_RET(1, 0))
+/* a RET without imm16 whose operand size the translation found 64
+ * (lcr_inline_ram_fn_at()) */
+LEAF_FORM(leaf_ret64_q, inl_ret64, LEAF_RET(0, 1))
+#undef LEAF_RET
 
 /* PUSH of a general register (PUSH rSP pushes rSP as it was) */
 LEAF_FORM(leaf_push64, inl_push64,
@@ -2063,11 +2078,26 @@ lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode)
     case LCR_INL_STORE:    return m64 ? inl_store64 : inl_store;
     case LCR_INL_CALL_REL: return m64 ? leaf_call_rel64 : inl_call_rel;
     case LCR_INL_CALL_REG: return m64 ? inl_call_reg64 : inl_call_reg;
-    case LCR_INL_RET:      return m64 ? leaf_ret64 : inl_ret;
+    case LCR_INL_RET:      return m64 ? leaf_ret64_imm : inl_ret;
     case LCR_INL_PUSH:     return m64 ? leaf_push64 : inl_push;
     case LCR_INL_POP:      return m64 ? leaf_pop64 : inl_pop;
     default:               return NULL;   /* IN, OUT, none */
     }
+}
+
+lcr_inline_fn lcr_inline_ram_fn_at(unsigned kind, lc_cpu_mode mode,
+                                   const lcd_insn *in, uint64_t rip)
+{
+    int q = mode == LC_MODE_LONG64 && in->info.operand_bits == 64;
+
+    if (q && kind == LCR_INL_CALL_REL &&
+        lcr_canonical(rip + in->info.length + (uint64_t)in->info.branch_disp,
+                      48))
+        return leaf_call_rel64_canon;
+    if (q && kind == LCR_INL_RET &&
+        !(in->nopnds > 0 && in->opnd[0].kind == LCD_OPND_IMM))
+        return leaf_ret64_q;
+    return lcr_inline_ram_fn(kind, mode);
 }
 
 int lcr_exec_inline(lcr_vcpu *v, const lcd_insn *in, unsigned kind,

@@ -1871,7 +1871,6 @@ int lcr_pwc_tlb_stamp(const lcr_vcpu *v, unsigned wr,
             s->eval[s->n++] = e->eval[i];
         }
     }
-    s->lpn = t->lpn;
     s->wr = (uint8_t)wr;
     s->serial = t->serial;
     return 1;

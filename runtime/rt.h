@@ -199,8 +199,9 @@ typedef struct lcr_pwc_tlb {
     uint8_t  pair;        /* the other direction's page was made with it,
                            * from the same entry and page (a store's fill
                            * makes both): renewed with it */
-    uint64_t serial;      /* which fill made it (lcr_pwc.tlb_fills): a
-                           * stamp's (lcr_tlb_stamp) page while equal */
+    uint64_t serial;      /* which fill made it (lcr_pwc.tlb_fills), 0
+                           * once forgotten: a stamp's (lcr_tlb_stamp)
+                           * page while equal */
 } lcr_pwc_tlb;
 
 typedef struct lcr_pwc {
@@ -409,6 +410,7 @@ static inline void lcr_pwc_tlb_forget(lcr_pwc *p)
 {
     p->tlb[0].lpn = LCR_PWC_NO_PAGE;
     p->tlb[1].lpn = LCR_PWC_NO_PAGE;
+    p->tlb[0].serial = p->tlb[1].serial = 0;
 }
 
 /* Drop every cached page walk (a new context, a paging-state change, a
@@ -463,8 +465,10 @@ static inline void lcr_watch_arm(lcr_vcpu *v, const lcr_watch *w,
                                  unsigned fresh)
 {
     v->watching = w;
-    if (fresh)
+    if (fresh) {
         v->pwc.tlb[1].lpn = LCR_PWC_NO_PAGE;
+        v->pwc.tlb[1].serial = 0;
+    }
 }
 
 /* Does TLB page `t` (lcr_pwc_tlb, for stores if `wr`) cover `len` bytes at
@@ -603,6 +607,13 @@ unsigned lcr_inline_kind(const lcd_insn *in);
  * happened; no callback runs, so never -1. */
 typedef int (*lcr_inline_fn)(lcr_vcpu *v, const lcd_insn *in);
 lcr_inline_fn lcr_inline_ram_fn(unsigned kind, lc_cpu_mode mode);
+/* The same for instruction `in` at `rip` as a translation runs it there
+ * (its RIP checked before each): a leaner form where what it checks is
+ * known already, a near CALL's static target canonical with 48-bit
+ * linear addresses (so whatever CR4.LA57 says), the operand size 64 of
+ * a RET without imm16. */
+lcr_inline_fn lcr_inline_ram_fn_at(unsigned kind, lc_cpu_mode mode,
+                                   const lcd_insn *in, uint64_t rip);
 /* One instruction of kind `kind` through its inline form, `ram_fn` being
  * lcr_inline_ram_fn(kind, mode) as the translation chose it (NULL for IN
  * and OUT), with lcr_exec()'s budget and TF checks. */
@@ -877,7 +888,6 @@ static inline int lcr_fetch_check_walk(const lcr_vcpu *v, uint64_t rip,
  * the page table entry alone). */
 typedef struct lcr_tlb_stamp {
     uint64_t serial;      /* lcr_pwc_tlb.serial; 0: no stamp */
-    uint64_t lpn;
     uint8_t  wr;          /* the TLB page: [1] stores, [0] loads */
     uint8_t  n;
     const uint8_t *ehva[LCR_PWC_LEVELS];
@@ -898,7 +908,11 @@ int lcr_pwc_tlb_stamp(const lcr_vcpu *v, unsigned wr,
  * the record, which equal the cache's own while the page is the one
  * stamped (every change of the cache's state drops the TLB), and read
  * back the paging entries the page shares with the code; this compares
- * RFLAGS.AC and the flush generation and reads back the rest (s->ehva).
+ * RFLAGS.AC and reads back the rest (s->ehva). The flush generation was
+ * compared with the cache's when the epoch began (lcr_begin_keep(): a
+ * change drops the cache, and the page with it); one that moves in the
+ * epoch is found at the next callback, as for every page the TLB holds
+ * (lcr_vmm_ran()).
  * 1 when the page is current, else 0 (nothing changed: the run renews it
  * as before, lcr_pwc_tlb_renew()). The page-walk cache entry the page was
  * made from is left as it was: current again at its own next use. */
@@ -910,8 +924,7 @@ static inline int lcr_pwc_tlb_vouch(lcr_vcpu *v, const lcr_tlb_stamp *s)
 
     /* the page held since the stamp: the entry it was made from is
      * unchanged, and so is the cache's paging state (lcr_pwc_tlb) */
-    if (t->serial != s->serial || t->lpn != s->lpn || !v->flush_gen ||
-        __atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) != p->gen ||
+    if (t->serial != s->serial ||
         p->ac != ((v->st->rflags & LC_RFLAGS_AC) != 0))
         return 0;
     for (unsigned i = 0; i < s->n; i++)

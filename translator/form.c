@@ -108,8 +108,10 @@ static void finish(lcx_cluster *out, unsigned last)
     out->ninsn = (uint16_t)(last + 1);
     for (unsigned i = 0; i < out->ninsn; i++) {
         out->insn[i].inl = (uint8_t)lcr_inline_kind(&out->insn[i].d);
-        out->insn[i].ram_fn = lcr_inline_ram_fn(out->insn[i].inl,
-                                                out->mode);
+        out->insn[i].ram_fn = lcr_inline_ram_fn_at(out->insn[i].inl,
+                                                   out->mode,
+                                                   &out->insn[i].d,
+                                                   out->insn[i].rip);
         if (out->insn[i].target != LCX_NO_TARGET &&
             out->insn[i].target >= out->ninsn)
             out->insn[i].target = LCX_NO_TARGET;

@@ -1790,14 +1790,24 @@ START_TEST(inline_forms_match_dispatcher)
         lcr_translate(&vb, data, 8, LCR_ACC_WRITE, &x);
         lcr_translate(&va, stack, 8, LCR_ACC_WRITE, &x);
         lcr_translate(&vb, stack, 8, LCR_ACC_WRITE, &x);
+        if (k & 4) {
+            /* and served as RAM once: the TLB pages hold the stack's
+             * page, so the stack's leaf forms (exec.c) take it */
+            (void)lcr_pwc_ram(&va, stack, 8, LCR_ACC_WRITE);
+            (void)lcr_pwc_ram(&vb, stack, 8, LCR_ACC_WRITE);
+        }
         va.stop = vb.stop = LC_STOP_NONE;
         ck_assert(inline_pages_equal(&fa, &fb, pages, 7, 0));
 
         /* every other state through the translator chains' entry, which
-         * leaves the budget and TF to its caller */
+         * leaves the budget and TF to its caller; every other one of
+         * those through the form a translation at this RIP chooses
+         * (lcr_inline_ram_fn_at(): a CALL whose target is known
+         * canonical, a RET whose operand size is known) */
         if ((k & 1) && kind != LCR_INL_IN && kind != LCR_INL_OUT &&
             !(a.rflags & LC_RFLAGS_TF))
-            r = lcr_inline_ram_fn(kind, va.mode)(&va, &d);
+            r = ((k & 2) ? lcr_inline_ram_fn_at(kind, va.mode, &d, a.rip)
+                         : lcr_inline_ram_fn(kind, va.mode))(&va, &d);
         else
             r = lcr_exec_inline(&va, &d, kind,
                                 lcr_inline_ram_fn(kind, va.mode));
