@@ -155,7 +155,8 @@ static void span_make(tc_entry *te)
         if (!n)
             continue;
         if (x->gfn[0] != rec->gfn[0] ||
-            te->xhva[r - 1] - rec->code[0] != (ptrdiff_t)o - (ptrdiff_t)off0)
+            (uintptr_t)te->xhva[r - 1] - (uintptr_t)rec->code[0] !=
+                (uintptr_t)o - off0)
             return;
         lo = o < lo ? o : lo;
         hi = o + n > hi ? o + n : hi;

@@ -2035,7 +2035,8 @@ LEAF_FORM(leaf_call_rel64_canon, inl_call_rel64,
         leaf_pop8(v, &target, renew)) {                                 \
         if (!lcr_canonical_v(v, target))                                \
             return 0;                                                   \
-        if (has_imm)                                                    \
+        if (has_imm && in->nopnds > 0 &&                                \
+            in->opnd[0].kind == LCD_OPND_IMM)                           \
             sp += in->opnd[0].imm & 0xffff;                             \
         v->st->gpr[LC_RSP] = sp + 8;                                    \
         return leaf_done(v, target);                                    \

@@ -1854,9 +1854,8 @@ int lcr_pwc_tlb_stamp(const lcr_vcpu *v, unsigned wr,
 
     s->serial = 0;
     s->n = 0;
-    if (t->lpn == LCR_PWC_NO_PAGE || t->epoch != p->epoch ||
-        !p->state_known || !v->flush_gen || !rec->valid || !rec->e8 ||
-        !e->e8 || e->epoch != p->epoch || p->cr0 != rec->cr0 ||
+    if (!t->serial || !v->flush_gen || !rec->valid || !rec->e8 ||
+        !e->e8 || p->cr0 != rec->cr0 ||
         p->cr3 != rec->cr3 || p->cr4 != rec->cr4 ||
         p->efer != rec->efer || p->cpl != rec->cpl)
         return 0;

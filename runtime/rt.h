@@ -525,8 +525,9 @@ static inline void lcr_pwc_tlb_renew(lcr_vcpu *v, unsigned wr)
 {
     const lcr_pwc_tlb *t = &v->pwc.tlb[wr];
 
-    if (t->lpn != LCR_PWC_NO_PAGE &&
-        (t->epoch != v->pwc.epoch || !v->pwc.state_known))
+    /* serial 0: never made, or forgotten (lcr_pwc_tlb.lpn may then be
+     * anything: a context zeroed at creation holds page 0) */
+    if (t->serial && (t->epoch != v->pwc.epoch || !v->pwc.state_known))
         (void)lcr_pwc_tlb_revive(v, wr);
 }
 
@@ -895,9 +896,10 @@ typedef struct lcr_tlb_stamp {
 } lcr_tlb_stamp;
 
 /* Stamp TLB page `wr` for the translation whose fetch record is `rec`
- * (after its run): 1 with `s` filled when the page is held, current, made
+ * (after its run): 1 with `s` filled when the page is held and was made
  * in the state `rec` was made in (the paging state, 8-byte entries, a
- * flush generation), else 0 with s->serial 0. */
+ * flush generation), else 0 with s->serial 0. The page need not be
+ * current: the vouch reads back what the stamp records. */
 int lcr_pwc_tlb_stamp(const lcr_vcpu *v, unsigned wr,
                       const lcr_fetch_rec *rec, lcr_tlb_stamp *s);
 
@@ -912,7 +914,8 @@ int lcr_pwc_tlb_stamp(const lcr_vcpu *v, unsigned wr,
  * compared with the cache's when the epoch began (lcr_begin_keep(): a
  * change drops the cache, and the page with it); one that moves in the
  * epoch is found at the next callback, as for every page the TLB holds
- * (lcr_vmm_ran()).
+ * (lcr_vmm_ran()). A context without a generation (the runtime used on
+ * its own) vouches for nothing: its revalidation asks the VMM again.
  * 1 when the page is current, else 0 (nothing changed: the run renews it
  * as before, lcr_pwc_tlb_renew()). The page-walk cache entry the page was
  * made from is left as it was: current again at its own next use. */
@@ -924,7 +927,7 @@ static inline int lcr_pwc_tlb_vouch(lcr_vcpu *v, const lcr_tlb_stamp *s)
 
     /* the page held since the stamp: the entry it was made from is
      * unchanged, and so is the cache's paging state (lcr_pwc_tlb) */
-    if (t->serial != s->serial ||
+    if (t->serial != s->serial || !v->flush_gen ||
         p->ac != ((v->st->rflags & LC_RFLAGS_AC) != 0))
         return 0;
     for (unsigned i = 0; i < s->n; i++)
