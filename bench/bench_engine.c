@@ -48,9 +48,12 @@
  *                the IN's callback; shown for that cost, no goal
  *
  * Goals (issue: clustering engine): hit <= 100 ns, gap filler <= 10 ns,
- * interpreted <= 1 us.   bench_engine [--runs N] [--json]
+ * interpreted <= 1 us.   bench_engine [--runs N] [--json] [--small-pages]
  * [--only hit|two|gap|mem|walk|straight|call|pushpop|calltail|flat|interp|
  *  form|accessor]
+ * --small-pages: 64-bit code's first 2 MiB (code, stack) mapped in 4 KiB
+ * pages instead of one 2 MiB page, so the stack's paging entries are not
+ * all the code's (the engine's stack stamp then reads one back itself).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +78,7 @@ typedef struct rig {
  * with paging off (flat segments: a memory operand needs no page walk).
  * The code is at 0x100000, the exit at 0x100000 + rig_entry. */
 static int rig_flat;
+static int rig_small_pages;     /* --small-pages */
 static unsigned rig_entry;
 
 static void up(rig *r, uint32_t techniques, uint32_t threshold,
@@ -88,8 +92,19 @@ static void up(rig *r, uint32_t techniques, uint32_t threshold,
     memcpy(r->f.ram + 0x100000, code, n);
     if (rig_flat)
         fvm_state_prot32(&r->s0, 0);
-    else
+    else {
         fvm_state_long64(&r->f, &r->s0);
+        if (rig_small_pages) {
+            /* the first 2 MiB in 4 KiB pages (a table at 0x5000): the
+             * code and the stack on pages of their own, so a stack
+             * access's page table entry is not the code's */
+            uint64_t *pd = (uint64_t *)(void *)(r->f.ram + 0x3000);
+            uint64_t *pt = (uint64_t *)(void *)(r->f.ram + 0x5000);
+            for (int i = 0; i < 512; i++)
+                pt[i] = ((uint64_t)i << 12) | 0x7;
+            pd[0] = 0x5000 | 0x7;
+        }
+    }
     r->s0.rip = 0x100000 + rig_entry;
     r->s0.gpr[LC_RBX] = 0x200000;
     r->s0.gpr[LC_RSP] = 0x180000;
@@ -180,6 +195,8 @@ int main(int argc, char **argv)
             json = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--small-pages"))
+            rig_small_pages = 1;
     }
     if (runs < 1 || runs > 100)
         runs = 11;

@@ -923,18 +923,24 @@ static inline int lcr_pwc_tlb_vouch(lcr_vcpu *v, const lcr_tlb_stamp *s)
 {
     lcr_pwc *p = &v->pwc;
     lcr_pwc_tlb *t = &p->tlb[s->wr];
-    uint64_t d = 0;
+    uint64_t d;
 
     /* the page held since the stamp: the entry it was made from is
      * unchanged, and so is the cache's paging state (lcr_pwc_tlb) */
     if (t->serial != s->serial || !v->flush_gen ||
         p->ac != ((v->st->rflags & LC_RFLAGS_AC) != 0))
         return 0;
-    for (unsigned i = 0; i < s->n; i++)
-        d |= __atomic_load_n((const uint64_t *)(const void *)s->ehva[i],
-                             __ATOMIC_RELAXED) ^ s->eval[i];
-    if (d)
-        return 0;
+    /* none (a stack on the code's 2 MiB page), one (its page table entry
+     * beside the code's: 4 KiB pages), or more */
+    if (s->n) {
+        d = __atomic_load_n((const uint64_t *)(const void *)s->ehva[0],
+                            __ATOMIC_RELAXED) ^ s->eval[0];
+        for (unsigned i = 1; i < s->n; i++)
+            d |= __atomic_load_n((const uint64_t *)(const void *)s->ehva[i],
+                                 __ATOMIC_RELAXED) ^ s->eval[i];
+        if (d)
+            return 0;
+    }
     if (t->pair)
         p->tlb[0].epoch = p->tlb[1].epoch = p->epoch;
     else
