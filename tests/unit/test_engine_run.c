@@ -463,6 +463,25 @@ START_TEST(watch_follows_remapped_code)
 }
 END_TEST
 
+/* After the guest changed the byte its callee stores to `val`: the next
+ * hits store what the new bytes say, or do not run that far (the
+ * translation made again); the last runs all five instructions (out,
+ * call, mov, ret, out). */
+static void expect_callee_stores(rig *r, const lc_cpu_state *s0,
+                                 const lc_exit *x, uint8_t *at, uint8_t val)
+{
+    lc_cpu_state s;
+    lc_result res;
+
+    for (int i = 0; i < 3; i++) {
+        s = *s0;
+        *at = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r->v, &s, x, &res), LC_OK);
+        ck_assert_uint_eq(*at, res.insns >= 3 ? val : 0);
+    }
+    ck_assert_uint_eq(res.insns, 5);
+}
+
 /* A translation that pushes keeps its stack's TLB page from run to run
  * (engine_int.h, lci_stack_vouch()): its hit's coherency check reads back
  * the paging entries the stack shares with the code, and the stamp its
@@ -519,7 +538,7 @@ END_TEST
  * by one. A change to the callee is seen by the next hit. */
 START_TEST(callee_span_sees_callee_not_gap)
 {
-    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    rig r; lc_cpu_state s, s0; lc_stats st;
     lc_exit x = io_exit(0x80, 1, 1);
     /* 0x200100: mov byte [rbx],0x5a; ret; 12 bytes of data;
      * 0x200110: out 0x80,al; call 0x200100; out 0x80,al; ud2 */
@@ -545,13 +564,7 @@ START_TEST(callee_span_sees_callee_not_gap)
     lc_vcpu_get_stats(r.v, &st);
     ck_assert_uint_eq(st.coherency_failures, 0);
     r.f.ram[0x200102] = 0x77;        /* mov byte [rbx],0x77 */
-    for (int i = 0; i < 3; i++) {
-        s = s0;
-        r.f.ram[0x200c00] = 0;
-        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-        ck_assert_uint_eq(r.f.ram[0x200c00], res.insns >= 3 ? 0x77 : 0);
-    }
-    ck_assert_uint_eq(res.insns, 5);
+    expect_callee_stores(&r, &s0, &x, &r.f.ram[0x200c00], 0x77);
     rig_down(&r);
 }
 END_TEST
@@ -567,7 +580,7 @@ END_TEST
  * still the same, would let the old translation run). */
 START_TEST(watch_follows_remapped_callee)
 {
-    rig r; lc_cpu_state s, s0; lc_result res; lc_stats st;
+    rig r; lc_cpu_state s, s0; lc_stats st;
     lc_exit x = io_exit(0x80, 1, 1);
     /* out 0x80,al; call 0x200900; out 0x80,al; ud2 */
     const uint8_t code[] = { 0xe6, 0x80, 0xe8, 0xf9, 0x07, 0x00, 0x00,
@@ -601,13 +614,7 @@ START_TEST(watch_follows_remapped_callee)
     /* A change to the callee on the new frame is seen by the next hit:
      * the mov stores what the new bytes say, or does not run. */
     r.f.ram[0x902] = 0x5a;           /* mov byte [rbx],0x5a */
-    for (int i = 0; i < 3; i++) {
-        s = s0;
-        r.f.ram[0xc00] = 0;
-        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
-        ck_assert_uint_eq(r.f.ram[0xc00], res.insns >= 3 ? 0x5a : 0);
-    }
-    ck_assert_uint_eq(res.insns, 5);
+    expect_callee_stores(&r, &s0, &x, &r.f.ram[0xc00], 0x5a);
     rig_down(&r);
 }
 END_TEST
