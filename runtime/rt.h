@@ -931,7 +931,10 @@ static inline int lcr_pwc_tlb_vouch(lcr_vcpu *v, const lcr_tlb_stamp *s)
         p->ac != ((v->st->rflags & LC_RFLAGS_AC) != 0))
         return 0;
     /* none (a stack on the code's 2 MiB page), one (its page table entry
-     * beside the code's: 4 KiB pages), or more */
+     * beside the code's: 4 KiB pages), or more. mmu.c's entries_hold8()
+     * does the same read-back; called here through a header it cost 8
+     * instructions more per exit with 4 KiB pages (its jump table for
+     * one entry), measured with bench_engine --small-pages. */
     if (s->n) {
         d = __atomic_load_n((const uint64_t *)(const void *)s->ehva[0],
                             __ATOMIC_RELAXED) ^ s->eval[0];
