@@ -199,7 +199,7 @@ static double call_over_straight(const uint8_t *hit, size_t nh,
 
 int main(int argc, char **argv)
 {
-    int runs = 11, json = 0, iters = 100000;
+    int runs = 11, json = 0, iters = 100000, prounds, pbatch;
     const char *only = NULL;
     if (getenv("LC_BENCH_ITERS"))
         iters = atoi(getenv("LC_BENCH_ITERS"));
@@ -250,6 +250,9 @@ int main(int argc, char **argv)
     }
     if (runs < 1 || runs > 100)
         runs = 11;
+    /* the paired figure's rounds and batch (call_over_straight()) */
+    prounds = 4 * runs + 1 > 99 ? 99 : 4 * runs + 1;
+    pbatch = iters / 20 > 0 ? iters / 20 : 1;
 
     /* out; [12 x add rax,rcx]; out   and   out; [4 x mov rax,[rbx]]; out */
     outs2[n2++] = 0xe6; outs2[n2++] = 0x80; outs2[n2++] = 0xe6; outs2[n2++] = 0x80;
@@ -273,12 +276,10 @@ int main(int argc, char **argv)
     outsw[nw++] = 0xe6; outsw[nw++] = 0x80;
 
     if (only && !strcmp(only, "paired")) {
-        int prounds = 4 * runs + 1 > 99 ? 99 : 4 * runs + 1;
         double med[3];
         double p = call_over_straight(out1, sizeof out1, straight6,
                                       sizeof straight6, call6, sizeof call6,
-                                      CALL6_ENTRY, prounds,
-                                      iters / 20 > 0 ? iters / 20 : 1, med);
+                                      CALL6_ENTRY, prounds, pbatch, med);
         printf("hit %.1f, straight %.1f, call %.1f ns per exit (medians); "
                "call+ret / straight, paired: %.3f\n",
                med[0], med[1], med[2], p);
@@ -409,12 +410,10 @@ int main(int argc, char **argv)
         rig_flat = 0;
     }
     {
-        int prounds = 4 * runs + 1 > 99 ? 99 : 4 * runs + 1;
         double paired = call_over_straight(out1, sizeof out1, straight6,
                                            sizeof straight6, call6,
                                            sizeof call6, CALL6_ENTRY,
-                                           prounds, iters / 20 > 0 ?
-                                           iters / 20 : 1, NULL);
+                                           prounds, pbatch, NULL);
         double h = bench_median(hit, runs), g2 = bench_median(c2, runs);
         double g12 = bench_median(c12, runs), gm = bench_median(cm, runs);
         double in = bench_median(interp, runs), tr = bench_median(trans, runs);
