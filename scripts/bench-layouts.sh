@@ -82,12 +82,8 @@ for rev in $revs; do
     for i in $(seq 0 $((layouts - 1))); do
         dir=$root/build/layouts/$name/L$i
         echo "bench-layouts: building $rev, layout $i (${flags[$i]:-default})" >&2
-        if [ ! -f "$dir/build.ninja" ]; then
-            mkdir -p "$(dirname "$dir")"
-            meson setup "$dir" "$src" -Dbuildtype=release -Dtests=false \
-                -Dc_args="${flags[$i]}" >"$dir.setup.log" 2>&1 ||
-                { cat "$dir.setup.log" >&2; echo "bench-layouts: meson setup $dir failed" >&2; exit 1; }
-        fi
+        lc_setup "$dir" "$src" -Dbuildtype=release -Dtests=false \
+            -Dc_args="${flags[$i]}" || exit 1
         flock /tmp/lc-build.lock ninja -j2 -C "$dir" bench/bench_engine \
             >"$dir.build.log" 2>&1 ||
             { tail -20 "$dir.build.log" >&2; echo "bench-layouts: build of $dir failed" >&2; exit 1; }
