@@ -39,12 +39,15 @@ static int in_long64(const lcr_vcpu *v)
     return v->mode == LC_MODE_LONG64;
 }
 
-static unsigned stack_bytes(const lcr_vcpu *v)
+#define stack_bytes(v) lcr_stack_bytes(v)
+
+/* rSP as a pop of `n` bytes leaves it on a stack of `sb` bytes: the
+ * bits above the stack's size kept (a 16-bit stack moves SP alone). */
+static uint64_t sp_after(const lcr_vcpu *v, unsigned sb, unsigned n)
 {
-    if (in_long64(v))
-        return 8;
-    return v->st->seg[LC_SS].db && v->mode != LC_MODE_REAL &&
-                   v->mode != LC_MODE_VM86 ? 4 : 2;
+    uint64_t rsp = v->st->gpr[LC_RSP];
+
+    return (rsp & ~lcr_mask(sb)) | ((rsp + n) & lcr_mask(sb));
 }
 
 /* The inline forms come in two builds (lcr_inline_ram_fn()): `m64` set,
@@ -143,7 +146,7 @@ uint8_t *ram_seg_in(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
     h = lcr_pwc_tlb_get(v, la, n, wr);
     if (!h)
         h = lcr_pwc_ram(v, la, n, access);
-    return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
+    return h && !(((uintptr_t)h | la) & (n - 1)) ? h : NULL;
 }
 
 /* The same out of line, for 64-bit code's FS and GS. */
@@ -156,8 +159,11 @@ uint8_t *ram_seg(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
 
 /* The host address of `n` bytes at seg:ea when the page-walk cache
  * answers for them as plain RAM (lcr_pwc_ram) and they are naturally
- * aligned, else NULL with nothing changed: the caller translates in
- * full (and meets any fault of the segmentation check again there). */
+ * aligned, at their linear address and at the host's (which need not
+ * agree: ops.h asks nothing of a mapping's alignment), else NULL with
+ * nothing changed: the caller translates in full (and meets any fault of
+ * the segmentation check again there, or the #AC of a misaligned access,
+ * mmu.c, lcr_linear()). */
 static inline __attribute__((always_inline))
 uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
                   unsigned access, int m64)
@@ -181,7 +187,7 @@ uint8_t *ram_fast(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
     h = lcr_pwc_tlb_get(v, ea, n, access == LCR_ACC_WRITE);
     if (!h)
         h = ram_miss64(v, ea, n, access);
-    return h && !((uintptr_t)h & (n - 1)) ? h : NULL;
+    return h && !(((uintptr_t)h | ea) & (n - 1)) ? h : NULL;
 }
 
 int lcr_mem_gpa(lcr_vcpu *v, const lcd_insn *in, uint64_t insn_rip,
@@ -439,10 +445,13 @@ static int ex_pop(lcr_vcpu *v, lcr_ectx *c)
         return LCR_STOP;
     /* POP to memory with an rSP base uses rSP after the increment (SDM
      * POP: "the ESP register is incremented before the effective address
-     * is computed"). */
+     * is computed"), at the stack's size: with a 16-bit stack only SP
+     * moves (and wraps), whatever the address size. */
     /* after a device read, the store plain RAM (as in ex_push) */
     if (in->opnd[0].kind == LCD_OPND_MEM &&
-        operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, (int64_t)n), n,
+        operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip,
+                                        (int64_t)(sp_after(v, sb, n) -
+                                                  v->st->gpr[LC_RSP])), n,
                      lcr_xlat_plain(&sx) ? LCR_ACC_WRITE
                                          : LCR_ACC_WRITE | LCR_ACC_PLAIN) < 0)
         return LCR_STOP;
@@ -655,8 +664,8 @@ static int ex_jmp(lcr_vcpu *v, lcr_ectx *c)
 
     if (ii->cflow == LC_CF_JMP_REL)
         return branch(v, c, 1, rel_target(c));
-    if (ii->cflow != LC_CF_JMP_IND)
-        return stop(v, LC_STOP_TERMINATOR);
+    if (ii->cflow != LC_CF_JMP_IND || lcr_cet_guards(v->st, c->in))
+        return stop(v, LC_STOP_TERMINATOR);     /* indirect branch tracking */
     if (lcr_opnd_read(v, c, 0, &a))
         return LCR_STOP;
     return branch(v, c, 1, a & lcr_mask(ii->operand_bits / 8));
@@ -741,6 +750,8 @@ static int ex_call(lcr_vcpu *v, lcr_ectx *c)
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), target;
     lcr_xlat sx;
 
+    if (lcr_cet_guards(v->st, in))
+        return stop(v, LC_STOP_TERMINATOR);     /* the shadow stack */
     if (in->info.cflow == LC_CF_CALL_REL) {
         target = rel_target(c);
     } else if (in->info.cflow == LC_CF_CALL_IND) {
@@ -834,7 +845,7 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
     uint64_t target;
     lcr_xlat sx;
 
-    if (in->info.cflow != LC_CF_RET)
+    if (in->info.cflow != LC_CF_RET || lcr_cet_guards(v->st, in))
         return stop(v, LC_STOP_TERMINATOR);
     if (!stack_read_fast(v, n, &target, 0)) {
         uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
@@ -1948,7 +1959,7 @@ int leaf_push8(lcr_vcpu *v, uint64_t val, int renew)
     uint8_t *h = renew ? lcr_pwc_tlb_get(v, sp, 8, 1)
                        : lcr_pwc_tlb_hit(v, sp, 8, 1);
 
-    if (!h || ((uintptr_t)h & 7))
+    if (!h || (((uintptr_t)h | sp) & 7))
         return 0;
     __atomic_store_n((uint64_t *)(void *)h, val, __ATOMIC_RELAXED);
     v->st->gpr[LC_RSP] = sp;
@@ -1969,7 +1980,7 @@ int leaf_pop8(lcr_vcpu *v, uint64_t *val, int renew)
     } else {
         h = renew ? lcr_pwc_tlb_get(v, sp, 8, 0)
                   : lcr_pwc_tlb_hit(v, sp, 8, 0);
-        if (!h || ((uintptr_t)h & 7))
+        if (!h || (((uintptr_t)h | sp) & 7))
             return 0;
         *val = __atomic_load_n((const uint64_t *)(const void *)h,
                                __ATOMIC_RELAXED);

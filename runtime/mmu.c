@@ -293,8 +293,15 @@ static int seg_limit_ok(const lc_segment *s, uint64_t ea, unsigned size,
     return ea > s->limit && last <= (s->db ? LA32_MASK : 0xffffull);
 }
 
-int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
-               unsigned access, uint64_t *la)
+/* A data segment real mode keeps expand-down (lcr_linear()). */
+static int real_expdn(const lcr_vcpu *v, const lc_segment *s)
+{
+    return v->mode == LC_MODE_REAL && !(s->type & TYPE_CODE) &&
+           (s->type & TYPE_EXPDN);
+}
+
+static int linear_of(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
+                     unsigned access, uint64_t *la)
 {
     const lc_segment *s;
     uint8_t vec = seg == LC_SS ? LC_VEC_SS : LC_VEC_GP;
@@ -309,9 +316,12 @@ int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
         /* SDM "Real-Address Mode Operation" (20.1.1 / 20.2 in the 2016-2022
          * editions): base + offset, checked against the cached
          * limit (0xffff normally; "big real mode" keeps a larger limit
-         * loaded in protected mode). No type checks. A20 is taken as
+         * loaded in protected mode). No type checks, but an
+         * expand-down data segment kept from protected mode in real
+         * mode is still expand-down ("Switching Back to Real-Address
+         * Mode"; virtual-8086 mode's are expand-up). A20 is taken as
          * enabled, so no wrap at 1 MiB; linear addresses are 32 bits. */
-        if (!seg_limit_ok(s, ea, size, 0))
+        if (!seg_limit_ok(s, ea, size, real_expdn(v, s)))
             return stop_fault(v, vec);
         *la = (s->base + ea) & LA32_MASK;
         return 0;
@@ -359,6 +369,35 @@ int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
     }
 }
 
+/* Alignment checking (SDM vol. 3 6.15, "Interrupt 17 - Alignment Check
+ * Exception", and its table of alignments by data type): at CPL 3 (also
+ * virtual-8086 mode) with CR0.AM and RFLAGS.AC set, an explicit data
+ * reference not aligned to its size raises #AC. Asked of every access
+ * as the largest power of two up to 16 that divides its size, which is
+ * at least what the table asks (a stop where the CPU would not fault
+ * costs an exit, nothing else). Fetches and implicit supervisor-mode
+ * accesses are not checked. The inline forms reach RAM only at aligned
+ * addresses (exec.c), so a misaligned access always comes here. */
+static int align_faults(const lcr_vcpu *v, uint64_t la, unsigned size,
+                        unsigned access)
+{
+    unsigned a = size >= 16 ? 16 : size >= 8 ? 8 : size >= 4 ? 4
+                 : size >= 2 ? 2 : 1;
+
+    return (la & (a - 1)) && !(access & (LCR_ACC_FETCH | LCR_ACC_IMPLICIT)) &&
+           (v->st->cr0 & LC_CR0_AM) && (v->st->rflags & LC_RFLAGS_AC);
+}
+
+int lcr_linear(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned size,
+               unsigned access, uint64_t *la)
+{
+    if (linear_of(v, seg, ea, size, access, la) < 0)
+        return -1;
+    if (__builtin_expect(v->cpl == 3, 0) && align_faults(v, *la, size, access))
+        return stop_fault(v, LC_VEC_AC);
+    return 0;
+}
+
 void lcr_seg_learn(lcr_vcpu *v, unsigned seg)
 {
     const lc_segment *s = &v->st->seg[seg];
@@ -368,7 +407,8 @@ void lcr_seg_learn(lcr_vcpu *v, unsigned seg)
     switch (v->mode) {
     case LC_MODE_REAL:
     case LC_MODE_VM86:
-        r = w = 1;              /* the limit alone (lcr_linear()) */
+        /* the limit alone (lcr_linear()), expand-up */
+        r = w = !real_expdn(v, s);
         break;
     case LC_MODE_PROT16:
     case LC_MODE_PROT32:
@@ -1715,7 +1755,15 @@ static size_t fetch_linear(const lcr_vcpu *v, uint64_t ea, size_t max,
         break;
     case LC_MODE_REAL:
     case LC_MODE_VM86:
-        break;          /* no type checks (SDM "Real-Address Mode") */
+        /* No type checks (SDM "Real-Address Mode"). A code segment still
+         * 32-bit from protected mode (CR0.PE just cleared, CS not yet
+         * reloaded: SDM vol. 3, "Switching Back to Real-Address Mode")
+         * runs with 32-bit defaults, which the real mode the decoder
+         * knows does not have: nothing is fetched, so nothing runs.
+         * Virtual-8086 mode's CS is 16-bit whatever its attributes. */
+        if (v->mode == LC_MODE_REAL && cs->db)
+            return 0;
+        break;
     default:
         return 0;
     }

@@ -826,6 +826,43 @@ static inline int lcr_opens_shadow(const lcd_insn *in)
             in->opnd[0].reg.cls == LCD_REG_SEG && in->opnd[0].reg.num == LC_SS);
 }
 
+/* The stack's address size (SDM vol. 1 6.2.3): 8 in 64-bit mode, else 4
+ * when SS.B is set and 2 when clear. Real mode too keeps the B bit the
+ * last protected-mode load of SS left (SDM vol. 3, "Switching Back to
+ * Real-Address Mode": attributes stay until SS is loaded in protected
+ * mode again; a real-mode load changes its base alone, sreg.c), so a
+ * 32-bit stack goes on with ESP; virtual-8086 mode's segments are 16-bit
+ * whatever the state's attributes say. */
+static inline unsigned lcr_stack_bytes(const lcr_vcpu *v)
+{
+    if (v->mode == LC_MODE_LONG64)
+        return 8;
+    return v->st->seg[LC_SS].db && v->mode != LC_MODE_VM86 ? 4 : 2;
+}
+
+/* Does CET (SDM vol. 1 ch. 17, CR4.CET set) guard `in`: a near CALL or
+ * RET, which also push or pop the shadow stack and compare its entry
+ * (#CP), or an indirect JMP or CALL, which must land on an ENDBR under
+ * indirect branch tracking? Neither the shadow-stack pointer nor the
+ * tracker is in the state, so the runtime never runs these with CET on:
+ * each stops before them as a terminator, and the translator ends a
+ * cluster there (a translation is reused only under the CR4 it was made
+ * with, lcr_fetch_check()). One test of CR4 when CET is off. */
+static inline int lcr_cet_guards(const lc_cpu_state *st, const lcd_insn *in)
+{
+    if (__builtin_expect(!(st->cr4 & LC_CR4_CET), 1))
+        return 0;
+    switch (in->info.cflow) {
+    case LC_CF_CALL_REL:
+    case LC_CF_CALL_IND:
+    case LC_CF_RET:
+    case LC_CF_JMP_IND:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* ---- MMU (mmu.c) -------------------------------------------------------- */
 
 /* A record of one code fetch, for revalidation without a page walk: the

@@ -353,7 +353,7 @@ int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *out)
     switch (cl->guess_kind) {
     case LCX_GUESS_STACK: {
         uint64_t sp = (v->st->gpr[LC_RSP] + (uint64_t)cl->guess_delta) &
-                      lcr_mask(lcx_stack_bytes(v));
+                      lcr_mask(lcr_stack_bytes(v));
         /* only a prediction: the cache's last view will do (values.c) */
         if (lcx_peek_guess(v, LC_SS, sp, n, &val))
             return -1;

@@ -111,9 +111,6 @@ int lcx_trace_follow(lcx_trace *t, lcx_insn *x, unsigned n, uint64_t *next);
 
 /* ---- the registers the walk predicts (values.c) ---- */
 
-/* Stack width in bytes, as the runtime pushes and pops. */
-unsigned lcx_stack_bytes(const lcr_vcpu *v);
-
 /* Read guest RAM without running anything: segmentation and paging as a
  * read, RAM only (never a device), no fault reported. 0, or -1. */
 int lcx_peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,

@@ -159,7 +159,10 @@ unsigned lcx_static_decode(const lcx_form_in *in, lcx_cluster *out,
             }
             if (range == 0 && rip - in->rip + x->d.info.length > *seen)
                 *seen = (size_t)(rip - in->rip) + x->d.info.length;
-            if (x->d.info.exit_class == LC_CLASS_TERMINATOR)
+            /* A terminator; or, under CET, a transfer the runtime does
+             * not run (lcr_cet_guards()) */
+            if (x->d.info.exit_class == LC_CLASS_TERMINATOR ||
+                (in->v && lcr_cet_guards(in->v->st, &x->d)))
                 break;
             x->rip = rip;
             x->range = (uint8_t)range;

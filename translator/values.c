@@ -38,14 +38,6 @@
 #include "../runtime/alu.h"
 #include "form.h"
 
-unsigned lcx_stack_bytes(const lcr_vcpu *v)
-{
-    if (v->mode == LC_MODE_LONG64)
-        return 8;
-    return v->st->seg[LC_SS].db && v->mode != LC_MODE_REAL &&
-                   v->mode != LC_MODE_VM86 ? 4 : 2;
-}
-
 int lcx_peek(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
              uint64_t *val)
 {
@@ -113,7 +105,7 @@ static int rsp_now(const lcx_trace *t, uint64_t *val)
 
     if (!v || !t->sv.rsp_known)
         return 0;
-    m = lcr_mask(lcx_stack_bytes(v));
+    m = lcr_mask(lcr_stack_bytes(v));
     sp = v->st->gpr[LC_RSP];
     *val = (sp & ~m) | ((sp + (uint64_t)t->sv.rsp_delta) & m);
     return 1;
@@ -214,7 +206,7 @@ int lcx_values_stack(const lcx_trace *t, int64_t delta, unsigned bytes,
     /* A slot the walk has not pushed: what the guest's stack holds. The
      * address is the stack pointer of the stack's width only (SP with a
      * 16-bit stack: bits above it in ESP are not part of the offset). */
-    m = lcr_mask(lcx_stack_bytes(v));
+    m = lcr_mask(lcr_stack_bytes(v));
     sp = (v->st->gpr[LC_RSP] + (uint64_t)delta) & m;
     if (!rv->mem_ok || lcx_peek(v, LC_SS, sp, bytes, val))
         return 0;
@@ -354,7 +346,7 @@ static int leave_or_pusha(lcx_trace *t, const lcd_insn *d)
             rv->known = 0;
             return 1;
         }
-        sb = lcx_stack_bytes(v);
+        sb = lcr_stack_bytes(v);
         sp = v->st->gpr[LC_RSP];
         t->sv.rsp_delta = (int64_t)lcr_sext(val - sp, sb);
         if (lcx_values_stack(t, t->sv.rsp_delta, n, &val))

@@ -102,6 +102,7 @@ typedef struct lc_cpu_state {
 
 #define LC_CR0_PE (1ull << 0)
 #define LC_CR0_WP (1ull << 16)
+#define LC_CR0_AM (1ull << 18)    /* alignment mask: #AC at CPL 3 with RFLAGS.AC */
 #define LC_CR0_PG (1ull << 31)
 #define LC_CR4_TSD  (1ull << 2)    /* RDTSC at CPL > 0 raises #GP */
 #define LC_CR4_DE   (1ull << 3)    /* debugging extensions: DR4/DR5 #UD */
@@ -111,6 +112,7 @@ typedef struct lc_cpu_state {
 #define LC_CR4_SMEP (1ull << 20)
 #define LC_CR4_SMAP (1ull << 21)
 #define LC_CR4_PKE  (1ull << 22)   /* protection keys, user pages */
+#define LC_CR4_CET  (1ull << 23)   /* control-flow enforcement (shadow stacks, IBT) */
 #define LC_CR4_PKS  (1ull << 24)   /* protection keys, supervisor pages */
 #define LC_EFER_LME (1ull << 8)
 #define LC_EFER_LMA (1ull << 10)
@@ -127,6 +129,7 @@ typedef struct lc_cpu_state {
 #define LC_VEC_SS  12   /**< stack-segment fault */
 #define LC_VEC_GP  13   /**< general protection */
 #define LC_VEC_PF  14   /**< page fault */
+#define LC_VEC_AC  17   /**< alignment check */
 
 /**
  * The execution mode a state implies, as the CPU derives it from CR0.PE,

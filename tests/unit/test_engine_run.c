@@ -1217,6 +1217,28 @@ START_TEST(ret_on_16bit_stack_with_esp_high_bits)
 }
 END_TEST
 
+/* Under CR4.CET the translation ends before the accessor's RET, which
+ * the runtime does not run (the shadow stack, lcr_cet_guards()): out,
+ * mov, in, as with LC_TECH_CALLS off. */
+START_TEST(cet_ends_cluster_before_ret)
+{
+    rig r; lc_cpu_state s; lc_result res;
+    lc_exit x = io_exit(0xcf8, 1, 1);
+
+    rig_up(&r, NULL);
+    accessor_code(&r);
+    for (int i = 0; i < 4; i++) {
+        at_accessor_out(&r, &s, 0x7003);
+        s.cr4 |= LC_CR4_CET;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_uint_eq(res.insns, i < 2 ? 1 : 3);   /* out, mov, in */
+    }
+    ck_assert_uint_eq(s.rip, 0x7107);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x5ffe);
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(no_chain_without_calls)
 {
     rig r; lc_cpu_state s; lc_result res; lc_config cfg;
@@ -2016,6 +2038,7 @@ static Suite *suite(void)
     tcase_add_test(t, map_change_in_callback_ends_run);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
+    tcase_add_test(t, cet_ends_cluster_before_ret);
     tcase_add_test(t, absent_device_branch);
     tcase_add_test(t, mismatched_exit_declines);
     tcase_add_test(t, exit_facts_cross_checked);

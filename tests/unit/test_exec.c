@@ -1328,6 +1328,146 @@ START_TEST(pusha_popa_leave)
 }
 END_TEST
 
+/* CR4.CET: a near CALL or RET (the shadow stack) and an indirect JMP or
+ * CALL (indirect branch tracking) stop before as terminators, nothing
+ * done; a direct JMP, PUSH and POP still run. Without CET the same CALL
+ * runs. */
+START_TEST(cet_guards_transfers)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.gpr[LC_RSP] = 0x8000;
+    s.gpr[LC_RAX] = 0x1000;
+    s.cr4 |= LC_CR4_CET;
+    STOPS("e8 10 00 00 00", LC_STOP_TERMINATOR, 0);         /* call rel32 */
+    STOPS("ff d0", LC_STOP_TERMINATOR, 0);                  /* call eax */
+    STOPS("c3", LC_STOP_TERMINATOR, 0);                     /* ret */
+    STOPS("c2 08 00", LC_STOP_TERMINATOR, 0);               /* ret 8 */
+    STOPS("ff e0", LC_STOP_TERMINATOR, 0);                  /* jmp eax */
+    ck_assert_uint_eq(f.nlog, 0);
+    ck_assert_int_eq(step1(&f, &s, &v, "eb 10"), LCR_DONE);  /* jmp rel8 */
+    ck_assert_int_eq(step1(&f, &s, &v, "50"), LCR_DONE);     /* push eax */
+    ck_assert_int_eq(step1(&f, &s, &v, "5b"), LCR_DONE);     /* pop ebx */
+    ck_assert_uint_eq(s.gpr[LC_RBX], 0x1000);
+    s.cr4 &= ~LC_CR4_CET;
+    ck_assert_int_eq(step1(&f, &s, &v, "e8 10 00 00 00"), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x7ffc);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Alignment checking (#AC): at CPL 3 with CR0.AM and RFLAGS.AC, a data
+ * access not aligned to its size stops before the instruction with
+ * vector 17, nothing done; aligned ones, byte ones, and misaligned ones
+ * without either bit or at CPL 0 run. */
+START_TEST(alignment_check)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 3);
+    s.cr0 |= LC_CR0_AM;
+    s.rflags |= LC_RFLAGS_AC;
+    s.gpr[LC_RSP] = 0x8002;
+    s.gpr[LC_RBX] = 0x9001;
+    STOPS("50", LC_STOP_FAULT, LC_VEC_AC);                  /* push eax */
+    STOPS("58", LC_STOP_FAULT, LC_VEC_AC);                  /* pop eax */
+    STOPS("c3", LC_STOP_FAULT, LC_VEC_AC);                  /* ret */
+    STOPS("8b 03", LC_STOP_FAULT, LC_VEC_AC);               /* mov eax,[ebx] */
+    STOPS("66 89 03", LC_STOP_FAULT, LC_VEC_AC);            /* mov [ebx],ax */
+    ck_assert_uint_eq(f.nlog, 0);
+    ck_assert_int_eq(step1(&f, &s, &v, "8a 03"), LCR_DONE);  /* mov al,[ebx] */
+    s.gpr[LC_RBX] = 0x9002;
+    ck_assert_int_eq(step1(&f, &s, &v, "66 89 03"), LCR_DONE);
+    STOPS("89 03", LC_STOP_FAULT, LC_VEC_AC);               /* 4 at 2 mod 4 */
+    s.gpr[LC_RSP] = 0x8004;
+    ck_assert_int_eq(step1(&f, &s, &v, "50"), LCR_DONE);     /* aligned */
+    s.gpr[LC_RSP] = 0x8002;
+    s.rflags &= ~LC_RFLAGS_AC;
+    ck_assert_int_eq(step1(&f, &s, &v, "50"), LCR_DONE);     /* AC clear */
+    s.rflags |= LC_RFLAGS_AC;
+    s.cr0 &= ~LC_CR0_AM;
+    ck_assert_int_eq(step1(&f, &s, &v, "89 03"), LCR_DONE);  /* AM clear */
+    fvm_state_prot32(&s, 0);
+    s.cr0 |= LC_CR0_AM;
+    s.rflags |= LC_RFLAGS_AC;
+    s.gpr[LC_RBX] = 0x9001;
+    ck_assert_int_eq(step1(&f, &s, &v, "8b 03"), LCR_DONE);  /* CPL 0 */
+    fvm_fini(&f);
+}
+END_TEST
+
+/* POP to memory addressed through ESP on a 16-bit stack (SS.B clear) in
+ * 32-bit code: the slot is at SS:SP, and the address is computed after
+ * the increment, which moves SP alone (SDM POP): at ESP 0x1fffc the
+ * value comes from 0xfffc and goes to 0x10000, not 0x20000. */
+START_TEST(pop_mem_esp_16bit_stack)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint32_t w = 0x12345678, got;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.seg[LC_SS].db = 0;
+    s.gpr[LC_RSP] = 0x1fffc;
+    memcpy(f.ram + 0xfffc, &w, 4);             /* the slot: SS:SP */
+    ck_assert_int_eq(step1(&f, &s, &v, "8f 04 24"), LCR_DONE); /* pop [esp] */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x10000);
+    memcpy(&got, f.ram + 0x10000, 4);
+    ck_assert_uint_eq(got, 0x12345678);
+    memcpy(&got, f.ram + 0x20000, 4);
+    ck_assert_uint_eq(got, 0);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* Real mode keeps the attributes protected mode left in the segment
+ * registers' hidden parts (SDM vol. 3, "Switching Back to Real-Address
+ * Mode"): a 32-bit SS pushes at ESP; an expand-down SS checks its limit
+ * as such; a 32-bit CS (before the far jump that reloads it) is not
+ * fetched from, so nothing runs. */
+START_TEST(real_mode_cached_attributes)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint16_t w;
+
+    fvm_init(&f);
+    fvm_state_real(&s);
+    s.seg[LC_SS].db = 1;
+    s.seg[LC_SS].limit = 0xffffffff;
+    s.gpr[LC_RSP] = 0x12346;
+    s.gpr[LC_RAX] = 0xbeef;
+    ck_assert_int_eq(step1(&f, &s, &v, "50"), LCR_DONE);     /* push ax */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x12344);
+    memcpy(&w, f.ram + 0x12344, 2);
+    ck_assert_uint_eq(w, 0xbeef);
+    ck_assert_int_eq(step1(&f, &s, &v, "5b"), LCR_DONE);     /* pop bx */
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x12346);
+    ck_assert_uint_eq(s.gpr[LC_RBX], 0xbeef);
+    /* expand-down, 16-bit: offsets 0x8000-0xffff are the valid ones */
+    s.seg[LC_SS].db = 0;
+    s.seg[LC_SS].limit = 0x7fff;
+    s.seg[LC_SS].type = 0x7;
+    s.gpr[LC_RSP] = 0x8000;
+    STOPS("50", LC_STOP_FAULT, LC_VEC_SS);
+    s.gpr[LC_RSP] = 0x9000;
+    ck_assert_int_eq(step1(&f, &s, &v, "50"), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x8ffe);
+    /* a 32-bit CS: nothing fetched, nothing run */
+    s.seg[LC_CS].db = 1;
+    {
+        lc_cpu_state b = s;
+
+        ck_assert_int_eq(step1(&f, &s, &v, "50"), LCR_STOP);
+        b.rip = s.rip;
+        ck_assert(!memcmp(&b, &s, sizeof s));
+    }
+    fvm_fini(&f);
+}
+END_TEST
+
 static lc_cb_result tsc_cb(void *o, uint64_t *tsc)
 {
     fvm *f = o;
@@ -1757,6 +1897,12 @@ START_TEST(inline_forms_match_dispatcher)
         a.rflags = 0x2 | (NEXT() & (LCR_FL_STATUS | LC_RFLAGS_IOPL));
         if (NEXT() % 16 == 0)
             a.rflags |= LC_RFLAGS_TF;
+        if (NEXT() % 4 == 0) {
+            /* alignment checking on (it applies at CPL 3): a misaligned
+             * access must stop in both with #AC */
+            a.cr0 |= LC_CR0_AM;
+            a.rflags |= LC_RFLAGS_AC;
+        }
         a.rip = code_at;
         fa.pio_answer = NEXT() % 8 ? LC_CB_OK : LC_CB_STOP;
         fb.pio_answer = fa.pio_answer;
@@ -1888,6 +2034,10 @@ static Suite *exec_suite(void)
     tcase_add_test(t, bit_tests);
     tcase_add_test(t, cli_sti_shadow);
     tcase_add_test(t, pusha_popa_leave);
+    tcase_add_test(t, cet_guards_transfers);
+    tcase_add_test(t, alignment_check);
+    tcase_add_test(t, pop_mem_esp_16bit_stack);
+    tcase_add_test(t, real_mode_cached_attributes);
     tcase_add_test(t, rdtsc_callback);
     tcase_add_test(t, segment_loads);
     tcase_add_test(t, push_pop_sreg);
