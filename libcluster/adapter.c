@@ -76,8 +76,12 @@ unsigned lci_adapter_insn_len(lc_vcpu *vc, const lc_cpu_state *st,
         max = (unsigned)rip;
     memset(&v, 0, sizeof v);
     lcr_begin(&v, &s, &vc->engine->ops, vc->opaque);
-    /* one fetch of the bytes before RIP; if the page before this one
-     * cannot be fetched, what lies in this page */
+    /* A look, not a fetch: the CPU never fetched the bytes before the
+     * instruction, so no accessed bit may be set for them (SDM 4.8); a
+     * page whose entries would need one was not the instruction's. One
+     * look at the bytes before RIP; if the page before this one cannot
+     * be looked at, what lies in this page. */
+    v.probe = LCR_PROBE_STRICT;
     got = lcr_fetch_at(&v, rip - max, buf, max, gfn, &ngfn);
     if (got < max) {
         max = (unsigned)(rip & 0xfff) < max ? (unsigned)(rip & 0xfff) : max;

@@ -93,6 +93,14 @@ void finish(lc_vcpu *vc, const lcr_vcpu *v, lc_stop_reason stop,
     }
     res->disposition = LC_HANDLED;
     res->dirty = v->dirty;
+    /* An instruction completed: RF is clear after it (SDM vol. 3
+     * 18.3.1.1; the dispatcher clears it, the inline forms leave it to
+     * here). A REP string stop changed nothing else and keeps it. */
+    if (__builtin_expect((v->st->rflags & LC_RFLAGS_RF) != 0, 0) &&
+        v->insns > 0) {
+        v->st->rflags &= ~LC_RFLAGS_RF;
+        res->dirty |= LC_DIRTY_RFLAGS;
+    }
     res->insns = v->insns;
     res->exits_done = v->exits_done;
     res->exits_saved = v->exits_done > (first_done ? 0u : 1u)

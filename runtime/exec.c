@@ -245,6 +245,8 @@ static int prepare_mem(lcr_vcpu *v, lcr_ectx *c)
         return 0;
     if (c->row->flags & LCR_ROW_PLAINMEM)
         access |= LCR_ACC_PLAIN;
+    if (c->row->flags & LCR_ROW_LOCKED)
+        access |= LCR_ACC_LOCKED;
     return operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0),
                         in->mem.bytes, access);
 }
@@ -318,12 +320,17 @@ static int ex_xchg(lcr_vcpu *v, lcr_ectx *c)
     uint64_t a, b;
 
     /* XCHG with memory is locked (SDM XCHG): other vCPUs run while we do.
-     * One naturally aligned RAM fragment takes a host atomic exchange;
-     * MMIO and traced pages go through the VMM, which serializes them
-     * itself. */
+     * One naturally aligned RAM fragment takes a host atomic exchange (a
+     * misaligned one stopped in the translation, LCR_ACC_LOCKED); MMIO
+     * and traced pages go through the VMM, which serializes them itself.
+     * RAM the host maps misaligned cannot be exchanged atomically: left
+     * to the CPU. */
     if (c->has_mx && c->mx.nfrag == 1 && c->mx.frag[0].kind == LC_GPA_RAM &&
-        !c->mx.frag[0].traced && xchg_atomic(v, c, &a))
-        return LCR_DONE;
+        !c->mx.frag[0].traced) {
+        if (xchg_atomic(v, c, &a))
+            return LCR_DONE;
+        return stop(v, LC_STOP_TERMINATOR);
+    }
     if (lcr_opnd_read(v, c, 0, &a) || lcr_opnd_read(v, c, 1, &b))
         return LCR_STOP;
     /* Memory first: if the store is refused, no register changed. */
@@ -954,6 +961,13 @@ static int string_io(lcr_vcpu *v, lcr_ectx *c, int is_out, uint32_t *iters)
     unsigned seg = is_out ? in->mem.seg : LC_ES;  /* ES:rDI can't be overridden */
     int64_t step = (v->st->rflags & LC_RFLAGS_DF) ? -(int64_t)n : (int64_t)n;
     uint16_t port = (uint16_t)v->st->gpr[LC_RDX];
+
+    /* REP with a 32-bit address size (67h) in 64-bit mode and ECX 0:
+     * Intel's CPUs clear bits 63:32 of rCX and the index, AMD's leave
+     * them (the SDM does not say): left to the CPU. */
+    if (in->info.rep && ab == 4 && in_long64(v) &&
+        (v->st->gpr[LC_RCX] & 0xffffffffu) == 0)
+        return stop(v, LC_STOP_TERMINATOR);
 
     for (;;) {
         uint64_t count = v->st->gpr[LC_RCX] & lcr_mask(ab);
@@ -1607,7 +1621,7 @@ static int ex_rdtsc(lcr_vcpu *v, lcr_ectx *c)
 #define ROW_MOVSX    PLAIN(ex_movsx)
 #define ROW_MOVSXD   PLAIN(ex_movsx)
 #define ROW_LEA      PLAIN(ex_lea)
-#define ROW_XCHG     PLAIN(ex_xchg)
+#define ROW_XCHG     X_(ex_xchg, LCR_ROW_LOCKED, LCR_FAST_NONE, 0)
 #define ROW_PUSH     OWNMEM(ex_push)
 #define ROW_POP      OWNMEM(ex_pop)
 #define ROW_CMOVCC   PLAIN(ex_cmovcc)
@@ -1722,6 +1736,12 @@ static int dispatch(lcr_vcpu *v, const lcd_insn *in)
     }
     v->st->rip = c.next;
     v->dirty |= LC_DIRTY_RIP;
+    /* RF is cleared once an instruction completes (SDM vol. 3 18.3.1.1);
+     * for the inline forms, at the end of the engine's run */
+    if (__builtin_expect((v->st->rflags & LC_RFLAGS_RF) != 0, 0)) {
+        v->st->rflags &= ~LC_RFLAGS_RF;
+        v->dirty |= LC_DIRTY_RFLAGS;
+    }
     return LCR_DONE;
 }
 

@@ -55,7 +55,8 @@ _Static_assert(MAX_LEVELS == LCR_PWC_LEVELS, "walk and page-walk cache levels");
 
 /* Paging-structure entry bits (SDM 4.3 tables 4-4..4-7, 4.4.2 tables
  * 4-8..4-11, 4.5.4 tables 4-14..4-20). A and D are both in byte 0 in every
- * format, which lets commit_ad() update them with a one-byte store. */
+ * format; commit_ad() sets them with a compare-and-exchange of the whole
+ * entry against what the walk read (set_entry_bits()). */
 #define PTE_P   (1ull << 0)
 #define PTE_RW  (1ull << 1)
 #define PTE_US  (1ull << 2)
@@ -234,16 +235,46 @@ int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n)
                     RAM_EQUAL);
 }
 
-/* Set bits in byte 0 of an entry without touching its other bytes. The CPU
- * does this with a locked operation (SDM 4.8); so do we where the compiler
- * allows, so a concurrent update of the entry by another vCPU is kept. */
-static void or_entry_byte(uint8_t *p, uint8_t bits)
+/* Set A/D `bits` (byte 0) in the paging entry of `size` bytes at p that
+ * the walk read as `old`, with a locked compare-and-exchange as the CPU
+ * updates it (SDM 4.8): 1 when the entry holds them now and is otherwise
+ * what the walk used (another vCPU's A or D update in between is kept);
+ * 0 when it changed since (another vCPU cleared P, or remapped it, as a
+ * reclaim does before its TLB shootdown): the walk's answer is stale and
+ * nothing is set, as KVM's walker restarts there. An entry the host maps
+ * misaligned cannot be exchanged whole: 0 as well (stop, the CPU's). */
+static int set_entry_bits(uint8_t *p, unsigned size, uint64_t old,
+                          uint8_t bits)
 {
-#if defined(__GNUC__)
-    __atomic_fetch_or(p, bits, __ATOMIC_SEQ_CST);
-#else
-    *p = (uint8_t)(*p | bits);
-#endif
+    if (size == 8 && !((uintptr_t)p & 7)) {
+        uint64_t *e = (uint64_t *)(void *)p;
+        uint64_t cur = __atomic_load_n(e, __ATOMIC_SEQ_CST);
+
+        for (;;) {
+            if ((cur | bits) != (old | bits))
+                return 0;
+            if ((cur & bits) == bits ||
+                __atomic_compare_exchange_n(e, &cur, cur | bits, 0,
+                                            __ATOMIC_SEQ_CST,
+                                            __ATOMIC_SEQ_CST))
+                return 1;
+        }
+    }
+    if (size == 4 && !((uintptr_t)p & 3)) {
+        uint32_t *e = (uint32_t *)(void *)p;
+        uint32_t cur = __atomic_load_n(e, __ATOMIC_SEQ_CST);
+
+        for (;;) {
+            if ((cur | bits) != (uint32_t)(old | bits))
+                return 0;
+            if ((cur & bits) == bits ||
+                __atomic_compare_exchange_n(e, &cur, cur | bits, 0,
+                                            __ATOMIC_SEQ_CST,
+                                            __ATOMIC_SEQ_CST))
+                return 1;
+        }
+    }
+    return 0;
 }
 
 
@@ -469,6 +500,12 @@ static mres pg_setup(lcr_vcpu *v, unsigned access, pgctx *c)
     c->pke = (st->cr4 & LC_CR4_PKE) != 0;
     c->pks = (st->cr4 & LC_CR4_PKS) != 0;
 
+    /* LASS (CR4.LASS): a user access to the upper half of the address
+     * space, or a supervisor one to the lower half, is #GP or #SS before
+     * paging; its rules (AC, implicit accesses, fetches) are not made
+     * here: every access is left to the CPU. */
+    if (st->cr4 & LC_CR4_LASS)
+        return M_TERM;
     if (!(st->cr0 & LC_CR0_PG)) {
         c->mode = PG_NONE;
         return M_OK;
@@ -498,6 +535,8 @@ static mres pg_setup(lcr_vcpu *v, unsigned access, pgctx *c)
 /* A paging-structure entry used by a walk and the A/D bits it needs. */
 typedef struct pte_ref {
     uint64_t gpa;
+    uint64_t old;       /* the entry as the walk read it */
+    uint8_t  size;      /* 4 or 8 bytes */
     uint8_t  set;       /* PTE_A and/or PTE_D still clear in the entry */
     uint8_t *hva;       /* filled by commit_ad()'s check phase */
 } pte_ref;
@@ -752,6 +791,8 @@ static mres pg_walk(const pgctx *c, uint64_t la, walk *w)
                 w->eval[w->npt - 1] |= set;
                 assert(w->nref < MAX_LEVELS);
                 w->ref[w->nref].gpa = egpa;
+                w->ref[w->nref].old = e;
+                w->ref[w->nref].size = (uint8_t)esize;
                 w->ref[w->nref].set = set;
                 w->ref[w->nref].hva = NULL;
                 w->nref++;
@@ -864,9 +905,14 @@ static mres commit_ad(lcr_vcpu *v, walk *w, unsigned nw)
             r->hva = m.hva;
         }
     }
+    /* Root first, as the CPU walks: an entry changed since the walk ends
+     * it there (the upper entries' A bits set stay set, as on the CPU,
+     * which sets them for entries it used before a fault) */
     for (unsigned i = 0; i < nw; i++)
         for (unsigned j = 0; j < w[i].nref; j++)
-            or_entry_byte(w[i].ref[j].hva, w[i].ref[j].set);
+            if (!set_entry_bits(w[i].ref[j].hva, w[i].ref[j].size,
+                                w[i].ref[j].old, w[i].ref[j].set))
+                return M_TERM;
     return M_OK;
 }
 
@@ -1432,6 +1478,8 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
 
     if (!long_mode_active(v))
         la &= LA32_MASK;
+    if ((access & LCR_ACC_LOCKED) && (la & (len - 1u)))
+        return stop_term(v);        /* a split lock: the CPU's */
     /* Section 11: a page this run has walked already. Only plain data
      * accesses within one page (a fetch records its walk, an implicit
      * access has other rights, a page-crossing access is two walks); a
@@ -1440,7 +1488,7 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
     if (v->pwc.nslot && len - 1u < LC_INSN_MAX_LEN &&
         (access & (LCR_ACC_READ | LCR_ACC_WRITE)) &&
         !(access & ~(unsigned)(LCR_ACC_READ | LCR_ACC_WRITE |
-                               LCR_ACC_PLAIN)) &&
+                               LCR_ACC_PLAIN | LCR_ACC_LOCKED)) &&
         (la & PAGE_MASK) + len <= PAGE_SIZE) {
         int h = pwc_lookup(v, la, len, access, x);
 

@@ -48,6 +48,11 @@ enum lcr_access {
      * follow another device's (a port and MMIO in one INS or OUTS), or a
      * read before a check that can still fault (a RET's return address). */
     LCR_ACC_PLAIN = 1u << 4,
+    /* with READ|WRITE: a locked read-modify-write (XCHG with memory),
+     * which the runtime makes atomic only on one naturally aligned piece:
+     * a misaligned one (a split lock, across a page or not) stops as a
+     * terminator before any walk, for the CPU to lock it */
+    LCR_ACC_LOCKED = 1u << 5,
 };
 
 /* One physically contiguous piece of a translated access. */
@@ -386,25 +391,6 @@ static inline void lcr_pwc_forget(lcr_vcpu *v)
     v->pwc.epoch++;
 }
 
-/* The VMM ran (a callback returned). If it changed the guest-physical
- * map meanwhile (lc_engine_flush(): a BAR moved, shadow RAM mapped over
- * ROM) the page-walk cache's epoch ends, and the run ends after this
- * instruction, LC_STOP_COHERENCY: the rest of the translation was checked
- * against the old map (section 7). Otherwise the epoch goes on, as a TLB
- * outlives a DMA (the page-walk cache above); without a flush generation
- * it ends at every callback, and lcr_cb_result_cpu() ends it after the
- * callbacks whose effect the VMM defines. */
-static inline void lcr_vmm_ran(lcr_vcpu *v)
-{
-    if (!v->flush_gen) {
-        lcr_pwc_forget(v);
-    } else if (__atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) !=
-               v->run_gen) {
-        lcr_pwc_forget(v);
-        v->end_after = LC_STOP_COHERENCY;
-    }
-}
-
 /* Forget both pages of the cache's TLB (lcr_pwc_tlb). */
 static inline void lcr_pwc_tlb_forget(lcr_pwc *p)
 {
@@ -422,6 +408,28 @@ static inline void lcr_pwc_drop(lcr_vcpu *v)
     v->pwc.nslot = 0;
     v->pwc.npt = 0;
     v->pwc.ptmask = 0;
+}
+
+/* The VMM ran (a callback returned). If it changed the guest-physical
+ * map meanwhile (lc_engine_flush(): a BAR moved, shadow RAM mapped over
+ * ROM) the page-walk cache's epoch ends, and the run ends after this
+ * instruction, LC_STOP_COHERENCY: the rest of the translation was checked
+ * against the old map (section 7). Otherwise the epoch goes on, as a TLB
+ * outlives a DMA (the page-walk cache above); without a flush generation
+ * the cache is dropped at every callback, and lcr_cb_result_cpu() ends it after the
+ * callbacks whose effect the VMM defines. */
+static inline void lcr_vmm_ran(lcr_vcpu *v)
+{
+    if (!v->flush_gen) {
+        /* nothing vouches for the host addresses the entries hold (the
+         * paging entries' and gpa_map()'s answers): a callback may have
+         * unmapped them, so the walks are dropped, not revalidated */
+        lcr_pwc_drop(v);
+    } else if (__atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) !=
+               v->run_gen) {
+        lcr_pwc_forget(v);
+        v->end_after = LC_STOP_COHERENCY;
+    }
 }
 
 /* The execution mode `st` is in, from CR0.PE, EFER.LMA, CS.L/D and
@@ -722,6 +730,7 @@ enum lcr_row_flags {
                                 * check that can still fault (a jump
                                 * target, a divisor): plain RAM only
                                 * (LCR_ACC_PLAIN) */
+    LCR_ROW_LOCKED = 1u << 4,  /* a locked access (XCHG): LCR_ACC_LOCKED */
 };
 
 typedef struct lcr_op_row {

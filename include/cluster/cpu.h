@@ -114,6 +114,7 @@ typedef struct lc_cpu_state {
 #define LC_CR4_PKE  (1ull << 22)   /* protection keys, user pages */
 #define LC_CR4_CET  (1ull << 23)   /* control-flow enforcement (shadow stacks, IBT) */
 #define LC_CR4_PKS  (1ull << 24)   /* protection keys, supervisor pages */
+#define LC_CR4_LASS (1ull << 27)   /* linear-address space separation */
 #define LC_EFER_LME (1ull << 8)
 #define LC_EFER_LMA (1ull << 10)
 #define LC_EFER_NXE (1ull << 11)

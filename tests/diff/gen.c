@@ -476,7 +476,9 @@ static void build_regions(gctx *g)
 
 enum { MK_READ = 1, MK_WRITE = 2, MK_AGEN = 4, MK_NOMMIO = 8,
        MK_MMIO = 16,      /* engine mode: an MMIO target only */
-       MK_ABS = 32 };     /* engine mode: [disp] only, no helper MOVs */
+       MK_ABS = 32,       /* engine mode: [disp] only, no helper MOVs */
+       MK_ALIGNED = 64 }; /* naturally aligned: a locked access, whose
+                           * split form the runtime leaves to the CPU */
 
 /* A target linear address for an access of `bytes` (`span` bytes around
  * it stay in the same region, for string instructions). */
@@ -498,7 +500,8 @@ static uint64_t pick_target(gctx *g, unsigned bytes, unsigned span, int flags)
                 continue;
             return r->la + off;
         }
-        if (bytes > 1 && kind < 35 && r->len >= 0x2000 && span == 0) {
+        if (bytes > 1 && kind < 35 && r->len >= 0x2000 && span == 0 &&
+            !(flags & MK_ALIGNED)) {
             /* across a page boundary inside the region */
             uint64_t pages = r->len / 0x1000;
             uint64_t b = r->la + (1 + rn(g, (unsigned)(pages - 1))) * 0x1000;
@@ -506,7 +509,7 @@ static uint64_t pick_target(gctx *g, unsigned bytes, unsigned span, int flags)
         }
         uint64_t lo = span, hi = r->len - bytes - span;
         uint64_t off = lo + rnd(g) % (hi - lo + 1);
-        if (chance(g, 30))
+        if (chance(g, 30) || (flags & MK_ALIGNED))
             off &= ~(uint64_t)(bytes - 1);
         return r->la + off;
     }
@@ -1064,7 +1067,8 @@ static int t_xchg(gctx *g)
         op_reg(&rq, dst_reg(g, w));
         op_reg(&rq, dst_reg(g, w));
     } else {
-        if (mk_mem(g, w / 8, MK_READ | MK_WRITE, &m) < 0)
+        /* aligned: a split lock is the CPU's (docs/runtime.md) */
+        if (mk_mem(g, w / 8, MK_READ | MK_WRITE | MK_ALIGNED, &m) < 0)
             return -1;
         op_mem(&rq, &m);
         um = 1;

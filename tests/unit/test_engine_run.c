@@ -12,6 +12,7 @@
 
 #include "../../examples/paper/paper_examples.h"
 #include "../../examples/paper/paper_run.h"
+#include "../../libcluster/adapter.h"
 #include "fakevm.h"
 #include "harness.h"
 
@@ -1239,6 +1240,74 @@ START_TEST(cet_ends_cluster_before_ret)
 }
 END_TEST
 
+/* RF (a #DB handler's IRET sets it to pass an instruction breakpoint)
+ * is clear after a run that completed instructions, the inline forms'
+ * among them, and reported as a dirty RFLAGS. */
+START_TEST(rf_cleared_after_run)
+{
+    rig r; lc_cpu_state s; lc_result res;
+    lc_exit x = io_exit(0xcf8, 1, 1);
+
+    rig_up(&r, NULL);
+    accessor_code(&r);
+    for (int i = 0; i < 3; i++) {
+        at_accessor_out(&r, &s, 0x7003);
+        s.rflags |= LC_RFLAGS_RF;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, LC_HANDLED);
+        ck_assert(!(s.rflags & LC_RFLAGS_RF));
+        ck_assert(res.dirty & LC_DIRTY_RFLAGS);
+    }
+    ck_assert_uint_eq(res.insns, 5);         /* out, mov, in, ret, out */
+    rig_down(&r);
+}
+END_TEST
+
+/* An exit reported with RIP past the instruction (KVM's MMIO writes):
+ * the adapter finds its length by looking at the bytes before RIP. The
+ * CPU never fetched those of the page before, so their walk may set no
+ * accessed bit (SDM 4.8): the look is strict, the page before (A clear:
+ * never used) is not the instruction's, and the 2-byte MOV is found in
+ * the page it is on (whose entries the CPU's fetch left A set). */
+START_TEST(insn_len_sets_no_accessed_bit_before_rip)
+{
+    rig r; lc_cpu_state s;
+    lc_exit x;
+    uint64_t *pml4, *pdpt, *pd, *pd3, *pt;
+    static const uint8_t store[] = { 0x89, 0x03 };  /* mov [rbx],eax */
+
+    rig_up(&r, NULL);
+    fvm_state_long64(&r.f, &s);
+    pml4 = (uint64_t *)(void *)(r.f.ram + 0x1000);
+    pdpt = (uint64_t *)(void *)(r.f.ram + 0x2000);
+    pd = (uint64_t *)(void *)(r.f.ram + 0x3000);
+    pd3 = (uint64_t *)(void *)(r.f.ram + 0x4000);
+    pt = (uint64_t *)(void *)(r.f.ram + 0x5000);
+    for (int i = 0; i < 512; i++)             /* the first 2 MiB, 4 KiB */
+        pt[i] = ((uint64_t)i << 12) | 0x7;
+    pd[0] = 0x5000 | 0x7;
+    /* what the CPU's fetch of the MOV and its store used: A set */
+    pml4[0] |= 0x20;
+    pdpt[0] |= 0x20;
+    pdpt[3] |= 0x20;
+    pd[0] |= 0x20;
+    pd3[(FVM_MMIO >> 21) & 511] |= 0x60;
+    pt[0x101] |= 0x20;
+    memcpy(r.f.ram + 0x101001, store, sizeof store);
+    s.rip = 0x101003;
+    s.gpr[LC_RBX] = FVM_MMIO;
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_MMIO;
+    x.rip = LC_EXIT_RIP_PAST;
+    x.u.mmio.gpa = FVM_MMIO;
+    x.u.mmio.len = 4;
+    x.u.mmio.is_write = 1;
+    ck_assert_uint_eq(lci_adapter_insn_len(r.v, &s, &x, 0), 2);
+    ck_assert_uint_eq(pt[0x100] & 0x20, 0);   /* the page before: no A */
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(no_chain_without_calls)
 {
     rig r; lc_cpu_state s; lc_result res; lc_config cfg;
@@ -2039,6 +2108,8 @@ static Suite *suite(void)
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, cet_ends_cluster_before_ret);
+    tcase_add_test(t, rf_cleared_after_run);
+    tcase_add_test(t, insn_len_sets_no_accessed_bit_before_rip);
     tcase_add_test(t, absent_device_branch);
     tcase_add_test(t, mismatched_exit_declines);
     tcase_add_test(t, exit_facts_cross_checked);

@@ -1468,6 +1468,76 @@ START_TEST(real_mode_cached_attributes)
 }
 END_TEST
 
+/* RF is clear once an instruction completes (SDM vol. 3 18.3.1.1) and
+ * stays as it was when the step stops before one. */
+START_TEST(rf_cleared_on_completion)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.rflags |= LC_RFLAGS_RF;
+    s.seg[LC_DS].limit = 0xfff;
+    s.gpr[LC_RBX] = 0x2000;
+    STOPS("8b 03", LC_STOP_FAULT, LC_VEC_GP);               /* beyond DS */
+    ck_assert(s.rflags & LC_RFLAGS_RF);
+    ck_assert_int_eq(step1(&f, &s, &v, "01 c8"), LCR_DONE);  /* add eax,ecx */
+    ck_assert(!(s.rflags & LC_RFLAGS_RF));
+    ck_assert(v.dirty & LC_DIRTY_RFLAGS);
+    fvm_fini(&f);
+}
+END_TEST
+
+/* XCHG with memory is locked: on RAM the runtime exchanges atomically,
+ * which it can only at a naturally aligned address; a misaligned one
+ * (a split lock, within a page or across two) is left to the CPU. */
+START_TEST(xchg_split_lock_left_to_cpu)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint32_t w = 0x11223344, got;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    s.gpr[LC_RAX] = 0xaabbccdd;
+    s.gpr[LC_RBX] = 0x9002;
+    STOPS("87 03", LC_STOP_TERMINATOR, 0);                  /* xchg [ebx],eax */
+    s.gpr[LC_RBX] = 0x9ffe;
+    STOPS("87 03", LC_STOP_TERMINATOR, 0);                  /* across pages */
+    s.gpr[LC_RBX] = 0x9004;
+    memcpy(f.ram + 0x9004, &w, 4);
+    ck_assert_int_eq(step1(&f, &s, &v, "87 03"), LCR_DONE);
+    memcpy(&got, f.ram + 0x9004, 4);
+    ck_assert_uint_eq(got, 0xaabbccdd);
+    ck_assert_uint_eq(s.gpr[LC_RAX], 0x11223344);
+    s.gpr[LC_RBX] = 0x9007;
+    ck_assert_int_eq(step1(&f, &s, &v, "86 03"), LCR_DONE);  /* a byte */
+    fvm_fini(&f);
+}
+END_TEST
+
+/* REP INS/OUTS with a 32-bit address size in 64-bit mode and ECX 0: the
+ * vendors differ on rCX's and the index's upper halves; left to the CPU.
+ * With ECX not 0 it runs. */
+START_TEST(rep_string_io_addr32_count0)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    s.gpr[LC_RDX] = 0x80;
+    s.gpr[LC_RDI] = 0x0000000100200000ull;
+    s.gpr[LC_RCX] = 0xffffffff00000000ull;
+    STOPS("67 f3 6c", LC_STOP_TERMINATOR, 0);              /* rep insb */
+    STOPS("67 f3 6e", LC_STOP_TERMINATOR, 0);              /* rep outsb */
+    s.gpr[LC_RDI] = 0x200000;
+    s.gpr[LC_RCX] = 1;
+    ck_assert_int_eq(step1(&f, &s, &v, "67 f3 6c"), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RCX], 0);
+    ck_assert_uint_eq(s.gpr[LC_RDI], 0x200001);
+    fvm_fini(&f);
+}
+END_TEST
+
 static lc_cb_result tsc_cb(void *o, uint64_t *tsc)
 {
     fvm *f = o;
@@ -2038,6 +2108,9 @@ static Suite *exec_suite(void)
     tcase_add_test(t, alignment_check);
     tcase_add_test(t, pop_mem_esp_16bit_stack);
     tcase_add_test(t, real_mode_cached_attributes);
+    tcase_add_test(t, rf_cleared_on_completion);
+    tcase_add_test(t, xchg_split_lock_left_to_cpu);
+    tcase_add_test(t, rep_string_io_addr32_count0);
     tcase_add_test(t, rdtsc_callback);
     tcase_add_test(t, segment_loads);
     tcase_add_test(t, push_pop_sreg);

@@ -803,6 +803,77 @@ START_TEST(ad_bits_4level_exact)
 }
 END_TEST
 
+/* Another vCPU changes an entry between this walk and its A/D update
+ * (a reclaim clears P before its TLB shootdown): the update, a
+ * compare-and-exchange against what the walk read, finds it changed,
+ * sets nothing in it and stops (the CPU walks again). Here the VMM's
+ * gpa_map() answer for the update is where the change happens. */
+static uint64_t race_gpa;
+static unsigned race_clear;                 /* bits to clear, once */
+
+static void race_gpa_map(void *o, uint64_t gpa, int w, lc_gpa_map *m)
+{
+    fvm_gpa_map(o, gpa, w, m);
+    if (w && gpa == race_gpa && race_clear) {
+        uint64_t e = rd(gpa, 8) & ~(uint64_t)race_clear;
+
+        memcpy(T.ram + gpa, &e, 8);         /* not wr(): mid-walk */
+        race_clear = 0;
+    }
+}
+
+START_TEST(ad_update_sees_entry_changed)
+{
+    uint64_t la = 0x00007f0000009000ull, ent[6];
+    lcr_xlat x;
+    int r;
+
+    paging(PM_4L, 0);
+    map_at(la, 0x38000, 1, F_P | F_RW, F_DIR, ent);
+    OPS.gpa_map = race_gpa_map;
+    /* the leaf loses P between the walk and the update: nothing set in
+     * it, a terminator (the higher levels' A bits stand, as on the CPU) */
+    race_gpa = ent[1];
+    race_clear = F_P;
+    set_mode(LC_MODE_LONG64, 0);
+    r = lcr_translate(&V, la, 8, W, &x);
+    expect_stop(r, LC_STOP_TERMINATOR, __LINE__);
+    ck_assert_uint_eq(ent_val(ent[1]) & (F_P | F_A | F_D), 0);
+    /* another vCPU's own A update in between is no change: D and A set */
+    wr(ent[1], 8, ent_val(ent[1]) | F_P);
+    race_gpa = ent[1];
+    race_clear = 0;
+    set_mode(LC_MODE_LONG64, 0);
+    {
+        uint64_t e = ent_val(ent[1]) | F_A;   /* as if set meanwhile */
+        memcpy(T.ram + ent[1], &e, 8);
+    }
+    expect_ram(la, 8, W, 0x38000, __LINE__);
+    ck_assert_uint_eq(ent_val(ent[1]) & (F_A | F_D), F_A | F_D);
+    OPS.gpa_map = fvm_gpa_map;
+}
+END_TEST
+
+/* CR4.LASS: every access is left to the CPU (its #GP/#SS checks come
+ * before paging and are not made here); nothing is set. */
+START_TEST(lass_left_to_cpu)
+{
+    uint64_t la = 0x00007f000000a000ull, ent[6];
+    lcr_xlat x;
+
+    paging(PM_4L, 0);
+    map_at(la, 0x39000, 1, F_P | F_RW | F_US, F_DIR, ent);
+    S.cr4 |= LC_CR4_LASS;
+    set_mode(LC_MODE_LONG64, 3);
+    expect_stop(lcr_translate(&V, la, 8, R, &x), LC_STOP_TERMINATOR,
+                __LINE__);
+    ck_assert_uint_eq(ent_val(ent[1]) & F_A, 0);
+    S.cr4 &= ~LC_CR4_LASS;
+    set_mode(LC_MODE_LONG64, 3);
+    expect_ram(la, 8, R, 0x39000, __LINE__);
+}
+END_TEST
+
 START_TEST(ad_bits_large_and_legacy)
 {
     uint64_t ent[6], before[6];
@@ -1548,6 +1619,29 @@ START_TEST(pwc_dropped_on_flush_generation)
 }
 END_TEST
 
+/* Without a flush generation nothing vouches for the host addresses the
+ * cached walks hold (a callback may have unmapped them): a callback
+ * drops the cache instead of ending its epoch, so the next access walks
+ * again rather than reading back entries through old host addresses. */
+START_TEST(pwc_dropped_by_callback_without_generation)
+{
+    const uint64_t la = 0x00007f0000002000ull;
+    unsigned nmap;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    ck_assert_ptr_null(V.flush_gen);
+    map4k(la, 0x31000, F_P | F_RW);
+    expect_ram(la, 8, R, 0x31000, __LINE__);
+    ck_assert_uint_gt(V.pwc.nslot, 0);
+    lcr_vmm_ran(&V);
+    ck_assert_uint_eq(V.pwc.nslot, 0);
+    nmap = T.nmap;
+    expect_ram(la + 8, 8, R, 0x31008, __LINE__);
+    ck_assert_uint_ge(T.nmap, nmap + 5);        /* four levels and the data */
+}
+END_TEST
+
 /* Through the engine, whose runtime context persists: between two exits
  * the guest remaps the page a cluster reads (a 2 MiB PD entry): the
  * second run reads the new page (a walk cached from the first run and
@@ -2209,6 +2303,8 @@ static Suite *mmu_suite(void)
                         (int)(sizeof(right_cases) / sizeof(right_cases[0])));
     tcase_add_test(t, ad_bits_4level_exact);
     tcase_add_test(t, ad_bits_large_and_legacy);
+    tcase_add_test(t, ad_update_sees_entry_changed);
+    tcase_add_test(t, lass_left_to_cpu);
     tcase_add_test(t, page_cross_second_not_present);
     tcase_add_test(t, linear_wrap_32bit);
     tcase_add_test(t, table_outside_ram_or_in_mmio);
@@ -2234,6 +2330,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, pwc_cluster_writes_own_page_table);
     tcase_add_test(t, pwc_revalidated_after_epoch);
     tcase_add_test(t, pwc_dropped_on_flush_generation);
+    tcase_add_test(t, pwc_dropped_by_callback_without_generation);
     tcase_add_test(t, pwc_engine_runs_see_remap);
     tcase_add_test(t, pwc_ram_inline_answers);
     tcase_add_test(t, pwc_tlb_last_page);
