@@ -18,48 +18,6 @@
 
 enum { SEG_PCI = 0, SEG_RAM_RO = 1, SEG_RAM_RW = 2 };
 
-static uint8_t *read_image(const char *path, size_t min, size_t max,
-                           size_t *len, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *buf;
-    long n;
-
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-        snprintf(err, errlen, "%s: cannot determine its size", path);
-        fclose(f);
-        return NULL;
-    }
-    if ((size_t)n < min || (size_t)n > max) {
-        snprintf(err, errlen, "%s: %ld bytes; %s has %zu to %zu", path, n,
-                 min == FW_BIOS_MIN ? "a firmware image" : "an option ROM",
-                 min, max);
-        fclose(f);
-        return NULL;
-    }
-    /* page-aligned: the back end maps it as guest memory */
-    buf = mmap(NULL, (size_t)n, PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        fclose(f);
-        return NULL;
-    }
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        snprintf(err, errlen, "%s: read error", path);
-        munmap(buf, (size_t)n);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 /* A PC firmware image: a whole number of 4 KiB pages (KVM maps it), at
  * least the 128 KiB that also appear at 0xE0000, and a jump at the reset
  * vector (4 GiB - 16: a far JMP, as SeaBIOS and coreboot have, or a near
@@ -86,6 +44,7 @@ const char *vmm_fw_check_rom(const uint8_t *img, size_t size,
                              uint16_t vendor, uint16_t device)
 {
     uint16_t pcir, v, d;
+    uint8_t sum = 0;
 
     if (size < 512 || size > FW_ROM_MAX)
         return "size outside 512 bytes..128 KiB";
@@ -102,6 +61,13 @@ const char *vmm_fw_check_rom(const uint8_t *img, size_t size,
     memcpy(&d, &img[pcir + 6], 2);
     if ((vendor && v != vendor) || (device && d != device))
         return "it is for another PCI device";
+    /* the bytes of its length sum to 0 mod 256: SeaBIOS skips a ROM that
+     * does not (its etc/optionroms-checksum, which lcvmm leaves at 1) */
+    for (size_t i = 0; i < (size_t)img[2] * 512; i++)
+        sum = (uint8_t)(sum + img[i]);
+    if (sum)
+        return "bad checksum (its bytes do not sum to 0; firmware would "
+               "skip it)";
     return NULL;
 }
 
@@ -125,8 +91,9 @@ int vmm_fw_load(vmm *vm, char *err, size_t errlen)
         return -1;
     }
     vm->fw = fw;
-    fw->bios = read_image(vm->opt.bios, FW_BIOS_MIN, FW_BIOS_MAX,
-                          &fw->bios_size, err, errlen);
+    fw->bios = vmm_read_file(vm->opt.bios, FW_BIOS_MIN, FW_BIOS_MAX,
+                             "a firmware image", true, &fw->bios_size, err,
+                             errlen);
     if (!fw->bios)
         return -1;
     if ((why = vmm_fw_check_bios(fw->bios, fw->bios_size))) {
@@ -134,23 +101,31 @@ int vmm_fw_load(vmm *vm, char *err, size_t errlen)
         return -1;
     }
     if (vm->opt.nic == NIC_NONE) {
-        if (vm->opt.rom) {
-            snprintf(err, errlen, "--rom needs a NIC");
+        if (vm->opt.rom || vm->opt.rom_bar) {
+            snprintf(err, errlen, "%s needs a NIC",
+                     vm->opt.rom ? "--rom" : "--rom-bar");
             return -1;
         }
         return 0;
     }
     nic_pci_identity(vm->opt.nic, &id);
-    if (vm->opt.rom && !strcmp(vm->opt.rom, "none"))
+    if (vm->opt.rom && !strcmp(vm->opt.rom, "none")) {
+        if (vm->opt.rom_bar) {
+            snprintf(err, errlen, "--rom-bar needs an option ROM, not "
+                     "--rom none");
+            return -1;
+        }
         return 0;
-    if (vm->opt.rom) {
-        snprintf(fw->rom_path, sizeof fw->rom_path, "%s", vm->opt.rom);
-    } else {
-        snprintf(fw->rom_path, sizeof fw->rom_path, IPXE_ROM_DIR "/pxe-%s.rom",
-                 nic_model_name(vm->opt.nic));
     }
-    fw->rom = read_image(fw->rom_path, 512, FW_ROM_MAX, &fw->rom_size, err,
-                         errlen);
+    if (vm->opt.rom) {
+        fw->rom_path = vm->opt.rom;
+    } else {
+        snprintf(fw->rom_default, sizeof fw->rom_default,
+                 IPXE_ROM_DIR "/pxe-%s.rom", nic_model_name(vm->opt.nic));
+        fw->rom_path = fw->rom_default;
+    }
+    fw->rom = vmm_read_file(fw->rom_path, 512, FW_ROM_MAX, "an option ROM",
+                            true, &fw->rom_size, err, errlen);
     if (!fw->rom) {
         if (!vm->opt.rom && errno == ENOENT) {
             size_t n = strlen(err);
@@ -173,10 +148,8 @@ void vmm_fw_free(vmm *vm)
     vmm_fw *fw = vm->fw;
     if (!fw)
         return;
-    if (fw->bios)
-        munmap(fw->bios, fw->bios_size);
-    if (fw->rom)
-        munmap(fw->rom, fw->rom_size);
+    vmm_free_file(fw->bios, fw->bios_size, true);
+    vmm_free_file(fw->rom, fw->rom_size, true);
     if (fw->rom_bar)
         munmap(fw->rom_bar, fw->rom_bar_size);
     free(fw);
@@ -354,7 +327,9 @@ static void rom_bar_changed(void *opaque, uint32_t addr, bool on)
 int vmm_fw_rom_bar_setup(vmm *vm)
 {
     vmm_fw *fw = vm->fw;
-    uint32_t size = 2048;
+    /* PCI allows 2 KiB, but KVM maps whole pages: a smaller BAR's slot
+     * would be refused and the ROM silently decode nothing */
+    uint32_t size = 4096;
 
     while (size < fw->rom_size)
         size <<= 1;

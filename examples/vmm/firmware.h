@@ -65,7 +65,8 @@ typedef struct vmm_fw {
     size_t bios_size;
     uint8_t *rom;               /* the NIC's option ROM, or NULL */
     size_t rom_size;
-    char rom_path[256];
+    const char *rom_path;       /* --rom's, or rom_default */
+    char rom_default[64];       /* the iPXE ROM for the NIC */
     uint8_t pam[FW_PAM_REGS];   /* PAM0..PAM6 as the guest wrote them */
     uint8_t seg_mode[FW_PAM_SEGS];  /* what each segment maps now */
     fw_slot_fn set_slot;

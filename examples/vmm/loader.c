@@ -42,58 +42,6 @@ struct mb_header {
              entry_addr;
 };
 
-static uint8_t *read_file(const char *path, size_t *len, char *err,
-                          size_t errlen)
-{
-    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    uint8_t *buf = NULL;
-    struct stat st;
-    size_t got = 0;
-
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    /* only a regular file has a size that means something and a read
-     * that cannot block (a FIFO, a directory or /dev/zero has neither) */
-    if (fstat(fd, &st)) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file (%s)", path,
-                 S_ISFIFO(st.st_mode) ? "a FIFO" :
-                 S_ISDIR(st.st_mode) ? "a directory" :
-                 S_ISCHR(st.st_mode) ? "a character device" :
-                 S_ISBLK(st.st_mode) ? "a block device" :
-                 S_ISSOCK(st.st_mode) ? "a socket" : "not a file");
-    } else if (st.st_size <= 0 || (uint64_t)st.st_size > IMAGE_MAX) {
-        snprintf(err, errlen, "%s: %s (%lld bytes)", path,
-                 st.st_size ? "image too large" : "empty file",
-                 (long long)st.st_size);
-    } else if (!(buf = malloc((size_t)st.st_size))) {
-        snprintf(err, errlen, "%s: out of memory", path);
-    } else {
-        while (got < (size_t)st.st_size) {
-            ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break;
-            got += (size_t)r;
-        }
-        if (got != (size_t)st.st_size) {
-            snprintf(err, errlen, "%s: read error (%zu of %lld bytes)", path,
-                     got, (long long)st.st_size);
-            free(buf);
-            buf = NULL;
-        } else {
-            *len = got;
-        }
-    }
-    close(fd);
-    return buf;
-}
-
 static int find_header(const uint8_t *img, size_t len, struct mb_header *h,
                        size_t *off)
 {
@@ -119,7 +67,8 @@ int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
     struct mb_header h;
     size_t len = 0, hoff, foff, n;
     uint64_t load_end, bss_end;
-    uint8_t *img = read_file(path, &len, err, errlen);
+    uint8_t *img = vmm_read_file(path, 1, IMAGE_MAX, "an image", false, &len,
+                                 err, errlen);
     int rc = -1;
 
     if (!img)
@@ -163,10 +112,15 @@ int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
     load_end = h.load_end_addr ? h.load_end_addr
                                : h.load_addr + (uint64_t)(len - foff);
     bss_end = h.bss_end_addr ? h.bss_end_addr : load_end;
-    if (load_end < h.load_addr || load_end - h.load_addr > len - foff ||
-        bss_end < load_end) {
+    if (load_end < h.load_addr || load_end - h.load_addr > len - foff) {
         snprintf(err, errlen, "%s: load range [%#x, %#llx) does not fit "
                  "the file", path, h.load_addr, (unsigned long long)load_end);
+        goto out;
+    }
+    if (bss_end < load_end) {
+        snprintf(err, errlen, "%s: bss_end_addr %#llx is below the load "
+                 "range's end %#llx: the bss does not fit", path,
+                 (unsigned long long)bss_end, (unsigned long long)load_end);
         goto out;
     }
     if (h.load_addr < LCVMM_LOAD_MIN || !vmm_gpa(vm, h.load_addr,

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -324,7 +325,8 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         return -1;
     }
     if ((o->rom || o->debugcon || o->rom_bar) && !o->bios) {
-        fprintf(stderr, "lcvmm: --rom and --debugcon need --bios\n");
+        fprintf(stderr, "lcvmm: %s needs --bios\n",
+                o->rom ? "--rom" : o->rom_bar ? "--rom-bar" : "--debugcon");
         return -1;
     }
     if (o->kernel && o->bios) {
@@ -415,11 +417,12 @@ int main(int argc, char **argv)
     static vmm vm_;
     vmm *vm = &vm_;
     vmm_options *o = &vm->opt;
-    char err[256] = "";
+    char err[PATH_MAX + 256] = "";     /* room for a path and its reason */
     const char *backend;
     vmm_boot boot;
     pthread_t wd;
     double t0;
+    bool lost;
 
     *o = (vmm_options){ .ram_mib = 64, .vcpus = 1, .nic = NIC_PCNET,
                         .net = "peer", .cluster = true,
@@ -499,6 +502,8 @@ int main(int argc, char **argv)
         perror(o->trace_file);
         return LCVMM_EXIT_ERROR;
     }
+    if (vm->trace)
+        vmm_trace_header(vm);
     if (o->cluster) {
         lc_config cfg;
         lc_config_init(&cfg);
@@ -571,12 +576,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "lcvmm: %s (exit status %d)\n",
                 vm->stop_reason[0] ? vm->stop_reason : "stopped",
                 vm->exit_code);
-    vmm_print_stats(vm, backend);
-    if (vm->trace && fclose(vm->trace))
-        perror(o->trace_file);
+    /* output asked for and lost (a full disk): an error, whatever the
+     * guest's status (said above) */
+    lost = vmm_print_stats(vm, backend) != 0;
+    if (vm->trace && (ferror(vm->trace) | fclose(vm->trace))) {
+        fprintf(stderr, "lcvmm: %s: the trace could not be written\n",
+                o->trace_file);
+        lost = true;
+    }
     vmm_devices_fini(vm);
     lc_engine_destroy(vm->engine);
     vmm_fw_free(vm);
     vmm_mem_fini(vm);
-    return vm->exit_code;
+    return lost ? LCVMM_EXIT_ERROR : vm->exit_code;
 }

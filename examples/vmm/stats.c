@@ -112,18 +112,19 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
     return n;
 }
 
-void vmm_print_stats(vmm *vm, const char *backend)
+int vmm_print_stats(vmm *vm, const char *backend)
 {
     kv t[MAX_KV];
     unsigned n;
     FILE *f = stderr;
     const char *sec = "";
+    int bad;
 
     if (vm->opt.stats == VMM_STATS_NONE)
-        return;
+        return 0;
     if (vm->opt.stats_file && !(f = fopen(vm->opt.stats_file, "w"))) {
         perror(vm->opt.stats_file);
-        return;
+        return -1;
     }
     n = vmm_stats_collect(vm, vm->stats.kvm_stats ? vm->stats.kvm : NULL, t);
     if (vm->opt.stats == VMM_STATS_JSON) {
@@ -157,8 +158,20 @@ void vmm_print_stats(vmm *vm, const char *backend)
                         t[i].val);
         }
     }
-    if (f != stderr)
-        fclose(f);
+    /* a full disk, /dev/full: the statistics were asked for and lost */
+    bad = ferror(f) != 0;
+    if (f != stderr && fclose(f))
+        bad = 1;
+    if (bad)
+        fprintf(stderr, "lcvmm: %s: the statistics could not be written\n",
+                vm->opt.stats_file ? vm->opt.stats_file : "stderr");
+    return bad ? -1 : 0;
+}
+
+void vmm_trace_header(vmm *vm)
+{
+    fprintf(vm->trace, "seq,gap,kind,addr,size,write,handled,"
+            "cluster_insns,exits_saved,pc,stop\n");
 }
 
 uint64_t vmm_trace_pc(uint64_t cs_base, uint64_t rip, uint64_t efer,
@@ -172,15 +185,15 @@ uint64_t vmm_trace_pc(uint64_t cs_base, uint64_t rip, uint64_t efer,
 void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
                     const lc_result *res)
 {
-    uint64_t addr;
+    uint64_t addr, seq;
     unsigned size, write;
     char pcs[24] = "";
 
     if (!vm->trace)
         return;
-    if (vm->trace_seq++ == 0)
-        fprintf(vm->trace, "seq,gap,kind,addr,size,write,handled,"
-                "cluster_insns,exits_saved,pc,stop\n");
+    /* vCPU threads trace at once (-c N): each line whole (stdio locks the
+     * stream), each with a sequence number of its own */
+    seq = __atomic_fetch_add(&vm->trace_seq, 1, __ATOMIC_RELAXED);
     if (pc != VMM_PC_UNKNOWN)
         snprintf(pcs, sizeof pcs, "%#llx", (unsigned long long)pc);
     if (ex->kind == LC_EXIT_IO) {
@@ -193,7 +206,7 @@ void vmm_trace_exit(vmm *vm, const lc_exit *ex, int64_t gap, uint64_t pc,
         write = ex->u.mmio.is_write;
     }
     fprintf(vm->trace, "%llu,%lld,%s,%#llx,%u,%u,%d,%u,%u,%s,%s\n",
-            (unsigned long long)vm->trace_seq - 1, (long long)gap,
+            (unsigned long long)seq, (long long)gap,
             lc_exit_kind_name(ex->kind), (unsigned long long)addr, size,
             write, res && res->disposition == LC_HANDLED,
             res ? res->insns : 0, res ? res->exits_saved : 0, pcs,

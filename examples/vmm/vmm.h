@@ -241,6 +241,17 @@ typedef struct vmm_boot {
 int vmm_load_multiboot(vmm *vm, const char *path, const char *cmdline,
                        vmm_boot *boot, char *err, size_t errlen);
 
+/* A user's file (an image, firmware, an option ROM) read whole: a
+ * regular file of `min` to `max` bytes (`what` names the kind in the
+ * error, "an image"), never blocking on a FIFO; in pages of its own
+ * (mmap, for a back end to map as guest memory) when `pages`. NULL with
+ * the reason in err, errno kept from a failed open() (ENOENT: missing).
+ * Freed with vmm_free_file(). */
+uint8_t *vmm_read_file(const char *path, size_t min, size_t max,
+                       const char *what, bool pages, size_t *len,
+                       char *err, size_t errlen);
+void vmm_free_file(uint8_t *buf, size_t len, bool pages);
+
 /* The flat 32-bit protected-mode state of multiboot's entry. */
 void vmm_boot_state(const vmm_boot *boot, lc_cpu_state *st);
 
@@ -268,7 +279,10 @@ bool vmm_unicorn_available(void);
 int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
 
 /* Statistics output (stats.c). */
-void vmm_print_stats(vmm *vm, const char *backend);
+/* 0, or -1 when the statistics could not be written (said on stderr) */
+int  vmm_print_stats(vmm *vm, const char *backend);
+/* The trace file's first line, before any vCPU runs. */
+void vmm_trace_header(vmm *vm);
 
 /* Live statistics (--stats-interval, stats_live.c): a thread prints the
  * rates of every counter to stderr each interval. Start before the run;

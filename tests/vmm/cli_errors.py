@@ -27,6 +27,14 @@ def image(hdr, pad=64, prefix=b''):
     return prefix + hdr + b'\xf4' * pad      # HLT after the header
 
 
+# A guest's debug-exit code C != 0 must never look like lcvmm's own
+# statuses (2 error, 4 crash, 6 timeout): it exits (C << 1) | 1. Each image
+# runs `mov eax, C; out 0xf4, eax` at its entry (just after the header).
+def guest_exit(code):
+    return header() + \
+        b'\xb8' + struct.pack('<I', code) + b'\xe7\xf4' + b'\xf4' * 64
+
+
 # Images that are not regular files: a callable makes one at `path` (or
 # names another) and returns the path lcvmm is given.
 def fifo(path):
@@ -58,7 +66,8 @@ CASES = [
     ('load_end beyond the file',
      image(header(load_end=0x200000)), [], 'does not fit'),
     ('bss_end below load_end',
-     image(header(load_end=0x100040, bss_end=0x100010)), [], 'does not fit'),
+     image(header(load_end=0x100040, bss_end=0x100010)), [],
+     'bss_end_addr 0x100010 is below'),
     ('below 1 MiB',
      image(header(header_addr=0x1000, load_addr=0x1000, entry=0x1020)), [],
      'above 1 MiB'),
@@ -115,7 +124,15 @@ CASES = [
     ('instruction limit under KVM', image(header()),
      ['--cpu', 'kvm', '--insn-limit', '1000'], '--insn-limit needs'),
     ('--rom without --bios', image(header()), ['--rom', '/dev/null'],
-     '--rom and --debugcon need --bios'),
+     '--rom needs --bios'),
+    ('--rom-bar without --bios', image(header()), ['--rom-bar'],
+     '--rom-bar needs --bios'),
+    # output asked for and lost: an error, after the guest's own status
+    ('statistics on a full disk', guest_exit(3),
+     ['--stats', 'json', '--stats-file', '/dev/full'],
+     '/dev/full: the statistics could not be written'),
+    ('trace on a full disk', guest_exit(3), ['--trace-file', '/dev/full'],
+     '/dev/full: the trace could not be written'),
     ('-k and --bios', image(header()), ['--bios', '/dev/null'],
      'exclude each other'),
 ] + [
@@ -132,12 +149,6 @@ CASES = [
     for v in ('-1', ' 9000', '9us', '1000000001', 'Auto', '')
 ]
 
-# A guest's debug-exit code C != 0 must never look like lcvmm's own
-# statuses (2 error, 4 crash, 6 timeout): it exits (C << 1) | 1. Each image
-# runs `mov eax, C; out 0xf4, eax` at its entry (just after the header).
-def guest_exit(code):
-    return header() + \
-        b'\xb8' + struct.pack('<I', code) + b'\xe7\xf4' + b'\xf4' * 64
 
 
 GUEST_EXITS = [(0, 0), (1, 3), (2, 5), (3, 7), (4, 9), (0x7e, 253)]
@@ -153,11 +164,17 @@ def fake_bios(size=128 << 10, jump=True):
     return bytes(b)
 
 
-def fake_rom(vendor=0x1022, device=0x2000, blocks=8, size=4096):
+def fake_rom(vendor=0x1022, device=0x2000, blocks=8, size=4096,
+             checksum=True):
     b = bytearray(size)
     b[0:3] = bytes([0x55, 0xaa, blocks])
     b[0x18:0x1a] = struct.pack('<H', 0x40)
     b[0x40:0x48] = b'PCIR' + struct.pack('<HH', vendor, device)
+    n = min(blocks * 512, size)
+    if checksum:                        # the last byte makes the sum 0
+        b[n - 1] = (-sum(b[:n - 1])) & 0xff
+    else:
+        b[n - 1] = (1 - sum(b[:n - 1])) & 0xff
     return bytes(b)
 
 
@@ -182,6 +199,15 @@ FW_CASES = [
      'for another PCI device'),
     ('rom without a NIC', fake_bios(), fake_rom(), ['--nic', 'none'],
      '--rom needs a NIC'),
+    ('rom bad checksum', fake_bios(), fake_rom(checksum=False), [],
+     'bad checksum'),
+    ('rom a FIFO', fake_bios(), fifo, [], 'not a regular file (a FIFO)'),
+    ('bios a directory', directory, None, [],
+     'not a regular file (a directory)'),
+    ('rom path of 300 characters', fake_bios(), 'long', [],
+     'File name too long'),
+    ('--rom-bar with --rom none', fake_bios(), None,
+     ['--rom', 'none', '--rom-bar'], '--rom-bar needs an option ROM'),
 ]
 
 
@@ -190,13 +216,19 @@ def run_fw_cases(lcvmm, d, first):
     for i, (name, bios, rom, extra, want) in enumerate(FW_CASES):
         bpath = os.path.join(d, f'bios{i}.bin')
         rpath = os.path.join(d, f'rom{i}.rom')
-        if bios != 'absent':
+        if callable(bios):
+            bpath = bios(bpath)
+        elif bios != 'absent':
             with open(bpath, 'wb') as f:
                 f.write(bios)
         cmd = [lcvmm, '-q', '--bios', bpath, '--nic', 'pcnet',
                '--stats', 'none', '--timeout', '10']
         if rom is not None:
-            if rom != 'absent':
+            if callable(rom):
+                rpath = rom(rpath)
+            elif rom == 'long':
+                rpath = os.path.join(d, 'r' * 300 + '.rom')
+            elif rom != 'absent':
                 with open(rpath, 'wb') as f:
                     f.write(rom)
             cmd += ['--rom', rpath]

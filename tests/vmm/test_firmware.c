@@ -247,6 +247,13 @@ START_TEST(image_checks)
     img[0x18] = 0x40;
     ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));  /* no PCIR */
     memcpy(img + 0x40, "PCIR\x22\x10\x00\x20", 8);
+    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0x1022, 0x2000));
+    {   /* the checksum: its 4096 bytes sum to 0 */
+        uint8_t sum = 0;
+        for (unsigned i = 0; i < 4095; i++)
+            sum = (uint8_t)(sum + img[i]);
+        img[4095] = (uint8_t)-sum;
+    }
     ck_assert_ptr_null(vmm_fw_check_rom(img, 4096, 0x1022, 0x2000));
     ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0x8086, 0x100e));
     img[0x18] = 0xf0; img[0x19] = 0xff;                         /* far */
