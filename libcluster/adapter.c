@@ -97,3 +97,40 @@ unsigned lci_adapter_insn_len(lc_vcpu *vc, const lc_cpu_state *st,
             return k;               /* the shortest */
     return 0;
 }
+
+int lci_adapter_exit_now(lc_vcpu *vc, const lc_cpu_state *st, lc_exit *x)
+{
+    uint8_t buf[LC_INSN_MAX_LEN];
+    lc_cpu_state s = *st;     /* the runtime's view; nothing is written */
+    uint64_t gfn[2], gpa;
+    unsigned ngfn;
+    size_t got;
+    lcr_vcpu v;
+    lcd_insn d;
+
+    memset(&v, 0, sizeof v);
+    lcr_begin(&v, &s, &vc->engine->ops, vc->opaque);
+    v.probe = LCR_PROBE_STRICT;     /* a look: no accessed bit set */
+    got = lcr_fetch_at(&v, st->rip, buf, sizeof buf, gfn, &ngfn);
+    if (got == 0 || lcd_decode(v.mode, buf, got, &d) != LC_OK)
+        return -1;
+    if (x->kind == LC_EXIT_IO) {
+        /* IN: the data register, then the port (an immediate or DX) */
+        const lcd_opnd *data = &d.opnd[0], *port = &d.opnd[1];
+
+        if (x->u.io.is_out || d.info.op != LC_OP_IN || d.nopnds < 2 ||
+            data->bytes != x->u.io.size)
+            return -1;
+        x->u.io.port = port->kind == LCD_OPND_IMM
+                           ? (uint16_t)port->imm
+                           : (uint16_t)st->gpr[LC_RDX];
+        return 0;
+    }
+    if (x->kind != LC_EXIT_MMIO || x->u.mmio.is_write ||
+        d.info.op != LC_OP_MOV || !d.mem.present || !d.mem.read ||
+        d.mem.write || d.mem.bytes != x->u.mmio.len ||
+        lcr_mem_gpa(&v, &d, st->rip, &gpa) != 0)
+        return -1;
+    x->u.mmio.gpa = gpa;
+    return 0;
+}

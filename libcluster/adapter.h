@@ -40,4 +40,15 @@ int lci_adapter_perform(lc_vcpu *vcpu, const lc_exit *x, uint64_t *value);
 unsigned lci_adapter_insn_len(lc_vcpu *vcpu, const lc_cpu_state *st,
                               const lc_exit *x, unsigned hint);
 
+/*
+ * A read exit `x` (IN, or an MMIO read with RIP at the instruction) as the
+ * instruction at st->rip makes it now, with the registers of `st`: its
+ * port (DX may have moved) or guest-physical address (the pointer may
+ * have). For an adapter whose pending read KVM completes at that RIP
+ * after a run came back to it: the read the guest makes there now is of
+ * that port or address, not the first exit's. 0 with x updated; -1 when
+ * the instruction there is not such a read (x unchanged).
+ */
+int lci_adapter_exit_now(lc_vcpu *vcpu, const lc_cpu_state *st, lc_exit *x);
+
 #endif /* LC_LIBCLUSTER_ADAPTER_H */

@@ -267,7 +267,12 @@ static void cpu_loop(kvm_vcpu_ctx *c)
         }
         VMM_STAT_INC(vm->stats.exits_vcpu[c->core.id]);
         ring_drain(c);
-        if (vm->fw)
+        /* the firmware's vCPU (the BSP), while firmware runs (paging
+         * off, where the sync regs say: an OS's ticks are not the BIOS
+         * data area's, and its addresses not physical) */
+        if (vm->fw && c->core.id == 0 &&
+            (!(run->kvm_valid_regs & KVM_SYNC_X86_SREGS) ||
+             !(run->s.regs.sregs.cr0 & LC_CR0_PG)))
             vmm_kvm_quirk_exit(vm, c->fd);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
@@ -284,8 +289,10 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             uint64_t pc = exit_pc(run);
             if (c->kv) {
                 c->core.irq_epoch_seen = atomic_load(&vm->irq_epoch);
-                handled = lc_kvm_handle_exit(c->kv, &res) == LC_OK &&
-                          res.disposition == LC_HANDLED;
+                /* LC_HANDLED with an error: the run ended early, its
+                 * state written; re-enter all the same (kvm.h) */
+                (void)lc_kvm_handle_exit(c->kv, &res);
+                handled = res.disposition == LC_HANDLED;
             }
             vmm_exit_end(vm, &ex, -1, pc, handled ? &res : NULL);
             if (handled)
@@ -306,7 +313,7 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             VMM_STAT_INC(vm->stats.exits_intr);
             break;
         case KVM_EXIT_DEBUG:            /* kvm_quirks.c's breakpoint */
-            if (!vmm_kvm_quirk_debug(vm, c->fd))
+            if (c->core.id != 0 || !vmm_kvm_quirk_debug(vm, c->fd))
                 vmm_request_stop(vm, LCVMM_EXIT_CRASH, "unexpected "
                                  "KVM_EXIT_DEBUG");
             break;

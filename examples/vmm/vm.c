@@ -244,7 +244,7 @@ static lc_cb_result lc_pio_cb(void *opaque, uint16_t port, uint8_t size,
      * before it: the guest does it itself and it goes where it belongs
      * (ops.h: LC_CB_STOP). A truly unclaimed port then exits and is
      * answered below, as without clustering. */
-    if (!bus_find(&vm->pio, port, size))
+    if (!bus_claims(&vm->pio, port, size))     /* under the bus's lock */
         return LC_CB_STOP;
     bus_access(&vm->pio, port, size, is_write, &v);
     if (!is_write)

@@ -273,7 +273,9 @@ uint32_t vmm_kvm_exit_cost_ns(void);
  * (boot phases), and the phases' statistics. */
 net_backend *vmm_fw_watch_net(vmm *vm, net_backend *inner);
 void vmm_fw_phase_stats(vmm *vm, vmm_stat_fn put, void *ctx);
-void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd);  /* at every exit */
+/* at every exit of vCPU 0 (the firmware's, the only one that touches the
+ * quirk's state) while paging is off */
+void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd);
 bool vmm_kvm_quirk_debug(vmm *vm, int vcpu_fd); /* KVM_EXIT_DEBUG */
 bool vmm_unicorn_available(void);
 int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);

@@ -118,9 +118,15 @@ void lc_kvm_vcpu_detach(lc_kvm_vcpu *kv);
 
 /**
  * Handle the exit in `run` (KVM_EXIT_IO or KVM_EXIT_MMIO; anything else is
- * declined). LC_OK with res->disposition LC_HANDLED: re-enter KVM_RUN (if
- * res->halted, treat the vCPU as after a HLT exit). LC_DECLINED: handle
- * the exit yourself; kvm_run is untouched. String I/O is declined.
+ * declined). LC_HANDLED: re-enter KVM_RUN (if res->halted, treat the vCPU
+ * as after a HLT exit), whatever the status: an error with LC_HANDLED
+ * says what ended the run early, its state written all the same.
+ * LC_DECLINED: handle the exit in `run` yourself: the one KVM reported,
+ * untouched; or, where the adapter completed that one and KVM stopped at
+ * the next piece of the same instruction (an MMIO read across a page
+ * boundary), that piece's exit; or, where a run came back to the exiting
+ * read and your callback refused to answer it, that read (the state the
+ * run left is written, kvm_dirty_regs set). String I/O is declined.
  */
 lc_status lc_kvm_handle_exit(lc_kvm_vcpu *kv, lc_result *res);
 

@@ -121,7 +121,12 @@ static int perform(lc_kvm_vcpu *kv, const lc_exit *x)
     return 0;
 }
 
-/* Let KVM complete the pending exit now, without running the guest. */
+/* Let KVM complete the pending exit now, without running the guest.
+ * 0: done (-EINTR, the expected answer: the completion has been applied
+ * and the sync regs describe the state after it); 1: KVM stopped at
+ * another exit first, now in kvm_run (the access came in pieces: an MMIO
+ * read across a page boundary, a string instruction), which the VMM must
+ * answer; -1: the ioctl failed. */
 static int complete_now(lc_kvm_vcpu *kv)
 {
     struct kvm_run *run = kv->run;
@@ -130,9 +135,9 @@ static int complete_now(lc_kvm_vcpu *kv)
     run->immediate_exit = 1;
     r = ioctl(kv->fd, KVM_RUN, 0);
     run->immediate_exit = 0;
-    /* -EINTR is the expected answer; the completion has been applied and
-     * the sync regs describe the state after it. */
-    if (r < 0 && errno != EINTR)
+    if (r == 0)
+        return 1;
+    if (errno != EINTR)
         return -1;
     return 0;
 }
@@ -218,9 +223,13 @@ static int prepare(lc_kvm_vcpu *kv, kexit *k, lc_cpu_state *st)
         return 0;                         /* the VMM handles it */
     k->done = 1;
     if (!k->rip_past) {
+        int c;
+
         kv->stats.completions++;
-        if (complete_now(kv) < 0)
+        if ((c = complete_now(kv)) < 0)
             return -1;
+        if (c > 0)
+            return 0;         /* the next piece's exit: the VMM's */
     }
     k->x.rip = LC_EXIT_RIP_PAST;
     if (lc_kvm_state_from_run(run, st) != LC_OK)
@@ -293,10 +302,27 @@ static lc_status handle_exit(lc_kvm_vcpu *kv, lc_result *res)
                                   LC_DIRTY_RFLAGS | res->dirty);
     if (k.x.rip == LC_EXIT_RIP_AT && st.rip == exit_rip) {
         /* Back at the exiting read: KVM will complete it on entry, so
-         * give it the genuine value by doing the read for real. */
-        if (perform(kv, &k.x) < 0)
-            return LC_ERR_CALLBACK;
+         * give it the genuine value by doing the read for real, of the
+         * port or address the instruction names now (the loop may have
+         * moved DX or its pointer), which kvm_run then reports too. If
+         * the VMM's callback refuses it, the read is the VMM's to answer,
+         * as any declined exit, at the state the run left. */
+        lc_exit now = k.x;
+
+        if (lci_adapter_exit_now(kv->vcpu, &st, &now) == 0) {
+            if (now.kind == LC_EXIT_IO)
+                run->io.port = now.u.io.port;
+            else
+                run->mmio.phys_addr = now.u.mmio.gpa;
+        }
+        if (perform(kv, &now) < 0) {
+            res->disposition = LC_DECLINED;
+            return LC_OK;
+        }
     }
+    /* The state is written: an error of the engine's (a callback that
+     * failed ended the run, its completed effects kept) still means
+     * re-enter, as LC_HANDLED says (kvm.h). */
     return s;
 }
 

@@ -69,6 +69,35 @@ static const uint8_t guest_skip[] = {
     0xf4,                               /* 100e: hlt */
 };
 
+/* A read at the loop head whose port moves each iteration: when a run
+ * ends back at the head, the adapter must complete KVM's pending IN with
+ * a read of the port DX names now, not the one the first exit named. */
+static const uint8_t guest_port_moves[] = {
+    0xb9, ITER, 0x00,                   /* 1000: mov cx, ITER */
+    0xba, 0x60, 0x00,                   /* 1003: mov dx, 0x60 */
+    0xec,                               /* 1006: in al, dx  <- loop */
+    0x00, 0xc3,                         /* 1007: add bl, al */
+    0x42,                               /* 1009: inc dx */
+    0x80, 0xe2, 0x63,                   /* 100a: and dl, 0x63 */
+    0x49,                               /* 100d: dec cx */
+    0x75, 0xf6,                         /* 100e: jnz 1006 */
+    0xf4,                               /* 1010: hlt */
+};
+
+/* A 32-bit MMIO read across a page boundary: KVM asks for it in two
+ * pieces, two exits. Completing the first (immediate_exit) stops at the
+ * second: the adapter must hand that exit back, not call it handled. */
+static const uint8_t guest_split_read[] = {
+    0xb9, ITER, 0x00,                   /* 1000: mov cx, ITER */
+    0xb8, 0x00, 0x20,                   /* 1003: mov ax, 0x2000 */
+    0x8e, 0xd8,                         /* 1006: mov ds, ax */
+    0x66, 0xa1, 0xfe, 0x0f,             /* 1008: mov eax, [0xffe] <- loop */
+    0x66, 0x01, 0xc3,                   /* 100c: add ebx, eax */
+    0x49,                               /* 100f: dec cx */
+    0x75, 0xf6,                         /* 1010: jnz 1008 */
+    0xf4,                               /* 1012: hlt */
+};
+
 /* An exit pair (paper section 3): two adjacent 16-bit MMIO stores, high
  * half first, in a loop. This KVM reports MMIO writes with RIP already
  * past the store, so the pair can only form if the adapter finds where
@@ -301,6 +330,14 @@ int main(void)
         printf("FAIL: the adapter kept paying completions for nothing\n");
         fail = 1;
     }
+    if (compare("read whose port moves", guest_port_moves,
+                sizeof guest_port_moves, &caps, NULL, ITER, 1, &plain, &fast,
+                &stats, &ks))
+        fail = 1;
+    if (compare("mmio read across pages", guest_split_read,
+                sizeof guest_split_read, &caps, NULL, 2 * ITER, 1, &plain,
+                &fast, &stats, &ks))
+        fail = 1;
     /* Pairs alone (no static clusters, no tracking predictions): only the
      * pair can save the second store's exit. */
     lc_config pairs_only;

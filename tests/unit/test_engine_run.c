@@ -1308,6 +1308,51 @@ START_TEST(insn_len_sets_no_accessed_bit_before_rip)
 }
 END_TEST
 
+/* A run that comes back to the exiting read (an IN or MMIO read KVM
+ * completes at that RIP): the read the guest makes there now is of the
+ * port DX names now, or the address its pointer holds now
+ * (lci_adapter_exit_now(), which the KVM adapter reports and performs);
+ * anything else at RIP is not that read. */
+START_TEST(exit_now_follows_moved_registers)
+{
+    rig r; lc_cpu_state s;
+    lc_exit x;
+
+    rig_up(&r, NULL);
+    fvm_state_real(&s);
+    s.rip = 0x7000;
+    s.gpr[LC_RDX] = 0x61;
+    memcpy(r.f.ram + 0x7000, "\xec", 1);                  /* in al,dx */
+    x = io_exit(0x60, 1, 0);
+    ck_assert_int_eq(lci_adapter_exit_now(r.v, &s, &x), 0);
+    ck_assert_uint_eq(x.u.io.port, 0x61);
+    memcpy(r.f.ram + 0x7000, "\xe4\x71", 2);             /* in al,0x71 */
+    ck_assert_int_eq(lci_adapter_exit_now(r.v, &s, &x), 0);
+    ck_assert_uint_eq(x.u.io.port, 0x71);
+    x = io_exit(0x60, 2, 0);                              /* another size */
+    ck_assert_int_eq(lci_adapter_exit_now(r.v, &s, &x), -1);
+    ck_assert_uint_eq(x.u.io.port, 0x60);
+    memcpy(r.f.ram + 0x7000, "\xe6\x80", 2);             /* an OUT */
+    x = io_exit(0x60, 1, 0);
+    ck_assert_int_eq(lci_adapter_exit_now(r.v, &s, &x), -1);
+    /* mov eax,[ebx]: the pointer moved on */
+    fvm_state_prot32(&s, 0);
+    s.rip = 0x7000;
+    s.gpr[LC_RBX] = FVM_MMIO + 8;
+    memcpy(r.f.ram + 0x7000, "\x8b\x03", 2);
+    memset(&x, 0, sizeof x);
+    x.kind = LC_EXIT_MMIO;
+    x.rip = LC_EXIT_RIP_AT;
+    x.u.mmio.gpa = FVM_MMIO;
+    x.u.mmio.len = 4;
+    ck_assert_int_eq(lci_adapter_exit_now(r.v, &s, &x), 0);
+    ck_assert_uint_eq(x.u.mmio.gpa, FVM_MMIO + 8);
+    x.u.mmio.len = 2;                                     /* another width */
+    ck_assert_int_eq(lci_adapter_exit_now(r.v, &s, &x), -1);
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(no_chain_without_calls)
 {
     rig r; lc_cpu_state s; lc_result res; lc_config cfg;
@@ -2110,6 +2155,7 @@ static Suite *suite(void)
     tcase_add_test(t, cet_ends_cluster_before_ret);
     tcase_add_test(t, rf_cleared_after_run);
     tcase_add_test(t, insn_len_sets_no_accessed_bit_before_rip);
+    tcase_add_test(t, exit_now_follows_moved_registers);
     tcase_add_test(t, absent_device_branch);
     tcase_add_test(t, mismatched_exit_declines);
     tcase_add_test(t, exit_facts_cross_checked);
