@@ -350,8 +350,11 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
             v->ops->irq_pending(v->opaque, st))
             break;
         /* The run before is over; the lookup may evict its translation,
-         * whose watch the runtime was reading. */
+         * whose watch the runtime was reading, and whose routed
+         * instruction's route a formation's peeks would read (and
+         * teach) otherwise. */
         v->watching = NULL;
+        v->route = NULL;
         key = c->key;
         key.rip = st->rip;
         key.cs_base = st->seg[LC_CS].base;
@@ -570,8 +573,19 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
     if (was_invalidated(vc, c->at))
         STAT_INC(vc->stats.retranslations);
     te = tc_insert(&vc->tc, &c->key, cl, code, &vc->xcode);
-    if (!te)
-        return LC_ERR_NOMEM;   /* nothing ran; state untouched */
+    if (!te) {
+        /* Not kept: larger than the cache's whole cap (a cap of a few
+         * KiB), or no memory. Nothing runs; an empty translation in its
+         * place (small) spares later exits here forming it again. */
+        cl->ninsn = 0;
+        cl->nrange = 1;
+        cl->range[0].len = cl->nbytes;
+        te = tc_insert(&vc->tc, &c->key, cl, code, NULL);
+        if (te)
+            te->rec = vc->rec;
+        finish(vc, c->v, LC_STOP_TERMINATOR, c->first_done, c->res);
+        return LC_OK;
+    }
     te->rec = vc->rec;
     /* Watch every frame the cluster's code came from (calls.c: callees
      * may lie on other pages). */

@@ -61,6 +61,29 @@ static int other_successor(const lcx_cluster *c, unsigned n, unsigned i,
     return 0;
 }
 
+/* Does an instruction of the list outside t..branch (among the n) jump
+ * into the loop past its head t by a relative JMP or Jcc: a path that
+ * left the loop through a branch and comes back into it without passing
+ * what lies between that branch and the backedge? (A jump to the head
+ * itself goes round all of it: the first pass's backedge, calls.c.) */
+static int reenters(const lcx_cluster *c, unsigned n, unsigned t,
+                    unsigned branch)
+{
+    for (unsigned j = 0; j < n; j++) {
+        const lc_insn_info *ii = &c->insn[j].d.info;
+        uint64_t tgt;
+
+        if ((j >= t && j <= branch) ||
+            (ii->cflow != LC_CF_JMP_REL && ii->cflow != LC_CF_JCC_REL) ||
+            lcd_branch_target(ii, c->insn[j].rip, &tgt) != LC_OK)
+            continue;
+        for (unsigned k = t + 1; k <= branch; k++)
+            if (c->insn[k].rip == tgt)
+                return 1;
+    }
+    return 0;
+}
+
 /* The straight run from instruction `t` up to the first control-flow
  * instruction: does it reach an exiting instruction, and a strongly
  * exiting one? (section 6.3: "the straight list of instructions starting
@@ -69,10 +92,15 @@ static int other_successor(const lcx_cluster *c, unsigned n, unsigned i,
  * (its other successor is no instruction of t..branch) does not end the
  * run: an iteration that takes the backedge went past it, as in a poll
  * whose exit test comes before the port read (`1: dec ecx; jz timeout;
- * in al,dx; test al,1; jnz 1b`). */
-static enum lcx_backedge loop_kind(const lcx_cluster *c, unsigned t,
-                                   unsigned branch)
+ * in al,dx; test al,1; jnz 1b`). Unless the list, n instructions, has a
+ * way back into the loop from outside it: an iteration could then leave
+ * at that branch, skip the exit, and come round again (`jz L; out; ...;
+ * jnz head; ...; L: jmp mid`), a loop with no exit in it. */
+static enum lcx_backedge loop_kind(const lcx_cluster *c, unsigned n,
+                                   unsigned t, unsigned branch)
 {
+    int back = -1;          /* reenters(), asked once if needed */
+
     enum lcx_backedge k = LCX_BE_NONE;
 
     for (unsigned i = t; i <= branch; i++) {
@@ -92,7 +120,9 @@ static enum lcx_backedge loop_kind(const lcx_cluster *c, unsigned t,
         for (unsigned j = t; j <= branch && leaves; j++)
             if (c->insn[j].rip == other)
                 leaves = 0;
-        if (!leaves)
+        if (leaves && back < 0)
+            back = reenters(c, n, t, branch);
+        if (!leaves || back)
             break;
     }
     return k;
@@ -155,7 +185,7 @@ int lcx_cflow_branch(lcx_cluster *out, unsigned n, unsigned i,
     }
     if (cfg->cflow != LC_CFLOW_M3)
         return 0;
-    k = loop_kind(out, (unsigned)ti, i);
+    k = loop_kind(out, n, (unsigned)ti, i);
     if (k == LCX_BE_NONE)
         return 0;
     x->target = (uint8_t)ti;

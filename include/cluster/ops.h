@@ -36,8 +36,13 @@
  *    into a paging-structure entry changes the run's translations only
  *    from the next exit on, as a CPU's TLB keeps a translation until the
  *    guest invalidates it (SDM vol. 3 4.10.4). wrmsr, dr_write, halt,
- *    vmcall and vmcs_write may change translations at once (a hypercall
- *    that flushes the guest's TLB or edits its page tables for it).
+ *    vmcall and vmcs_write may change the translations of data at once (a
+ *    hypercall that flushes the guest's TLB or edits its page tables for
+ *    it): the run's page-walk cache is read back after them. The code a
+ *    run already decoded is not: a callback that changes how the guest's
+ *    code is mapped calls lc_engine_flush(), which ends the run right
+ *    after that instruction (LC_STOP_COHERENCY), and the next exit checks
+ *    the code again.
  *  - pio() and mmio() see every access a cluster makes, including ones
  *    that would never have exited to the VMM: a port or address the
  *    hypervisor serves itself (KVM's in-kernel 8259A, 8254, I/O APIC,

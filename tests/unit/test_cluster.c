@@ -716,6 +716,43 @@ static const uint8_t poll_first_test[] = {
     0x0f, 0x0b,
 };
 
+/* A branch that leaves the loop before its exit, to code laid out after
+ * the loop that jumps back into it past the head: an iteration can skip
+ * the exit every time. Section 6.3's straight run from the head must not
+ * go past that branch, so no backedge is strong, and the run stops at the
+ * weak-backedge cap instead of spinning to the instruction budget:
+ *   7000    out 0x80,al      700a    jnz t1
+ *   7002 t1: xor ecx,ecx     700c    out 0x82,al
+ *   7004    jz L             700e L: nop
+ *   7006    out 0x81,al      700f    jmp t2
+ *   7008 t2: or al,1         7011    ud2 */
+static const uint8_t loop_reentered[] = {
+    0xe6, 0x80, 0x31, 0xc9, 0x74, 0x08, 0xe6, 0x81, 0x0c, 0x01, 0x75, 0xf6,
+    0xe6, 0x82, 0x90, 0xeb, 0xf7, 0x0f, 0x0b,
+};
+
+START_TEST(loop_reentered_past_exit_is_weak)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lc_config c;
+    lc_stop_reason why;
+
+    fvm_init(&f);
+    fvm_state_prot32(&s, 0);
+    lc_config_init(&c);
+    ck_assert_int_eq(form_at(&f, &s, &v, &c, loop_reentered,
+                             sizeof loop_reentered, 0x7000), LC_OK);
+    for (unsigned i = 0; i < cl.ninsn; i++)
+        ck_assert_msg(cl.insn[i].backedge != LCX_BE_STRONG,
+                      "insn %u at %#llx: a strong backedge", i,
+                      (unsigned long long)cl.insn[i].rip);
+    lcr_begin(&v, &s, &fvm_ops, &f);
+    why = lcx_run(&cl, &v, 10, 0);
+    ck_assert_msg(v.insns < 200, "%u instructions, stop %s",
+                  (unsigned)v.insns, lc_stop_reason_name(why));
+    fvm_fini(&f);
+}
+END_TEST
+
 START_TEST(loop_test_before_read)
 {
     fvm f; lc_cpu_state s; lcr_vcpu v; lc_config c;
@@ -886,6 +923,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, run_weak_backedge_cap);
     tcase_add_test(t, fast_chains_match_runtime);
     tcase_add_test(t, loop_test_before_read);
+    tcase_add_test(t, loop_reentered_past_exit_is_weak);
     tcase_add_test(t, loop_speculation_undone);
     tcase_add_test(t, branch_over_transfer);
     tcase_add_loop_test(t, fast_path_matches_runtime, 0,

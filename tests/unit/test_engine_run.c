@@ -1353,6 +1353,42 @@ START_TEST(exit_now_follows_moved_registers)
 }
 END_TEST
 
+/* A translation larger than the translation cache's whole cap (4 KiB,
+ * the least lc_config_validate() takes; a cluster of 16 instructions,
+ * out, 14 adds, out, about 4.4 KiB):
+ * not kept, and the exit declined, not an LC_ERR_NOMEM; an empty
+ * translation in its place, so later exits here form nothing again. */
+START_TEST(translation_over_cache_cap)
+{
+    rig r; lc_cpu_state s, s0; lc_result res; lc_config cfg; lc_stats st;
+    lc_exit x = io_exit(0x80, 1, 1);
+    uint8_t code[2 + 14 * 2 + 2 + 2];
+    size_t n = 0;
+
+    code[n++] = 0xe6; code[n++] = 0x80;              /* out 0x80,al */
+    for (int i = 0; i < 14; i++) {
+        code[n++] = 0x01; code[n++] = 0xc8;          /* add eax,ecx */
+    }
+    code[n++] = 0xe6; code[n++] = 0x81;
+    code[n++] = 0x0f; code[n++] = 0x0b;              /* ud2 */
+    lc_config_init(&cfg);
+    cfg.tcache_max_bytes = 4096;
+    rig_up(&r, &cfg);
+    fvm_state_prot32(&s0, 0);
+    s0.rip = 0x7000;
+    memcpy(r.f.ram + 0x7000, code, n);
+    for (int i = 0; i < 6; i++) {
+        s = s0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, i < 2 ? LC_HANDLED : LC_DECLINED);
+    }
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.translations, 1);
+    ck_assert_uint_le(st.tcache_bytes, 4096);
+    rig_down(&r);
+}
+END_TEST
+
 START_TEST(no_chain_without_calls)
 {
     rig r; lc_cpu_state s; lc_result res; lc_config cfg;
@@ -2156,6 +2192,7 @@ static Suite *suite(void)
     tcase_add_test(t, rf_cleared_after_run);
     tcase_add_test(t, insn_len_sets_no_accessed_bit_before_rip);
     tcase_add_test(t, exit_now_follows_moved_registers);
+    tcase_add_test(t, translation_over_cache_cap);
     tcase_add_test(t, absent_device_branch);
     tcase_add_test(t, mismatched_exit_declines);
     tcase_add_test(t, exit_facts_cross_checked);
