@@ -222,22 +222,12 @@ unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
     return n->ops->latch_ranges(n, ranges, max);
 }
 
-/* The I/O thread's entry, when the backend's descriptor is readable.
- * What the model could not take (its receiver off, no bus mastering, no
- * usable ring, no free descriptor) is taken into the chip and held, as
- * in its FIFO: the descriptor is then not polled while the frame waits
- * (nic_rx_pending()), the tick retries it, and the backend's next frames
- * wait behind it in the host, as QEMU's can_receive() leaves them. Left
- * in the backend, it kept the level-triggered descriptor readable and
- * the I/O thread polling it without end. */
 void nic_poll_rx(nic *n)
 {
     if (n->busy)
         return;
     n->busy = true;
     n->ops->poll_rx(n);
-    if (!n->rx_len)
-        (void)nic_rx_peek(n);
     n->busy = false;
 }
 
