@@ -290,6 +290,19 @@ lc_status lcd_decode(lc_cpu_mode mode, const uint8_t *bytes, size_t len,
     else if (zi.attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE))
         info->rep = 1;
     info->op = (lc_op)op_of_mnemonic[zi.mnemonic];
+    /* Where the architecture leaves the result open, the CPU decides:
+     * - REPNE (F2) on INS/OUTS is reserved (SDM "REP/REPE/REPZ/REPNE/
+     *   REPNZ"); CPUs repeat it as REP, Zydis drops it (one iteration);
+     * - 0F 0D with a register operand is a reserved NOP on Intel's
+     *   CPUs, #UD on AMD's (PREFETCH/PREFETCHW need memory). */
+    if (info->op == LC_OP_INS || info->op == LC_OP_OUTS) {
+        for (unsigned i = 0; i < zi.raw.prefix_count; i++)
+            if (zi.raw.prefixes[i].value == 0xf2)
+                info->op = LC_OP_OTHER;
+    }
+    if (zi.opcode_map == ZYDIS_OPCODE_MAP_0F && zi.opcode == 0x0d &&
+        zi.raw.modrm.mod == 3)
+        info->op = LC_OP_OTHER;
 
     for (unsigned i = 0; i < zi.operand_count; i++) {
         const ZydisDecodedOperand *o = &zo[i];

@@ -147,6 +147,10 @@ static const dcase cases[] = {
     OK(PROT32, "f3 66 6f", 3, OUTS, STRONG, 16),
     OK(LONG64, "f3 6f",    2, OUTS, STRONG, 32),
     OK(LONG64, "2e f3 6e", 3, OUTS, STRONG, 8),   /* CS-override source */
+    /* REPNE on INS/OUTS is reserved (CPUs repeat it, Zydis does not):
+     * the CPU's */
+    OK(REAL,   "f2 6c",    2, OTHER, TERMINATOR, 0),
+    OK(PROT32, "f3 f2 6f", 3, OTHER, TERMINATOR, 0),
     /* Other strongly exiting instructions. */
     OK(LONG64, "0f a2",    2, CPUID,  STRONG, 0),
     OK(REAL,   "f4",       1, HLT,    STRONG, 0),
@@ -167,6 +171,8 @@ static const dcase cases[] = {
     OK(LONG64, "0f 0b",    2, OTHER,    TERMINATOR, 0),   /* UD2 */
     OK(LONG64, "f3 90",    2, OTHER,    TERMINATOR, 0),   /* PAUSE */
     OK(LONG64, "0f 33",    2, OTHER,    TERMINATOR, 0),   /* RDPMC */
+    /* 0F 0D with a register: Intel's reserved NOP, AMD's #UD */
+    OK(LONG64, "0f 0d c0", 3, OTHER,    TERMINATOR, 0),
     OK(LONG64, "66 eb 00", 3, JMP,      TERMINATOR, 0),   /* vendor-dependent */
     OK(PROT32, "ea 00 00 00 00 08 00", 7, JMP, TERMINATOR, 0), /* jmp far */
     OK(LONG64, "ff 28",    2, JMP,      TERMINATOR, 0),   /* jmp far [rax] */
