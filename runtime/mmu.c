@@ -1510,9 +1510,11 @@ int lcr_translate(lcr_vcpu *v, uint64_t la, unsigned len, unsigned access,
         return stop_fault(v, LC_VEC_GP);
     /* Compatibility mode forms 32-bit linear addresses, zero-extended
      * (SDM 3.4.2.1 / vol. 1 3.3.7). Whether an access whose bytes cross
-     * 4 GiB there wraps is not something the SDM pins down, so stop. */
+     * 4 GiB there wraps is not something the SDM pins down, so stop. An
+     * implicit access to a system table (GDT, LDT, TSS) is not segment-
+     * relative: its base is 64-bit in IA-32e mode, whatever CS says. */
     if (long_mode_active(v) && v->mode != LC_MODE_LONG64 &&
-        la + len - 1 > LA32_MASK)
+        !(access & LCR_ACC_IMPLICIT) && la + len - 1 > LA32_MASK)
         return stop_term(v);
 
     x->la = la;
@@ -1709,6 +1711,24 @@ int lcr_watched(const lcr_vcpu *v, uint64_t gpa, unsigned len)
         if (w->gfn[i] == gpa >> 12 &&
             (!w->bytes || (off < w->hi[i] && off + len > w->lo[i])))
             return 1;
+    return 0;
+}
+
+int lcr_write_byte_if(lcr_vcpu *v, const lcr_xlat *x, uint8_t old,
+                      uint8_t val)
+{
+    const lcr_frag *f = &x->frag[0];
+    uint8_t cur = old;
+
+    if (x->nfrag != 1 || x->len != 1 || f->kind != LC_GPA_RAM || !f->hva ||
+        f->traced || !(x->access & LCR_ACC_WRITE))
+        return lcr_write(v, x, &val);
+    if (!__atomic_compare_exchange_n(f->hva, &cur, val, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST) && cur != val)
+        return stop_term(v);
+    pwc_store(v, f->gpa);
+    if (lcr_watched(v, f->gpa, 1))
+        v->end_after = LC_STOP_SMC;
     return 0;
 }
 

@@ -1101,6 +1101,14 @@ void lcr_ram_read(void *dst, const uint8_t *hva, size_t n);
 void lcr_ram_write(uint8_t *hva, const void *src, size_t n);
 int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n);
 int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf);
+/* One byte through `x` (a write translation of 1 byte) set to `val` if it
+ * still holds `old`, as the CPU's locked update of a descriptor's
+ * accessed bit: 0 when it holds `val` now (set here, or by another
+ * vCPU); -1 with LC_STOP_TERMINATOR when it holds anything else (changed
+ * since it was read: the CPU's). A traced page goes through
+ * lcr_write(). */
+int lcr_write_byte_if(lcr_vcpu *v, const lcr_xlat *x, uint8_t old,
+                      uint8_t val);
 
 /* Fetch up to `max` (<= 15) code bytes at CS:RIP, stopping early at a
  * page that cannot be fetched (not present, NX, not RAM). Returns the

@@ -27,12 +27,15 @@
 #define T_CODE     0x8u
 
 /* An implicit supervisor-mode access to a descriptor table, RAM only
- * (a table in MMIO is left to the CPU). */
+ * (a table in MMIO is left to the CPU). In IA-32e mode the GDTR and LDTR
+ * bases are 64-bit, in compatibility mode too (only segment-relative
+ * addresses are 32-bit there): the address is cut to 32 bits only
+ * outside it. */
 static int table_xlat(lcr_vcpu *v, uint64_t la, unsigned len, unsigned acc,
                       lcr_xlat *x)
 {
-    if (lcr_translate(v, la & (v->mode == LC_MODE_LONG64 ? ~0ull
-                                                         : 0xffffffffull),
+    if (lcr_translate(v, la & ((v->st->efer & LC_EFER_LMA) ? ~0ull
+                                                           : 0xffffffffull),
                       len, acc | LCR_ACC_IMPLICIT, x) < 0)
         return -1;
     for (unsigned i = 0; i < x->nfrag; i++)
@@ -74,10 +77,10 @@ int lcr_sreg_prepare(lcr_vcpu *v, unsigned seg, uint16_t sel,
                 return lcr_stop(v, LC_STOP_TERMINATOR), -1;
             return lcr_fault(v, LC_VEC_GP), -1;
         }
-        /* Intel clears a null FS/GS's base in 64-bit mode, older AMD
-         * parts keep it (AMD's CPUID NullSelectorClearsBase): left to the
-         * CPU. */
-        if (v->mode == LC_MODE_LONG64 && (seg == LC_FS || seg == LC_GS))
+        /* Intel clears a null FS/GS's base in IA-32e mode, older AMD
+         * parts keep it (AMD's CPUID NullSelectorClearsBase), which 64-bit
+         * code sees again after compatibility mode: left to the CPU. */
+        if ((v->st->efer & LC_EFER_LMA) && (seg == LC_FS || seg == LC_GS))
             return lcr_stop(v, LC_STOP_TERMINATOR), -1;
         /* Loaded and marked unusable, as KVM reports it (the hidden part
          * cleared, as QEMU's load of a null selector does). A use outside
@@ -134,6 +137,11 @@ int lcr_sreg_prepare(lcr_vcpu *v, unsigned seg, uint16_t sel,
      * a write the CPU makes whatever the page's U/S, translated now so
      * that nothing is left to fail after the instruction's first effect. */
     if (!(type & T_ACCESSED)) {
+        /* SS: a load that may be taken back with its shadow's
+         * instruction (exec.c) leaves the write to the CPU, before the
+         * write's translation sets a dirty bit for it */
+        if (seg == LC_SS)
+            return lcr_stop(v, LC_STOP_TERMINATOR), -1;
         if (table_xlat(v, la + 5, 1, LCR_ACC_WRITE, &ld->abit) < 0)
             return -1;
         ld->set_accessed = 1;
@@ -158,7 +166,12 @@ int lcr_sreg_prepare(lcr_vcpu *v, unsigned seg, uint16_t sel,
 
 int lcr_sreg_commit(lcr_vcpu *v, unsigned seg, const lcr_sreg_load *ld)
 {
-    if (ld->set_accessed && lcr_write(v, &ld->abit, &ld->abit_val) < 0)
+    /* the locked update the CPU makes (SDM vol. 3 3.4.5.1): a descriptor
+     * another vCPU changed since phase one read it is left to the CPU */
+    if (ld->set_accessed &&
+        lcr_write_byte_if(v, &ld->abit,
+                          (uint8_t)(ld->abit_val & ~T_ACCESSED),
+                          ld->abit_val) < 0)
         return -1;
     v->st->seg[seg] = ld->seg;
     v->dirty |= LC_DIRTY_SREGS;

@@ -153,10 +153,18 @@ typedef struct lc_vm_ops {
     lc_cb_result (*dr_write)(void *opaque, unsigned dr, uint64_t value);
     /** HLT: the VMM marks the vCPU halted; the run ends after the HLT. */
     lc_cb_result (*halt)(void *opaque);
-    /** VMREAD / VMWRITE of the nested guest's VMCS (paper section 8). */
+    /** VMREAD of the nested guest's VMCS (paper section 8): LC_CB_OK only
+     * when it succeeds (VMsucceed: the engine clears CF, PF, AF, ZF, SF
+     * and OF). Any failure (no current VMCS, VMfailValid with its error
+     * number, the vCPU not in VMX operation, an L2 guest) answers
+     * LC_CB_STOP: the guest executes it and takes the real exit, where
+     * the VMM reports it; answered LC_CB_OK, the failure would read as a
+     * success. `field` is the whole register (bits 63:32 set: error 12,
+     * the VMM's to report). */
     lc_cb_result (*vmcs_read)(void *opaque, uint64_t field,
                               uint64_t *value);
-    /** VMWRITE of `value` to the VMCS field `field`. */
+    /** VMWRITE of `value` to the VMCS field `field`, answered as
+     * vmcs_read(). */
     lc_cb_result (*vmcs_write)(void *opaque, uint64_t field,
                                uint64_t value);
     /** VMCALL: the VMM may change the general registers and RFLAGS in

@@ -1607,6 +1607,41 @@ static void gdt_setup(fvm *f, lc_cpu_state *s)
     s->gdtr.limit = 11 * 8 - 1;
 }
 
+/* Compatibility mode (EFER.LMA, CS.L clear): the GDT's base is 64-bit,
+ * as Linux's fixmap GDT above 4 GiB; the descriptor is read there, not
+ * at the base cut to 32 bits (which here maps other memory, zeros: a
+ * null descriptor and #GP). A null FS is left to the CPU in IA-32e mode
+ * (Intel and AMD differ on its base). */
+START_TEST(segment_load_compat_gdt_above_4g)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint64_t *pml4, *pdpt2, *pd2;
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    pml4 = (uint64_t *)(void *)(f.ram + 0x1000);
+    pdpt2 = (uint64_t *)(void *)(f.ram + 0xa000);
+    pd2 = (uint64_t *)(void *)(f.ram + 0xb000);
+    memset(pdpt2, 0, 0x2000);
+    pml4[1] = 0xa000 | 0x7;                 /* 512 GiB: */
+    pdpt2[0] = 0xb000 | 0x7;
+    pd2[0] = 0x200000 | 0x87;               /* its first 2 MiB at 2 MiB */
+    gdt_setup(&f, &s);                      /* the table at 0x8000... */
+    memcpy(f.ram + 0x208000, f.ram + 0x8000, 0x100);  /* ...and at 2 MiB */
+    memset(f.ram + 0x8000, 0, 0x100);       /* what the cut base reaches */
+    s.gdtr.base = 0x8000008000ull;          /* linear 512 GiB + 0x8000 */
+    s.seg[LC_CS].l = 0;
+    s.seg[LC_CS].db = 1;                    /* compatibility mode */
+    s.gpr[LC_RAX] = 0x10;
+    ck_assert_int_eq(step1(&f, &s, &v, "8e d8"), LCR_DONE);  /* mov ds, ax */
+    ck_assert_uint_eq(s.seg[LC_DS].selector, 0x10);
+    ck_assert_uint_eq(s.seg[LC_DS].limit, 0xffffffff);
+    s.gpr[LC_RAX] = 0;
+    STOPS("8e e0", LC_STOP_TERMINATOR, 0);                  /* mov fs, null */
+    fvm_fini(&f);
+}
+END_TEST
+
 /* MOV Sreg in real mode (base = selector << 4, limit kept) and with the
  * protected-mode checks in the CPU's order: every failing check stops
  * before the instruction with the CPU's vector and nothing written (the
@@ -2113,6 +2148,7 @@ static Suite *exec_suite(void)
     tcase_add_test(t, rep_string_io_addr32_count0);
     tcase_add_test(t, rdtsc_callback);
     tcase_add_test(t, segment_loads);
+    tcase_add_test(t, segment_load_compat_gdt_above_4g);
     tcase_add_test(t, push_pop_sreg);
     tcase_add_test(t, inline_segment_summary_forgotten);
     tcase_add_loop_test(t, inline_forms_match_dispatcher, 0,
