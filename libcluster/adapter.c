@@ -32,6 +32,18 @@ int lci_adapter_perform(lc_vcpu *vc, const lc_exit *x, uint64_t *value)
     return -1;
 }
 
+/* A runtime context on a copy `s` of `st` (nothing is written back) that
+ * only looks: its walks set no accessed or dirty bit, and one that would
+ * need to fails (LCR_PROBE_STRICT). */
+static void look_begin(lc_vcpu *vc, const lc_cpu_state *st, lcr_vcpu *v,
+                       lc_cpu_state *s)
+{
+    *s = *st;
+    memset(v, 0, sizeof *v);
+    lcr_begin(v, s, &vc->engine->ops, vc->opaque);
+    v->probe = LCR_PROBE_STRICT;
+}
+
 /* Is the k bytes at `bytes`, an instruction at `at` ending at RIP, the
  * one `x` reports (adapter.h)? */
 static int is_exiting_insn(lcr_vcpu *v, const lc_exit *x,
@@ -66,7 +78,7 @@ unsigned lci_adapter_insn_len(lc_vcpu *vc, const lc_cpu_state *st,
     /* an OUT is 1 to 4 bytes (EE/EF, E6/E7 ib, with 66h or REX) */
     unsigned max = x->kind == LC_EXIT_IO ? 4 : LC_INSN_MAX_LEN;
     uint8_t buf[LC_INSN_MAX_LEN];
-    lc_cpu_state s = *st;     /* the runtime's view; nothing is written */
+    lc_cpu_state s;
     uint64_t gfn[2], rip = st->rip;
     unsigned ngfn;
     size_t got;
@@ -74,14 +86,12 @@ unsigned lci_adapter_insn_len(lc_vcpu *vc, const lc_cpu_state *st,
 
     if (max > rip)
         max = (unsigned)rip;
-    memset(&v, 0, sizeof v);
-    lcr_begin(&v, &s, &vc->engine->ops, vc->opaque);
     /* A look, not a fetch: the CPU never fetched the bytes before the
      * instruction, so no accessed bit may be set for them (SDM 4.8); a
      * page whose entries would need one was not the instruction's. One
      * look at the bytes before RIP; if the page before this one cannot
      * be looked at, what lies in this page. */
-    v.probe = LCR_PROBE_STRICT;
+    look_begin(vc, st, &v, &s);
     got = lcr_fetch_at(&v, rip - max, buf, max, gfn, &ngfn);
     if (got < max) {
         max = (unsigned)(rip & 0xfff) < max ? (unsigned)(rip & 0xfff) : max;
@@ -101,16 +111,14 @@ unsigned lci_adapter_insn_len(lc_vcpu *vc, const lc_cpu_state *st,
 int lci_adapter_exit_now(lc_vcpu *vc, const lc_cpu_state *st, lc_exit *x)
 {
     uint8_t buf[LC_INSN_MAX_LEN];
-    lc_cpu_state s = *st;     /* the runtime's view; nothing is written */
+    lc_cpu_state s;
     uint64_t gfn[2], gpa;
     unsigned ngfn;
     size_t got;
     lcr_vcpu v;
     lcd_insn d;
 
-    memset(&v, 0, sizeof v);
-    lcr_begin(&v, &s, &vc->engine->ops, vc->opaque);
-    v.probe = LCR_PROBE_STRICT;     /* a look: no accessed bit set */
+    look_begin(vc, st, &v, &s);
     got = lcr_fetch_at(&v, st->rip, buf, sizeof buf, gfn, &ngfn);
     if (got == 0 || lcd_decode(v.mode, buf, got, &d) != LC_OK)
         return -1;

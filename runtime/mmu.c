@@ -246,34 +246,28 @@ int lcr_ram_equal(const uint8_t *hva, const void *buf, size_t n)
 static int set_entry_bits(uint8_t *p, unsigned size, uint64_t old,
                           uint8_t bits)
 {
-    if (size == 8 && !((uintptr_t)p & 7)) {
-        uint64_t *e = (uint64_t *)(void *)p;
-        uint64_t cur = __atomic_load_n(e, __ATOMIC_SEQ_CST);
-
-        for (;;) {
-            if ((cur | bits) != (old | bits))
-                return 0;
-            if ((cur & bits) == bits ||
-                __atomic_compare_exchange_n(e, &cur, cur | bits, 0,
-                                            __ATOMIC_SEQ_CST,
-                                            __ATOMIC_SEQ_CST))
-                return 1;
-        }
-    }
-    if (size == 4 && !((uintptr_t)p & 3)) {
-        uint32_t *e = (uint32_t *)(void *)p;
-        uint32_t cur = __atomic_load_n(e, __ATOMIC_SEQ_CST);
-
-        for (;;) {
-            if ((cur | bits) != (uint32_t)(old | bits))
-                return 0;
-            if ((cur & bits) == bits ||
-                __atomic_compare_exchange_n(e, &cur, cur | bits, 0,
-                                            __ATOMIC_SEQ_CST,
-                                            __ATOMIC_SEQ_CST))
-                return 1;
-        }
-    }
+    /* one entry of type T: as the walk read it, but for bits others may
+     * have set meanwhile, until it holds them */
+#define SET_BITS(T)                                                        \
+    do {                                                                   \
+        T *e = (T *)(void *)p;                                             \
+        T cur = __atomic_load_n(e, __ATOMIC_SEQ_CST);                      \
+                                                                           \
+        for (;;) {                                                         \
+            if ((T)(cur | bits) != (T)(old | bits))                        \
+                return 0;                                                  \
+            if ((cur & bits) == bits ||                                    \
+                __atomic_compare_exchange_n(e, &cur, (T)(cur | bits), 0,   \
+                                            __ATOMIC_SEQ_CST,              \
+                                            __ATOMIC_SEQ_CST))             \
+                return 1;                                                  \
+        }                                                                  \
+    } while (0)
+    if (size == 8 && !((uintptr_t)p & 7))
+        SET_BITS(uint64_t);
+    if (size == 4 && !((uintptr_t)p & 3))
+        SET_BITS(uint32_t);
+#undef SET_BITS
     return 0;
 }
 
