@@ -54,14 +54,10 @@ static int is_exiting_insn(lcr_vcpu *v, const lc_exit *x,
 
     if (lcd_decode(v->mode, bytes, k, &d) != LC_OK || d.info.length != k)
         return 0;
-    if (x->kind == LC_EXIT_IO) {
-        const lcd_opnd *port = &d.opnd[0], *data = &d.opnd[1];
+    if (x->kind == LC_EXIT_IO)
         return x->u.io.is_out && d.info.op == LC_OP_OUT && d.nopnds >= 2 &&
-               data->bytes == x->u.io.size &&
-               (port->kind == LCD_OPND_IMM
-                    ? (uint16_t)port->imm
-                    : (uint16_t)v->st->gpr[LC_RDX]) == x->u.io.port;
-    }
+               d.opnd[1].bytes == x->u.io.size &&
+               lcr_io_port(v, &d, 1) == x->u.io.port;
     /* a plain MOV store changes no register its address uses, unlike
      * PUSH, string or exchange forms, so the address can be recomputed
      * after it ran */
@@ -123,15 +119,11 @@ int lci_adapter_exit_now(lc_vcpu *vc, const lc_cpu_state *st, lc_exit *x)
     if (got == 0 || lcd_decode(v.mode, buf, got, &d) != LC_OK)
         return -1;
     if (x->kind == LC_EXIT_IO) {
-        /* IN: the data register, then the port (an immediate or DX) */
-        const lcd_opnd *data = &d.opnd[0], *port = &d.opnd[1];
-
+        /* IN: the data register, then the port */
         if (x->u.io.is_out || d.info.op != LC_OP_IN || d.nopnds < 2 ||
-            data->bytes != x->u.io.size)
+            d.opnd[0].bytes != x->u.io.size)
             return -1;
-        x->u.io.port = port->kind == LCD_OPND_IMM
-                           ? (uint16_t)port->imm
-                           : (uint16_t)st->gpr[LC_RDX];
+        x->u.io.port = lcr_io_port(&v, &d, 0);
         return 0;
     }
     if (x->kind != LC_EXIT_MMIO || x->u.mmio.is_write ||

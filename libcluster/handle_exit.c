@@ -535,6 +535,26 @@ static lc_status interpret(exit_ctx *c, const lcd_insn *first)
     return c->v->error;
 }
 
+/* Nothing runs here: the exit is declined, and remembered as an empty
+ * translation `cl` (ninsn 0) checked like any other (section 7), so later
+ * exits at this site cost a lookup instead of a decode of the whole
+ * window. */
+static lc_status decline_empty(exit_ctx *c, const lcx_cluster *cl,
+                               const uint8_t *code)
+{
+    lc_vcpu *vc = c->vc;
+
+    if (cl->ninsn == 0 && cl->nbytes > 0 &&
+        (c->cfg->techniques & LC_TECH_SINGLE)) {
+        tc_entry *te = tc_insert(&vc->tc, &c->key, cl, code, NULL);
+
+        if (te)
+            te->rec = vc->rec;
+    }
+    finish(vc, c->v, LC_STOP_TERMINATOR, c->first_done, c->res);
+    return LC_OK;
+}
+
 /* At the threshold: form the cluster from the `got` bytes of `code`,
  * cache it, run it. */
 static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
@@ -555,36 +575,20 @@ static lc_status translate(exit_ctx *c, const uint8_t *code, size_t got,
     uint64_t watch[LCR_WATCH_MAX];
     unsigned nwatch = 0;
 
-    if (lcx_form(&in, cl) != LC_OK) {
-        /* Nothing worth running here. Remember that too, as an empty
-         * translation checked like any other (section 7), so later exits
-         * at this site cost a lookup instead of a decode of the whole
-         * window. */
-        if (cl->ninsn == 0 && cl->nbytes > 0 &&
-            (c->cfg->techniques & LC_TECH_SINGLE)) {
-            te = tc_insert(&vc->tc, &c->key, cl, code, NULL);
-            if (te)
-                te->rec = vc->rec;
-        }
-        finish(vc, c->v, LC_STOP_TERMINATOR, c->first_done, c->res);
-        return LC_OK;
-    }
+    if (lcx_form(&in, cl) != LC_OK)
+        return decline_empty(c, cl, code);
     STAT_INC(vc->stats.translations);
     if (was_invalidated(vc, c->at))
         STAT_INC(vc->stats.retranslations);
     te = tc_insert(&vc->tc, &c->key, cl, code, &vc->xcode);
     if (!te) {
         /* Not kept: larger than the cache's whole cap (a cap of a few
-         * KiB), or no memory. Nothing runs; an empty translation in its
-         * place (small) spares later exits here forming it again. */
+         * KiB), or no memory. Nothing runs, as where nothing was worth
+         * running. */
         cl->ninsn = 0;
         cl->nrange = 1;
         cl->range[0].len = cl->nbytes;
-        te = tc_insert(&vc->tc, &c->key, cl, code, NULL);
-        if (te)
-            te->rec = vc->rec;
-        finish(vc, c->v, LC_STOP_TERMINATOR, c->first_done, c->res);
-        return LC_OK;
+        return decline_empty(c, cl, code);
     }
     te->rec = vc->rec;
     /* Watch every frame the cluster's code came from (calls.c: callees

@@ -39,8 +39,6 @@ static int in_long64(const lcr_vcpu *v)
     return v->mode == LC_MODE_LONG64;
 }
 
-#define stack_bytes(v) lcr_stack_bytes(v)
-
 /* rSP as a pop of `n` bytes leaves it on a stack of `sb` bytes: the
  * bits above the stack's size kept (a 16-bit stack moves SP alone). */
 static uint64_t sp_after(const lcr_vcpu *v, unsigned sb, unsigned n)
@@ -56,7 +54,7 @@ static uint64_t sp_after(const lcr_vcpu *v, unsigned sb, unsigned n)
 static inline __attribute__((always_inline))
 unsigned stack_bytes_m(const lcr_vcpu *v, int m64)
 {
-    return m64 ? 8 : stack_bytes(v);
+    return m64 ? 8 : lcr_stack_bytes(v);
 }
 
 #define stop(v, why) lcr_stop(v, why)
@@ -411,7 +409,7 @@ static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
 static int ex_push(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
-    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), a;
     lcr_xlat sx;
 
@@ -442,7 +440,7 @@ static int ex_push(lcr_vcpu *v, lcr_ectx *c)
 static int ex_pop(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
-    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), a;
     lcr_xlat sx;
 
@@ -753,7 +751,7 @@ int stack_push_fast64(lcr_vcpu *v, unsigned n, uint64_t val)
 static int ex_call(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
-    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), target;
     lcr_xlat sx;
 
@@ -855,7 +853,7 @@ static int ex_ret(lcr_vcpu *v, lcr_ectx *c)
     if (in->info.cflow != LC_CF_RET || lcr_cet_guards(v->st, in))
         return stop(v, LC_STOP_TERMINATOR);
     if (!stack_read_fast(v, n, &target, 0)) {
-        uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(stack_bytes(v));
+        uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(lcr_stack_bytes(v));
 
         /* read before the target check, which can still fault */
         if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ | LCR_ACC_PLAIN,
@@ -1028,21 +1026,11 @@ int in_out(lcr_vcpu *v, const lcd_insn *in, int is_out, uint16_t port)
     return LCR_DONE;
 }
 
-/* The port of an IN or OUT: imm8 or DX. */
-static inline uint16_t io_port(const lcr_vcpu *v, const lcd_insn *in,
-                               int is_out)
-{
-    const lcd_opnd *port = &in->opnd[is_out ? 0 : 1];
-
-    return port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
-                                      : (uint16_t)v->st->gpr[LC_RDX];
-}
-
 static int ex_in_out(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
     int is_out = in->info.op == LC_OP_OUT;
-    uint16_t p = io_port(v, in, is_out);
+    uint16_t p = lcr_io_port(v, in, is_out);
 
     if (!v->ops->pio || !io_allowed(v, p, in->opnd[is_out ? 1 : 0].bytes))
         return stop(v, LC_STOP_TERMINATOR);
@@ -1333,7 +1321,7 @@ static int ex_mov_sreg(lcr_vcpu *v, lcr_ectx *c)
 static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
-    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = (v->st->gpr[LC_RSP] - n) & lcr_mask(sb), old;
     unsigned s = in->opnd[0].reg.num;
     lcr_xlat sx;
@@ -1364,7 +1352,7 @@ static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c)
 static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
-    unsigned sb = stack_bytes(v), n = in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), a;
     lcr_xlat sx;
 
@@ -1521,7 +1509,7 @@ static int ex_sti(lcr_vcpu *v, lcr_ectx *c)
  * eight slots are translated first and must be plain RAM. */
 static int ex_pusha(lcr_vcpu *v, lcr_ectx *c)
 {
-    unsigned sb = stack_bytes(v), n = c->in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = c->in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RSP];
     lcr_xlat sx[8];
 
@@ -1540,7 +1528,7 @@ static int ex_pusha(lcr_vcpu *v, lcr_ectx *c)
 
 static int ex_popa(lcr_vcpu *v, lcr_ectx *c)
 {
-    unsigned sb = stack_bytes(v), n = c->in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = c->in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RSP], val[8] = { 0 };
     lcr_xlat sx[8];
 
@@ -1566,7 +1554,7 @@ static int ex_popa(lcr_vcpu *v, lcr_ectx *c)
  * (SDM LEAVE). */
 static int ex_leave(lcr_vcpu *v, lcr_ectx *c)
 {
-    unsigned sb = stack_bytes(v), n = c->in->info.operand_bits / 8;
+    unsigned sb = lcr_stack_bytes(v), n = c->in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RBP] & lcr_mask(sb), a;
     lcr_xlat sx;
 
@@ -1911,7 +1899,7 @@ int inline_io(lcr_vcpu *v, const lcd_insn *in, int is_out)
 {
     if (!v->ops->pio || !io_allowed_by_iopl(v))
         return 0;
-    if (in_out(v, in, is_out, io_port(v, in, is_out)) != LCR_DONE)
+    if (in_out(v, in, is_out, lcr_io_port(v, in, is_out)) != LCR_DONE)
         return -1;
     v->exits_done++;
     v->exit_insns = v->insns;

@@ -835,6 +835,18 @@ static inline int lcr_opens_shadow(const lcd_insn *in)
             in->opnd[0].reg.cls == LCD_REG_SEG && in->opnd[0].reg.num == LC_SS);
 }
 
+/* The port of IN or OUT `in` (the runtime's, and the adapter's search
+ * for an exiting one): its immediate, or DX. OUT names the port first,
+ * IN second. */
+static inline uint16_t lcr_io_port(const lcr_vcpu *v, const lcd_insn *in,
+                                   int is_out)
+{
+    const lcd_opnd *port = &in->opnd[is_out ? 0 : 1];
+
+    return port->kind == LCD_OPND_IMM ? (uint16_t)port->imm
+                                      : (uint16_t)v->st->gpr[LC_RDX];
+}
+
 /* The stack's address size (SDM vol. 1 6.2.3): 8 in 64-bit mode, else 4
  * when SS.B is set and 2 when clear. Real mode too keeps the B bit the
  * last protected-mode load of SS left (SDM vol. 3, "Switching Back to
