@@ -1708,6 +1708,11 @@ int lcr_watched(const lcr_vcpu *v, uint64_t gpa, unsigned len)
     return 0;
 }
 
+__attribute__((cold, noinline)) void lcr_pwc_drop_cold(lcr_vcpu *v)
+{
+    lcr_pwc_drop(v);
+}
+
 int lcr_write_byte_if(lcr_vcpu *v, const lcr_xlat *x, uint8_t old,
                       uint8_t val)
 {

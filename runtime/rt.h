@@ -410,6 +410,9 @@ static inline void lcr_pwc_drop(lcr_vcpu *v)
     v->pwc.ptmask = 0;
 }
 
+/* lcr_pwc_drop() out of line, for the runtime used on its own (mmu.c). */
+void lcr_pwc_drop_cold(lcr_vcpu *v);
+
 /* The VMM ran (a callback returned). If it changed the guest-physical
  * map meanwhile (lc_engine_flush(): a BAR moved, shadow RAM mapped over
  * ROM) the page-walk cache's epoch ends, and the run ends after this
@@ -423,8 +426,9 @@ static inline void lcr_vmm_ran(lcr_vcpu *v)
     if (!v->flush_gen) {
         /* nothing vouches for the host addresses the entries hold (the
          * paging entries' and gpa_map()'s answers): a callback may have
-         * unmapped them, so the walks are dropped, not revalidated */
-        lcr_pwc_drop(v);
+         * unmapped them, so the walks are dropped, not revalidated (out
+         * of line: every callback of a run inlines this) */
+        lcr_pwc_drop_cold(v);
     } else if (__atomic_load_n(v->flush_gen, __ATOMIC_ACQUIRE) !=
                v->run_gen) {
         lcr_pwc_forget(v);
