@@ -28,7 +28,9 @@
  * every frame the host offers is handed to the NIC, dropped (counted) or
  * held back (reorder, behind the frame that overtakes it), and the
  * rxfault= kinds drop, reorder and eagain are drawn per frame from a
- * generator of their own.
+ * generator of their own (per receive attempt while a frame waits: an
+ * empty poll draws nothing, so how often the NIC polls does not move
+ * which frames a seed hits).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -389,7 +391,7 @@ static void rx_count_delivered(net_backend *be, size_t len)
 }
 
 size_t net_rxq_rx(net_backend *be, net_rxq *q, net_recv_fn *recv,
-                  uint8_t *buf, size_t cap)
+                  net_ready_fn *ready, uint8_t *buf, size_t cap)
 {
     size_t len, next;
 
@@ -404,8 +406,11 @@ size_t net_rxq_rx(net_backend *be, net_rxq *q, net_recv_fn *recv,
         return len;
     }
     for (;;) {
-        int v = draw(&q->fault);
+        int v;
 
+        if (q->fault.on && !ready(be))
+            return 0;           /* nothing waits: no draw */
+        v = draw(&q->fault);
         if (v == NET_FAULT_EAGAIN) {
             be->stats.rx_faults++;
             return 0;

@@ -149,13 +149,18 @@ typedef struct net_rxq {
  * every frame it takes from the host and rx_dropped for those it cannot
  * hand over; net_rxq_rx counts the rest. */
 typedef size_t net_recv_fn(net_backend *be, uint8_t *buf, size_t cap);
+/* Does a frame wait in the host (for recv to take)? Asked only while
+ * receive faults are on, so that their draws are per frame, not per poll:
+ * how often the NIC polls (its ticks, a frame it holds) then changes
+ * nothing in which frames a seed drops. */
+typedef bool net_ready_fn(net_backend *be);
 
 /* The receive kinds valid for a backend: eagain only with a poll_fd. */
 int  net_rxq_check(const net_fault *f, bool has_fd, char *err, size_t errlen);
 void net_rxq_set_faults(net_rxq *q, const net_fault *f);
 /* The backend's rx(): the next frame for the NIC, through the faults. */
 size_t net_rxq_rx(net_backend *be, net_rxq *q, net_recv_fn *recv,
-                  uint8_t *buf, size_t cap);
+                  net_ready_fn *ready, uint8_t *buf, size_t cap);
 /* At destroy: a held frame is counted as dropped. */
 void net_rxq_fini(net_backend *be, net_rxq *q);
 

@@ -603,6 +603,11 @@ static size_t peer_recv(net_backend *be, uint8_t *buf, size_t cap)
     return 0;
 }
 
+static bool peer_ready(net_backend *be)
+{
+    return to_peer(be)->count != 0;
+}
+
 static size_t peer_rx(net_backend *be, uint8_t *buf, size_t cap)
 {
     peer *p = to_peer(be);
@@ -610,7 +615,7 @@ static size_t peer_rx(net_backend *be, uint8_t *buf, size_t cap)
     /* frames held back (busy host, reordering) go first: their replies
      * come back in this same pull when the NIC has buffers */
     net_txq_poll(be, &p->txq, peer_send);
-    return net_rxq_rx(be, &p->rxq, peer_recv, buf, cap);
+    return net_rxq_rx(be, &p->rxq, peer_recv, peer_ready, buf, cap);
 }
 
 static int peer_poll_fd(net_backend *be)

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -94,12 +95,20 @@ static size_t tap_recv(net_backend *be, uint8_t *buf, size_t cap)
     }
 }
 
+/* A frame waits in the kernel (net_ready_fn; only with rxfault= on). */
+static bool tap_ready(net_backend *be)
+{
+    struct pollfd p = { to_tap(be)->fd, POLLIN, 0 };
+
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 static size_t tap_rx(net_backend *be, uint8_t *buf, size_t cap)
 {
     tap *t = to_tap(be);
 
     net_txq_poll(be, &t->txq, tap_send);    /* what waited for the host */
-    return net_rxq_rx(be, &t->rxq, tap_recv, buf, cap);
+    return net_rxq_rx(be, &t->rxq, tap_recv, tap_ready, buf, cap);
 }
 
 static int tap_poll_fd(net_backend *be)
