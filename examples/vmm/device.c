@@ -35,7 +35,8 @@ static int devices_build(vmm *vm, const kept_state *kept, unsigned nkept,
     vm->dma = vmm_dma_template;
     vm->dma.opaque = vm;
     vm->ndev = 0;
-    vm->io_timer_fd = -1;       /* vmm_io_start creates it */
+    vm->io_timer_fd = -1;       /* vmm_io_start creates them */
+    vm->io_wake_fd = -1;
     for (const vmm_device_ops *const *o = vmm_board; *o; o++) {
         vmm_device *d;
         int rc = 0;
@@ -127,7 +128,7 @@ void vmm_devices_flush_pending(vmm *vm)
         if (d->ops->pending && d->ops->pending(d)) {
             pthread_mutex_lock(&vm->dev_lock);
             d->ops->flush(d);
-            vmm_io_tick_arm(vm);        /* a reply may wait for descriptors */
+            vmm_io_update(vm);        /* a reply may wait for descriptors */
             pthread_mutex_unlock(&vm->dev_lock);
         }
     }
@@ -142,7 +143,7 @@ void vmm_devices_exit_done(vmm *vm)
         if (d->ops->exit_done && d->ops->exit_done(d)) {
             pthread_mutex_lock(&vm->dev_lock);
             d->ops->flush(d);
-            vmm_io_tick_arm(vm);
+            vmm_io_update(vm);
             pthread_mutex_unlock(&vm->dev_lock);
         }
     }

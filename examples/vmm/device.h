@@ -69,7 +69,7 @@ typedef struct vmm_device_ops {
     void (*flush)(vmm_device *dev);
     /* Something waits for the I/O thread's tick (held transmits, a
      * received frame waiting for descriptors): the tick is armed only
-     * while a device says so (vmm_io_tick_arm). */
+     * while a device says so (vmm_io_update). */
     bool (*waits)(vmm_device *dev);
     /* A descriptor the I/O thread polls, asked before every poll (-1: none
      * for now, e.g. while the device cannot take more input), and what to
@@ -121,8 +121,9 @@ int  vmm_devices_reset(vmm *vm, char *err, size_t errlen);
 /* The run-time hooks over all devices. */
 void vmm_devices_flush_pending(vmm *vm);   /* at every exit: cheap */
 void vmm_devices_exit_done(vmm *vm);       /* end of every exit: cheap */
-void vmm_devices_flush(vmm *vm);           /* Unicorn's tick, end of run */
-/* The I/O thread's tick, under dev_lock: flush, then poll, each device. */
+void vmm_devices_flush(vmm *vm);           /* end of run, reset */
+/* The I/O thread's tick (and Unicorn's), under dev_lock: flush, then
+ * poll, each device. */
 void vmm_devices_tick(vmm *vm);
 bool vmm_devices_want_tick(const vmm *vm);
 bool vmm_devices_waiting(vmm *vm);         /* under dev_lock */
@@ -134,9 +135,10 @@ void vmm_devices_stats(vmm *vm, vmm_stat_fn put, void *ctx);
  * makes clusters stop for the guest to take it (vm.c). */
 vm_irq vmm_irq_line(vmm *vm, unsigned gsi);
 
-/* Arm the I/O thread's tick if a device waits for it (vm.c); called under
- * dev_lock by a device whose state changed (a register access, a receive)
- * and by the core after a flush. */
-void vmm_io_tick_arm(vmm *vm);
+/* A device's state changed (a register access, a receive, a flush): arm
+ * the I/O thread's tick if a device waits for it, wake the thread if a
+ * descriptor it left out of its poll set is back (vm.c). Under dev_lock;
+ * called by the device and by the core after a flush. */
+void vmm_io_update(vmm *vm);
 
 #endif /* VMM_DEVICE_H */

@@ -638,6 +638,9 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
         pthread_mutex_lock(&vm->kick_lock);
         bool ok = pthread_create(&t, NULL, ap_thread, &k->cpu[i]) == 0;
         if (ok) {
+            char name[16];
+            snprintf(name, sizeof name, "vcpu%u/KVM", i);
+            (void)pthread_setname_np(t, name);
             k->cpu[i].thread = t;
             k->cpu[i].started = true;
         }

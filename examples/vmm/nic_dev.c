@@ -61,7 +61,7 @@ static void nic_bus(void *opaque, uint64_t off, unsigned size, bool w,
         if (!w)
             *val = v;
     }
-    vmm_io_tick_arm(vm);        /* the access may have held something */
+    vmm_io_update(vm);          /* it may have held or released a frame */
     pthread_mutex_unlock(&vm->dev_lock);
 }
 
@@ -94,6 +94,7 @@ static void nic_command(void *opaque, uint16_t cmd)
     nic_dev *g = opaque;
     pthread_mutex_lock(&g->vm->dev_lock);
     nic_set_bus_master(g->nic, cmd & 4);
+    vmm_io_update(g->vm);       /* a held frame may have gone in */
     pthread_mutex_unlock(&g->vm->dev_lock);
 }
 
@@ -202,10 +203,14 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
         return -1;
     }
     g->placed = true;
-    /* held transmits, and frames waiting for descriptors given back
-     * through deferred writes, wait for the I/O thread's tick */
+    /* held transmits, frames waiting for descriptors given back through
+     * deferred writes, and a frame from a backend with a descriptor (TAP)
+     * held in the chip until the guest gives descriptors in memory (the
+     * PCnet's ring poll, nic_rx_waits_ring()) wait for the I/O thread's
+     * tick */
     dev->wants_tick = vm->opt.nic_opt.send_combine ||
-                      vm->opt.nic_opt.latch_fast;
+                      vm->opt.nic_opt.latch_fast ||
+                      g->net->ops->poll_fd != NULL;
     return 0;
 }
 
@@ -250,7 +255,7 @@ static bool nic_dev_exit_done(vmm_device *dev)
 static bool nic_dev_waits(vmm_device *dev)
 {
     nic *n = ((nic_dev *)dev->state)->nic;
-    return nic_tx_pending(n) || nic_rx_pending(n) || nic_kicks_deferred(n);
+    return nic_tx_pending(n) || nic_rx_waits_ring(n) || nic_kicks_deferred(n);
 }
 
 static void nic_dev_flush(vmm_device *dev)
@@ -262,8 +267,9 @@ static int nic_dev_poll_fd(vmm_device *dev)
 {
     nic_dev *g = dev->state;
     net_backend *be = g->net;
-    /* a frame held in the chip waits for descriptors: the backend's next
-     * frames wait behind it, and the tick retries it */
+    /* a frame held in the chip (nic_poll_rx()): the backend's next frames
+     * wait in the host behind it; vmm_io_update() wakes the I/O thread
+     * when it is gone */
     if (nic_rx_pending(g->nic))
         return -1;
     return be->ops->poll_fd ? be->ops->poll_fd(be) : -1;

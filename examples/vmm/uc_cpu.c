@@ -77,7 +77,7 @@ typedef struct uc_vm {
     lc_exit ex;
     uint64_t cur_rip;               /* the instruction being executed */
     uint64_t last_exit_insns;
-    bool tick_enabled;              /* a NIC with send combining */
+    bool tick_enabled;              /* a device may wait (want_tick) */
     pic_chip pic[2];
 } uc_vm;
 
@@ -479,7 +479,12 @@ int vmm_unicorn_run(vmm *vm, const vmm_boot *boot)
         if (u->tick_pending) {
             u->tick_pending = false;
             __atomic_store_n(&vm->stats.insns, u->insns, __ATOMIC_RELAXED);
-            vmm_devices_flush(vm);
+            /* as the KVM back end's I/O thread ticks (vm.c): what is held
+             * goes, a received frame held in the chip is retried */
+            pthread_mutex_lock(&vm->dev_lock);
+            vmm_devices_tick(vm);
+            vmm_io_update(vm);
+            pthread_mutex_unlock(&vm->dev_lock);
         }
         if (!u->exit_pending)
             continue;               /* stopped for another reason */

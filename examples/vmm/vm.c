@@ -309,17 +309,41 @@ void vmm_fill_lc_ops(vmm *vm, lc_vm_ops *ops)
 
 /* ---- the I/O thread ------------------------------------------------------ */
 
-/* Arm the I/O thread's tick when a device starts to hold something (its
- * `waits` hook): a held transmit must go within one tick (Sugerman et al.
- * section 3.3), a frame waiting for receive descriptors the guest gave
- * back through a deferred write (e1000 RDT) must be received without
- * waiting for the guest's next exit. Under dev_lock; the I/O thread
- * disarms it when nothing waits, so an idle VM takes no ticks. */
-void vmm_io_tick_arm(vmm *vm)
+/* A device's state changed (under dev_lock: a register access, a
+ * receive, a flush). Two things may follow, both cheap when nothing does:
+ *
+ *  - the tick is armed when a device starts to hold something (its
+ *    `waits` hook): a held transmit must go within one tick (Sugerman et
+ *    al. section 3.3), a received frame waiting for descriptors is retried
+ *    at each tick (as the PCnet polls its ring; as a deferred e1000 RDT
+ *    write reaches the device) without waiting for the guest's next exit.
+ *    The I/O thread disarms it when nothing waits: an idle VM takes no
+ *    ticks.
+ *  - the I/O thread is woken when a descriptor it left out of its poll
+ *    set is back (a device holding a received frame has none, so the
+ *    backend's next frames wait in the host, as QEMU's can_receive()
+ *    leaves them; once the guest took the held one, the thread must poll
+ *    the backend again now, not at its next tick or never). */
+void vmm_io_update(vmm *vm)
 {
     struct itimerspec its = { { 0, SEND_COMBINE_TICK_NS },
                               { 0, SEND_COMBINE_TICK_NS } };
 
+    if (vm->io_left_out && vm->io_wake_fd >= 0) {
+        unsigned back = 0;
+        for (unsigned i = 0; i < vm->ndev; i++) {
+            vmm_device *d = &vm->dev[i];
+            back += d->ops->poll_fd && d->ops->poll_fd(d) >= 0;
+        }
+        if (back > vm->io_polled) {
+            uint64_t one = 1;
+            vm->io_left_out = false;    /* the thread builds its set anew */
+            if (write(vm->io_wake_fd, &one, sizeof one) < 0)
+                vm->io_left_out = true;
+            else
+                VMM_STAT_INC(vm->stats.io_wakes);
+        }
+    }
     if (vm->io_timer_armed || vm->io_timer_fd < 0 ||
         !vmm_devices_waiting(vm))
         return;
@@ -356,23 +380,30 @@ static void *io_thread(void *arg)
         vmm_device *owner[IO_MAX_FDS];
         unsigned n = 0;
 
-        /* the stop eventfd, then the tick (queued frames leave before new
-         * ones are taken in), then each device's descriptor, asked anew
-         * each time: a device holding a received frame that waits for
-         * descriptors has none, so the backend's next frames wait behind
-         * it and the tick retries it */
+        /* the stop eventfd, the wake eventfd (vmm_io_update), then the
+         * tick (queued frames leave before new ones are taken in), then
+         * each device's descriptor, asked anew each time: a device holding
+         * a received frame that waits for descriptors has none, so the
+         * backend's next frames wait behind it and the tick retries it */
         p[n++] = (struct pollfd){ vm->io_stop_fd, POLLIN, 0 };
+        owner[n] = NULL;
+        p[n++] = (struct pollfd){ vm->io_wake_fd, POLLIN, 0 };
         if (vm->io_timer_fd >= 0) {
             owner[n] = NULL;
             p[n++] = (struct pollfd){ vm->io_timer_fd, POLLIN, 0 };
         }
         pthread_mutex_lock(&vm->dev_lock);
+        vm->io_polled = 0;
+        vm->io_left_out = false;
         for (unsigned i = 0; i < vm->ndev; i++) {
             vmm_device *d = &vm->dev[i];
             int fd = d->ops->poll_fd ? d->ops->poll_fd(d) : -1;
             if (fd >= 0) {
                 owner[n] = d;
                 p[n++] = (struct pollfd){ fd, POLLIN, 0 };
+                vm->io_polled++;
+            } else if (d->ops->poll_fd) {
+                vm->io_left_out = true;
             }
         }
         pthread_mutex_unlock(&vm->dev_lock);
@@ -384,12 +415,16 @@ static void *io_thread(void *arg)
         for (unsigned i = 1; i < n; i++) {
             if (!(p[i].revents & POLLIN))
                 continue;
-            if (!owner[i]) {
+            if (p[i].fd == vm->io_wake_fd) {
+                uint64_t v;
+                if (read(vm->io_wake_fd, &v, sizeof v) < 0)
+                    v = 0;              /* the set is built anew anyway */
+            } else if (!owner[i]) {
                 io_tick(vm);
             } else {
                 pthread_mutex_lock(&vm->dev_lock);
                 owner[i]->ops->poll(owner[i]);
-                vmm_io_tick_arm(vm);
+                vmm_io_update(vm);
                 pthread_mutex_unlock(&vm->dev_lock);
             }
         }
@@ -406,15 +441,18 @@ int vmm_io_start(vmm *vm)
     if (!needed)
         return 0;
     vm->io_stop_fd = eventfd(0, EFD_CLOEXEC);
+    vm->io_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     /* The tick: KVM only (Unicorn's counts guest instructions, uc_cpu.c),
      * and only with a device that can wait for it; armed by
-     * vmm_io_tick_arm. */
+     * vmm_io_update. */
     if (vmm_devices_want_tick(vm) && vm->opt.cpu != VMM_CPU_UNICORN)
         vm->io_timer_fd = timerfd_create(CLOCK_MONOTONIC,
                                          TFD_CLOEXEC | TFD_NONBLOCK);
-    if (vm->io_stop_fd < 0 ||
+    if (vm->io_stop_fd < 0 || vm->io_wake_fd < 0 ||
         pthread_create(&vm->io_thread, NULL, io_thread, vm))
         return -1;
+    /* named, as QEMU names its threads, for top -H and the tests */
+    (void)pthread_setname_np(vm->io_thread, "lcvmm-io");
     vm->io_thread_running = true;
     return 0;
 }
@@ -431,6 +469,9 @@ void vmm_io_stop(vmm *vm)
     if (vm->io_timer_fd >= 0)
         close(vm->io_timer_fd);
     pthread_mutex_lock(&vm->dev_lock);
+    close(vm->io_wake_fd);
+    vm->io_wake_fd = -1;
+    vm->io_left_out = false;
     vm->io_timer_fd = -1;
     vm->io_timer_armed = false;
     pthread_mutex_unlock(&vm->dev_lock);

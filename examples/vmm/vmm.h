@@ -88,6 +88,7 @@ typedef struct vmm_stats {
     uint64_t exits_io, exits_mmio, exits_hlt, exits_other, exits_intr;
     uint64_t exits_handled_by_engine;
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
+    uint64_t io_wakes;            /* I/O thread woken: a descriptor is back */
     uint64_t insns;               /* Unicorn: guest instructions */
     uint64_t quirk_irets;         /* IRETs completed for KVM (kvm_quirks.c) */
     uint64_t quirk_late_ticks;    /* late BIOS ticks: breakpoints armed */
@@ -173,6 +174,12 @@ struct vmm {
     int io_timer_fd;
     bool io_timer_armed;
     void (*io_drain)(vmm *vm);
+    /* Its wakeup (vmm_io_update): an eventfd, written when a device's
+     * descriptor the thread left out of its poll set (io_left_out; it
+     * polls io_polled of them) is back. Under dev_lock. */
+    int io_wake_fd;
+    bool io_left_out;
+    unsigned io_polled;
     struct vmm_live *live;        /* --stats-interval (stats_live.c) */
 };
 

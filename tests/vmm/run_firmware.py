@@ -93,9 +93,12 @@ def run_dnsmasq(args, tftp_dir, boot, cluster):
     lcvmm on the other (tap_netns.sh does the same for the TAP test)."""
     with tempfile.NamedTemporaryFile(suffix='.json', delete=False) as f:
         stats_path = f.name
-    # a fresh lease file each run: dnsmasq then pings the address before
-    # offering it (about 3 s) in both runs alike, an idle wait in iPXE's
-    # poll loop that both runs measure
+    # a fresh lease file each run, and no ping of the address before the
+    # offer (--no-ping): that 3-s wait raced iPXE's DHCP time-out, whose
+    # clock (the BIOS tick count) runs ahead of wall time when this KVM
+    # delivers late ticks in a burst (docs/platform.md; a 1-s
+    # --dhcp-reply-delay still races it). The DHCP phase then holds few
+    # of iPXE's idle polls (5-12, where the wait held thousands).
     script = f'''
 set -e
 rm -f {tftp_dir}/leases
@@ -108,7 +111,8 @@ ip link set fwtap0 up
 dnsmasq --no-daemon --port=0 --interface=fwtap0 --bind-interfaces \\
   --dhcp-range=10.0.2.15,10.0.2.15,255.255.255.0,1h \\
   --enable-ra --dhcp-range=fd00::,ra-only \\
-  --dhcp-option=encap:175,176,1 --enable-tftp --tftp-root={tftp_dir} \\
+  --dhcp-option=encap:175,176,1 --no-ping \\
+  --enable-tftp --tftp-root={tftp_dir} \\
   --dhcp-boot={boot} --pid-file= --log-facility=- \\
   --dhcp-leasefile={tftp_dir}/leases >{tftp_dir}/dnsmasq.log 2>&1 &
 D=$!
@@ -253,9 +257,7 @@ def main():
             # on (2026-11-27; one run saved 24.5% with the phase counted,
             # 41% without). Over TAP our booted guest also polls
             # for dnsmasq's replies as long as they take (8 polls in one
-            # run, 316 in the next on a loaded machine), and dnsmasq pings
-            # the address before it offers it (3 s of iPXE idle polling:
-            # how many polls fit depends on the host's speed). And so do
+            # run, 316 in the next on a loaded machine). And so do
             # the TFTP transfer's: the same polls cost more exits the
             # longer the transfer takes (one pcnet boot's took 370 exits
             # in 391 ms off and 401 in 523 ms on, both with 20 polls, in a

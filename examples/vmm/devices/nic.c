@@ -146,6 +146,14 @@ void nic_pci_identity(nic_model m, nic_pci_id *id)
     id->bar_size = ops_of(m)->bar_size;     /* the model's own register file */
 }
 
+/* The model's receive, from every path: whether the frame it leaves held
+ * waits for the ring (nic_rx_waits_ring()) is what this try found. */
+static void model_poll_rx(nic *n)
+{
+    n->rx_ring_wait = false;
+    n->ops->poll_rx(n);
+}
+
 /* ---- register access ------------------------------------------------ */
 
 /* All ones of an access of `size` bytes (of 4 bytes if not 1 or 2). */
@@ -198,7 +206,7 @@ void nic_access(nic *n, uint32_t offset, unsigned size, bool is_write,
     /* Frames the peer answered with (or that TAP delivered) reach the
      * guest right away; a latch access stays free of side effects. */
     if (!latch)
-        n->ops->poll_rx(n);
+        model_poll_rx(n);
     n->busy = false;
 }
 
@@ -222,12 +230,24 @@ unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
     return n->ops->latch_ranges(n, ranges, max);
 }
 
+/* The I/O thread's entry, when the backend's descriptor is readable, and
+ * its tick's. What the model could not take (its receiver off, no bus
+ * mastering, no usable ring, no free descriptor) is taken into the chip
+ * and held, as in its FIFO: the backend's descriptor is then left out of
+ * the poll set while the frame waits (the VMM's nic_dev_poll_fd()), and
+ * its next frames wait in the host, as QEMU's can_receive() leaves them.
+ * Left in the backend, it kept a level-triggered TAP descriptor readable
+ * and the I/O thread polling it without end. */
 void nic_poll_rx(nic *n)
 {
     if (n->busy)
         return;
     n->busy = true;
-    n->ops->poll_rx(n);
+    model_poll_rx(n);
+    /* a frame that came after the model's try (it found none) may be
+     * one it can take: it is offered again once held */
+    if (!n->rx_len && nic_rx_peek(n))
+        model_poll_rx(n);
     n->busy = false;
 }
 
@@ -240,7 +260,7 @@ void nic_set_bus_master(nic *n, bool enabled)
         return;
     n->busy = true;
     n->ops->resume(n);
-    n->ops->poll_rx(n);
+    model_poll_rx(n);
     n->busy = false;
 }
 
@@ -416,6 +436,11 @@ bool nic_rx_pending(const nic *n)
     return n->rx_len != 0;
 }
 
+bool nic_rx_waits_ring(const nic *n)
+{
+    return n->rx_len != 0 && n->rx_ring_wait;
+}
+
 void nic_flush(nic *n)
 {
     if (n->busy || !n->tx_queued)
@@ -434,7 +459,7 @@ void nic_flush(nic *n)
         }
     }
     nic_tx_now(n);
-    n->ops->poll_rx(n);
+    model_poll_rx(n);
     n->busy = false;
 }
 
@@ -519,6 +544,7 @@ void nic_rx_fcs(nic *n)
 
 bool nic_rx_wait(nic *n)
 {
+    n->rx_ring_wait = true;     /* the receiver is on, the ring full */
     if (!n->rx_len || n->rx_waiting)
         return false;
     n->rx_waiting = true;

@@ -134,7 +134,9 @@ unsigned nic_latch_ranges(const nic *n, uint32_t (*ranges)[2], unsigned max);
 
 /* Receive what the backend has waiting, as far as the guest has given
  * receive descriptors. Called by the NIC itself after every access and by
- * the VMM when the backend signals frames (TAP). */
+ * the VMM when the backend signals frames (TAP) and at its ticks. What the
+ * guest cannot take stays held in the chip (nic_rx_pending()), so the
+ * backend's descriptor stops being readable. */
 void nic_poll_rx(nic *n);
 
 /* "Next exit" or "timer tick" of send combining: send whatever is
@@ -152,11 +154,21 @@ bool nic_tx_pending(const nic *n);
  * exit, fill one batch. */
 uint64_t nic_kick_count(const nic *n);
 
-/* Does a received frame wait in the chip for receive descriptors? (Under
- * the device lock.) The VMM's I/O thread ticks while this or
- * nic_tx_pending() holds (a guest that returns descriptors
- * through a coalesced write, e1000 RDT, gets them used without an exit). */
+/* Is a received frame held in the chip? (Under the device lock.) A frame
+ * the guest cannot take yet is taken from the backend and held, as in the
+ * chip's FIFO, and the backend's next ones wait in the host behind it (its
+ * descriptor out of the VMM's poll set, as QEMU's can_receive() leaves
+ * them), instead of keeping a level-triggered descriptor readable. */
 bool nic_rx_pending(const nic *n);
+
+/* Does the held frame wait for receive descriptors, with the receiver on
+ * and bus mastering allowed, as the model found at its last try? (Under
+ * the device lock.) The VMM's I/O thread ticks while this or
+ * nic_tx_pending() holds: the PCnet polls its ring then, and a guest that
+ * returns descriptors through a coalesced write (e1000 RDT) gets them used
+ * without an exit. A frame held while the receiver is off needs no tick:
+ * only a register access or bus mastering turns it on. */
+bool nic_rx_waits_ring(const nic *n);
 
 /* The byte ranges within the BAR whose writes the VMM may defer (KVM
  * coalesced zones): the latch ranges, or for the e1000 the wider set

@@ -82,6 +82,7 @@ struct nic {
     size_t rx_len;
     bool rx_fcs;
     bool rx_waiting;            /* counted in rx_no_buffer already */
+    bool rx_ring_wait;          /* the model's last try: no descriptor */
     uint8_t rx_buf[NET_FRAME_MAX + NIC_FCS_LEN];
     void *state;                /* the model's, state_size bytes */
 };
@@ -136,8 +137,10 @@ size_t nic_rx_peek(nic *n);
  * frame whose FCS is stripped (e1000 RCTL.SECRC, as Linux sets it) costs
  * no CRC over its bytes. */
 void nic_rx_fcs(nic *n);
-/* The held frame must wait for receive descriptors: counts it in
- * rx_no_buffer the first time and returns true then (e1000 raises RXO). */
+/* The held frame must wait for receive descriptors (the receiver is on):
+ * counts it in rx_no_buffer the first time and returns true then (e1000
+ * raises RXO). A model that returns from poll_rx without calling it (its
+ * receiver off) leaves the frame held without a tick to retry it. */
 bool nic_rx_wait(nic *n);
 /* The held frame was written to guest memory (counted) or dropped. */
 void nic_rx_consume(nic *n);
