@@ -231,22 +231,25 @@ unsigned nic_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
 }
 
 /* The I/O thread's entry, when the backend's descriptor is readable, and
- * its tick's. What the model could not take (its receiver off, no bus
- * mastering, no usable ring, no free descriptor) is taken into the chip
- * and held, as in its FIFO: the backend's descriptor is then left out of
- * the poll set while the frame waits (the VMM's nic_dev_poll_fd()), and
- * its next frames wait in the host, as QEMU's can_receive() leaves them.
- * Left in the backend, it kept a level-triggered TAP descriptor readable
- * and the I/O thread polling it without end. */
+ * its tick's. With a backend that has a descriptor (TAP), what the model
+ * could not take (its receiver off, no bus mastering, no usable ring, no
+ * free descriptor) is taken into the chip and held, as in its FIFO: the
+ * descriptor is then left out of the poll set while the frame waits (the
+ * VMM's nic_dev_poll_fd()), and the next frames wait in the host, as
+ * QEMU's can_receive() leaves them. Left in the backend, it kept a
+ * level-triggered TAP descriptor readable and the I/O thread polling it
+ * without end. */
 void nic_poll_rx(nic *n)
 {
     if (n->busy)
         return;
     n->busy = true;
     model_poll_rx(n);
-    /* a frame that came after the model's try (it found none) may be
-     * one it can take: it is offered again once held */
-    if (!n->rx_len && nic_rx_peek(n))
+    /* Only a backend with a descriptor needs the hold; the built-in
+     * peer's queue waits for the guest as it is. A frame that came after
+     * the model's try (it found none) may be one it can take: it is
+     * offered again once held. */
+    if (!n->rx_len && n->be && n->be->ops->poll_fd && nic_rx_peek(n))
         model_poll_rx(n);
     n->busy = false;
 }
