@@ -638,7 +638,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
         pthread_mutex_lock(&vm->kick_lock);
         bool ok = pthread_create(&t, NULL, ap_thread, &k->cpu[i]) == 0;
         if (ok) {
-            char name[16];
+            char name[32];      /* the kernel keeps 15 bytes: i < 8 */
             snprintf(name, sizeof name, "vcpu%u/KVM", i);
             (void)pthread_setname_np(t, name);
             k->cpu[i].thread = t;
