@@ -170,6 +170,19 @@ static inline unsigned fake_rx_waiting(const fake *f)
     return f->be.rx_tail - f->be.rx_head;
 }
 
+/* The receiver off: each poll leaves one frame held in the chip, not
+ * waiting for the ring (no tick needed: only a register write turns the
+ * receiver on), and `waiting` frames in the backend behind it. */
+static inline void fake_rx_held_off(fake *f, unsigned waiting)
+{
+    for (int i = 0; i < 3; i++) {
+        nic_poll_rx(f->n);
+        ck_assert(nic_rx_pending(f->n));
+        ck_assert(!nic_rx_waits_ring(f->n));
+        ck_assert_uint_eq(fake_rx_waiting(f), waiting);
+    }
+}
+
 /* A frame to `dst` from a peer, `len` bytes, payload bytes = seed + i. */
 static inline size_t fake_frame_make(uint8_t *buf, const uint8_t dst[6],
                                      size_t len, uint8_t seed)
