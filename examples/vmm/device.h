@@ -97,6 +97,8 @@ struct vmm_device {
     vmm *vm;
     void *state;
     bool wants_tick;            /* may need the I/O thread's tick (waits) */
+    bool has_fd;                /* poll_fd may give a descriptor (set at
+                                 * init): only then can one be left out */
 };
 
 /* The board (board.c): the devices of the platform in init order,

@@ -208,9 +208,9 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
      * held in the chip until the guest gives descriptors in memory (the
      * PCnet's ring poll, nic_rx_waits_ring()) wait for the I/O thread's
      * tick */
+    dev->has_fd = g->net->ops->poll_fd != NULL;
     dev->wants_tick = vm->opt.nic_opt.send_combine ||
-                      vm->opt.nic_opt.latch_fast ||
-                      g->net->ops->poll_fd != NULL;
+                      vm->opt.nic_opt.latch_fast || dev->has_fd;
     return 0;
 }
 

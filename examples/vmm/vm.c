@@ -333,7 +333,7 @@ void vmm_io_update(vmm *vm)
         unsigned back = 0;
         for (unsigned i = 0; i < vm->ndev; i++) {
             vmm_device *d = &vm->dev[i];
-            back += d->ops->poll_fd && d->ops->poll_fd(d) >= 0;
+            back += d->has_fd && d->ops->poll_fd(d) >= 0;
         }
         if (back > vm->io_polled) {
             uint64_t one = 1;
@@ -402,8 +402,8 @@ static void *io_thread(void *arg)
                 owner[n] = d;
                 p[n++] = (struct pollfd){ fd, POLLIN, 0 };
                 vm->io_polled++;
-            } else if (d->ops->poll_fd) {
-                vm->io_left_out = true;
+            } else if (d->has_fd) {
+                vm->io_left_out = true;     /* vmm_io_update() watches */
             }
         }
         pthread_mutex_unlock(&vm->dev_lock);
