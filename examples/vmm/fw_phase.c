@@ -131,7 +131,7 @@ static size_t watch_rx(net_backend *be, uint8_t *buf, size_t cap)
 static int watch_poll_fd(net_backend *be)
 {
     watch *w = (watch *)be;
-    return w->inner->ops->poll_fd ? w->inner->ops->poll_fd(w->inner) : -1;
+    return net_poll_fd(w->inner);
 }
 
 static void watch_destroy(net_backend *be)

@@ -208,7 +208,7 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
      * held in the chip until the guest gives descriptors in memory (the
      * PCnet's ring poll, nic_rx_waits_ring()) wait for the I/O thread's
      * tick */
-    dev->has_fd = g->net->ops->poll_fd != NULL;
+    dev->has_fd = net_poll_fd(g->net) >= 0;
     dev->wants_tick = vm->opt.nic_opt.send_combine ||
                       vm->opt.nic_opt.latch_fast || dev->has_fd;
     return 0;
@@ -272,7 +272,7 @@ static int nic_dev_poll_fd(vmm_device *dev)
      * when it is gone */
     if (nic_rx_pending(g->nic))
         return -1;
-    return be->ops->poll_fd ? be->ops->poll_fd(be) : -1;
+    return net_poll_fd(be);
 }
 
 static void nic_dev_poll(vmm_device *dev)

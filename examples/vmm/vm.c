@@ -437,7 +437,7 @@ int vmm_io_start(vmm *vm)
     bool needed = vmm_devices_want_tick(vm);
 
     for (unsigned i = 0; i < vm->ndev; i++)
-        needed |= vm->dev[i].ops->poll_fd != NULL;
+        needed |= vm->dev[i].has_fd;
     if (!needed)
         return 0;
     vm->io_stop_fd = eventfd(0, EFD_CLOEXEC);

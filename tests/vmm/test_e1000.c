@@ -761,6 +761,7 @@ START_TEST(rx_waits_for_descriptors)
     uint8_t frame[100];
 
     setup_opt(&f, NULL, 8, E1000_RCTL_BAM | E1000_RCTL_SECRC);
+    fake_as_tap(&f);
     wr(&f, E1000_RDT, 0);
     fake_frame_make(frame, fake_mac, 100, 11);
     for (int i = 0; i < 3; i++)
@@ -796,6 +797,11 @@ START_TEST(rx_held_while_receiver_off)
     fake_frame_make(frame, fake_mac, 100, 13);
     fake_rx_push(&f, frame, 100);
     fake_rx_push(&f, frame, 100);
+    /* a backend without a descriptor (the peer): nothing is held */
+    nic_poll_rx(f.n);
+    ck_assert(!nic_rx_pending(f.n));
+    ck_assert_uint_eq(fake_rx_waiting(&f), 2);
+    fake_as_tap(&f);
     fake_rx_held_off(&f, 1);
     ck_assert_uint_eq(st(&f)->rx_frames, 0);
     wr(&f, E1000_RCTL, E1000_RCTL_EN | E1000_RCTL_BAM | E1000_RCTL_SECRC);

@@ -647,6 +647,7 @@ START_TEST(rx_waits_for_descriptors)
     uint8_t frame[100];
 
     setup_opt(&f, NULL, 2, 2, 0);
+    fake_as_tap(&f);
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 100, 11));
     fake_rx_push(&f, frame, 100);
     nic_poll_rx(f.n);
@@ -680,6 +681,7 @@ START_TEST(rx_held_while_stopped)
     uint8_t frame[100];
 
     fake_init(&f, NIC_PCNET, NULL);
+    fake_as_tap(&f);
     reg_rd(&f, PCNET_RESET, 2);
     fake_rx_push(&f, frame, fake_frame_make(frame, fake_mac, 100, 12));
     fake_rx_push(&f, frame, 100);

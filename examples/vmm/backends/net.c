@@ -253,7 +253,7 @@ net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen)
                         "backend", copy);
             net_destroy(be);
             be = NULL;
-        } else if (net_rxq_check(&rxfault, be->ops->poll_fd(be) >= 0, err,
+        } else if (net_rxq_check(&rxfault, net_poll_fd(be) >= 0, err,
                                  errlen) < 0) {
             net_destroy(be);
             be = NULL;

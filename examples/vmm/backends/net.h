@@ -184,6 +184,14 @@ static inline size_t net_rx(net_backend *be, uint8_t *buf, size_t cap)
     return be->ops->rx(be, buf, cap);
 }
 
+/* The descriptor the VMM polls for received frames, or -1: a backend that
+ * answers synchronously (the built-in peer) has none, whether or not it
+ * has the hook. The same over the backend's life. */
+static inline int net_poll_fd(net_backend *be)
+{
+    return be->ops->poll_fd ? be->ops->poll_fd(be) : -1;
+}
+
 /*
  * The built-in peer: a host at `ip` (network byte order in the usual
  * dotted form, e.g. "10.0.2.2") with MAC 52:55:0a:00:02:02 that answers

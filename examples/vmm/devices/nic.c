@@ -249,7 +249,7 @@ void nic_poll_rx(nic *n)
      * peer's queue waits for the guest as it is. A frame that came after
      * the model's try (it found none) may be one it can take: it is
      * offered again once held. */
-    if (!n->rx_len && n->be && n->be->ops->poll_fd && nic_rx_peek(n))
+    if (!n->rx_len && n->be && net_poll_fd(n->be) >= 0 && nic_rx_peek(n))
         model_poll_rx(n);
     n->busy = false;
 }
