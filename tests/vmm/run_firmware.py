@@ -11,10 +11,20 @@ the lease and the transfers, and clustering must save exits.
 
   run_firmware.py LCVMM GUEST_IMAGE --nic pcnet|e1000
                   [--server peer|dnsmasq] [--bios FILE] [--params P]
+                  [--idle-ms MS [--max-idle-exits-per-poll X]]
 
 --server peer uses lcvmm's built-in peer (DHCP and TFTP, --net
 peer,tftp=DIR,boot=FILE); --server dnsmasq runs dnsmasq (a real DHCP and
 TFTP server) on a TAP device inside a private network namespace.
+
+--idle-ms makes the script wait first, MS ms by iPXE's clock, for a TFTP
+transfer from a port nobody serves (UDP 6900 of the server): iPXE's wait
+for a download polls its NIC without pausing (no HLT between polls), the
+idle loop a driver costs between frames. Its polls fall in the tftp
+phase, and the test reports that phase's exits per poll; with
+--max-idle-exits-per-poll the clustered boot must not exceed X. No
+frame ends that wait early and no other time-out races it: it ends by
+iPXE's clock alone, however fast that runs (docs/platform.md).
 
 Exit status 0 pass, 1 fail, 77 skip (with the reason printed).
 """
@@ -30,6 +40,10 @@ import time
 
 BIOS = '/usr/share/seabios/bios.bin'
 ROM_DIR = '/usr/lib/ipxe/qemu'
+SERVER_IP = '10.0.2.2'      # the peer's and dnsmasq's address
+# The idle wait's polls the tftp phase must hold to be measured (the
+# transfers alone take 20-60)
+MIN_IDLE_POLLS = 1000
 
 
 def skip(why):
@@ -86,6 +100,30 @@ def run(cmd, stats_path, timeout, prefix=None):
         if os.path.exists(stats_path):
             os.unlink(stats_path)
     return cmd, p, stats, wall
+
+
+def idle_polls(args, off, on):
+    """Report the tftp phase's exits per poll, which the idle wait fills;
+    1 (fail) when it holds too few polls to say, or when the clustered
+    boot's figure is above --max-idle-exits-per-poll."""
+    per = {}
+    for t, st in (('off', off), ('on', on)):
+        p = st.get('phases', {})
+        polls, exits = p.get('tftp_polls', 0), p.get('tftp_exits', 0)
+        print(f'# {t}: tftp phase (idle wait of {args.idle_ms} ms) '
+              f'{exits} exits, {polls} polls'
+              + (f', {exits / polls:.3f} exits per poll' if polls else ''))
+        if polls < MIN_IDLE_POLLS:
+            print(f'FAIL: clustering {t}: {polls} polls in the tftp phase, '
+                  f'want at least {MIN_IDLE_POLLS} (did the idle wait run?)')
+            return 1
+        per[t] = exits / polls
+    lim = args.max_idle_exits_per_poll
+    if lim is not None and per['on'] > lim:
+        print(f'FAIL: {per["on"]:.3f} exits per idle poll with clustering '
+              f'on, want at most {lim}')
+        return 1
+    return 0
 
 
 def run_dnsmasq(args, tftp_dir, boot, cluster):
@@ -159,6 +197,10 @@ def main():
                     help='one more lcvmm argument (e.g. --rom-bar)')
     ap.add_argument('--min-saved', type=float, default=0.25,
                     help='fraction of exits clustering must save')
+    ap.add_argument('--idle-ms', type=int, default=0,
+                    help="iPXE's idle wait in the script, in its ms")
+    ap.add_argument('--max-idle-exits-per-poll', type=float, default=None,
+                    help='most exits per poll of the tftp phase, clustered')
     args = ap.parse_args()
 
     if not os.access('/dev/kvm', os.R_OK | os.W_OK):
@@ -181,8 +223,11 @@ def main():
     name = os.path.basename(args.image)
     shutil.copy(args.image, os.path.join(tftp_dir, name))
     boot = f'boot-{args.nic}.ipxe'
+    idle = (f'imgfetch --timeout {args.idle_ms} '
+            f'tftp://{SERVER_IP}:6900/idle || echo idle wait over\n'
+            if args.idle_ms > 0 else '')
     with open(os.path.join(tftp_dir, boot), 'w') as f:
-        f.write(f'#!ipxe\nkernel {name} {args.params}\nboot\n')
+        f.write(f'#!ipxe\n{idle}kernel {name} {args.params}\nboot\n')
     os.chmod(os.path.join(tftp_dir, name), 0o644)
     os.chmod(os.path.join(tftp_dir, boot), 0o644)
 
@@ -246,6 +291,8 @@ def main():
                     print(f'# {t}: dhcp phase {p["dhcp_exits"]} exits, '
                           f'{polls} polls, {p["dhcp_exits"] / polls:.2f} '
                           f'exits per poll, {p["dhcp_ms"]} ms')
+            if args.idle_ms > 0 and idle_polls(args, off, on):
+                return 1
             # The exits of the DHCP phase follow the host's timing, not
             # the code: iPXE waits for the offer on its timer, whose ticks
             # come late and irregularly on this KVM (docs/vmm.md); with
