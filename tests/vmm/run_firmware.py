@@ -22,9 +22,10 @@ transfer from a port nobody serves (UDP 6900 of the server): iPXE's wait
 for a download polls its NIC without pausing (no HLT between polls), the
 idle loop a driver costs between frames. Its polls fall in the tftp
 phase, and the test reports that phase's exits per poll; with
---max-idle-exits-per-poll the clustered boot must not exceed X. No
-frame ends that wait early and no other time-out races it: it ends by
-iPXE's clock alone, however fast that runs (docs/platform.md).
+--max-idle-exits-per-poll the clustered boot must not exceed X. Nothing
+the server sends ends that wait early (iPXE ignores the host's ICMP port
+unreachable) and no other time-out races it: it ends by iPXE's clock
+alone, however fast that runs (docs/platform.md).
 
 Exit status 0 pass, 1 fail, 77 skip (with the reason printed).
 """
@@ -280,6 +281,10 @@ def main():
         print(f'# guest output identical ({len(g["on"])} lines): '
               f'{g["on"][-1]}')
         off, on = results['off'][1], results['on'][1]
+        if not off or not on:
+            print('FAIL: a boot left no statistics (see above): the exits '
+                  'cannot be compared')
+            return 1
         if off and on:
             e_off, e_on = off['vmm']['exits'], on['vmm']['exits']
             print(f'# exits off {e_off}, on {e_on}: '
