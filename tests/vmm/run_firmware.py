@@ -285,50 +285,49 @@ def main():
             print('FAIL: a boot left no statistics (see above): the exits '
                   'cannot be compared')
             return 1
-        if off and on:
-            e_off, e_on = off['vmm']['exits'], on['vmm']['exits']
-            print(f'# exits off {e_off}, on {e_on}: '
-                  f'{100 * (1 - e_on / e_off):.1f}% fewer')
-            for t, st in (('off', off), ('on', on)):
-                p = st.get('phases', {})
-                polls = p.get('dhcp_polls', 0)
-                if polls:
-                    print(f'# {t}: dhcp phase {p["dhcp_exits"]} exits, '
-                          f'{polls} polls, {p["dhcp_exits"] / polls:.2f} '
-                          f'exits per poll, {p["dhcp_ms"]} ms')
-            if args.idle_ms > 0 and idle_polls(args, off, on):
-                return 1
-            # The exits of the DHCP phase follow the host's timing, not
-            # the code: iPXE waits for the offer on its timer, whose ticks
-            # come late and irregularly on this KVM (docs/vmm.md); with
-            # the built-in peer the same boot took 372 to 976 exits there
-            # off and 203 to 666 on (2026-11-26/27). So do those of
-            # iPXE's own start (from its banner to DHCP), which waits out
-            # its drivers' delays on a timer too: the same boot took 2389
-            # exits there in 682 ms and 3357 in 3062 ms off, 2070 to 2424
-            # on (2026-11-27; one run saved 24.5% with the phase counted,
-            # 41% without). Over TAP our booted guest also polls
-            # for dnsmasq's replies as long as they take (8 polls in one
-            # run, 316 in the next on a loaded machine). And so do
-            # the TFTP transfer's: the same polls cost more exits the
-            # longer the transfer takes (one pcnet boot's took 370 exits
-            # in 391 ms off and 401 in 523 ms on, both with 20 polls, in a
-            # suite's ASan build; the e1000 ROM-BAR boot's took 234-255
-            # on alone and 636 and 750 in a loaded suite run, 2026-11-27). The saving is judged on the
-            # work that is the same in every run: POST, the option ROM
-            # and, with the peer, the guest's exchanges.
-            phases = ('ipxe', 'dhcp', 'tftp', 'guest') \
-                if args.server == 'dnsmasq' else ('ipxe', 'dhcp', 'tftp')
-            for ph in phases:
-                e_off -= off.get('phases', {}).get(f'{ph}_exits', 0)
-                e_on -= on.get('phases', {}).get(f'{ph}_exits', 0)
-            print(f'# without the {", ".join(phases)} phases: '
-                  f'off {e_off}, on {e_on}')
-            saved = 1 - e_on / e_off if e_off else 0
-            if saved < args.min_saved:
-                print(f'FAIL: clustering saved {100 * saved:.1f}% of exits, '
-                      f'want at least {100 * args.min_saved:.0f}%')
-                return 1
+        e_off, e_on = off['vmm']['exits'], on['vmm']['exits']
+        print(f'# exits off {e_off}, on {e_on}: '
+              f'{100 * (1 - e_on / e_off):.1f}% fewer')
+        for t, st in (('off', off), ('on', on)):
+            p = st.get('phases', {})
+            polls = p.get('dhcp_polls', 0)
+            if polls:
+                print(f'# {t}: dhcp phase {p["dhcp_exits"]} exits, '
+                      f'{polls} polls, {p["dhcp_exits"] / polls:.2f} '
+                      f'exits per poll, {p["dhcp_ms"]} ms')
+        if args.idle_ms > 0 and idle_polls(args, off, on):
+            return 1
+        # The exits of the DHCP phase follow the host's timing, not
+        # the code: iPXE waits for the offer on its timer, whose ticks
+        # come late and irregularly on this KVM (docs/vmm.md); with
+        # the built-in peer the same boot took 372 to 976 exits there
+        # off and 203 to 666 on (2026-11-26/27). So do those of
+        # iPXE's own start (from its banner to DHCP), which waits out
+        # its drivers' delays on a timer too: the same boot took 2389
+        # exits there in 682 ms and 3357 in 3062 ms off, 2070 to 2424
+        # on (2026-11-27; one run saved 24.5% with the phase counted,
+        # 41% without). Over TAP our booted guest also polls
+        # for dnsmasq's replies as long as they take (8 polls in one
+        # run, 316 in the next on a loaded machine). And so do
+        # the TFTP transfer's: the same polls cost more exits the
+        # longer the transfer takes (one pcnet boot's took 370 exits
+        # in 391 ms off and 401 in 523 ms on, both with 20 polls, in a
+        # suite's ASan build; the e1000 ROM-BAR boot's took 234-255
+        # on alone and 636 and 750 in a loaded suite run, 2026-11-27). The saving is judged on the
+        # work that is the same in every run: POST, the option ROM
+        # and, with the peer, the guest's exchanges.
+        phases = ('ipxe', 'dhcp', 'tftp', 'guest') \
+            if args.server == 'dnsmasq' else ('ipxe', 'dhcp', 'tftp')
+        for ph in phases:
+            e_off -= off.get('phases', {}).get(f'{ph}_exits', 0)
+            e_on -= on.get('phases', {}).get(f'{ph}_exits', 0)
+        print(f'# without the {", ".join(phases)} phases: '
+              f'off {e_off}, on {e_on}')
+        saved = 1 - e_on / e_off if e_off else 0
+        if saved < args.min_saved:
+            print(f'FAIL: clustering saved {100 * saved:.1f}% of exits, '
+                  f'want at least {100 * args.min_saved:.0f}%')
+            return 1
         print('PASS')
         return 0
     finally:
