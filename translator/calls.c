@@ -314,14 +314,18 @@ int lcx_trace_end(lcx_trace *t, unsigned *n, unsigned window, uint64_t *rip)
 
 /* A followed transfer's target was read from the guest's state: remember
  * the first such read, so that the engine can tell whether the layout
- * holds in another state (lcx_guess_read). */
+ * holds in another state (lcx_guess_read). Later reads are only counted:
+ * the first one still tells a state where the layout cannot hold (an
+ * accessor's epilogue reached from another caller returns elsewhere
+ * whatever the RETs after it read: SeaBIOS's serial console flush, called
+ * from its input check and from its output, 2026-11-28). */
 static void note_guess(lcx_trace *t, const lcx_insn *x, uint64_t tgt)
 {
     lcx_cluster *out = t->out;
     const lcd_insn *d = &x->d;
 
     if (out->guessed) {
-        out->guess_kind = LCX_GUESS_OTHER;
+        out->guessed = 2;
         return;
     }
     out->guessed = 1;

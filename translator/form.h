@@ -28,8 +28,12 @@ typedef struct lcx_regview {
     uint64_t gpr[16];
     uint16_t known;         /* bit r: gpr[r] is predicted (rSP: see the
                              * stack view's rsp_delta instead) */
-    uint8_t  mem_ok;        /* no segment register written: RAM reads now
-                             * see what the run will see */
+    uint8_t  seg_stale;     /* bit s: segment register s written by the
+                             * walk; a RAM read through it now would use
+                             * the base the run no longer has (reads
+                             * through the others see what the run will
+                             * see: SeaBIOS reloads ES around every
+                             * variable it reads, and its RETs read SS) */
     uint8_t  npush;
     struct {
         int64_t  delta;     /* the slot: rSP at the exit + delta */

@@ -137,7 +137,8 @@ typedef struct lcx_cluster {
                              * to a target read from the guest's state at
                              * formation (calls.c): the layout, and whether
                              * anything is worth running, hold for that
-                             * state only (lcx_guess_read) */
+                             * state only (lcx_guess_read); 2: more than
+                             * one such read */
     uint8_t     end_none;   /* engine: nothing worth running was found
                              * after end_rip (no chained run from there) */
     uint8_t     guess_kind; /* enum lcx_guess: the first such read */
@@ -156,12 +157,15 @@ enum lcx_guess {
     LCX_GUESS_NONE = 0,
     LCX_GUESS_STACK,    /* a RET's slot on the guest's stack */
     LCX_GUESS_REG,      /* an indirect CALL or JMP through a register */
-    LCX_GUESS_OTHER,    /* through memory, or more than one read */
+    LCX_GUESS_OTHER,    /* through memory: not read again */
 };
 
 /* The target forming `cl` again in the state of `v` would read for its
- * guessed transfer (cl->guessed): 0 with *val (the layout holds when it
- * equals cl->guess_val), -1 when it cannot be told. */
+ * first guessed transfer (cl->guessed): 0 with *val, -1 when it cannot
+ * be told. A different value proves the layout does not hold in that
+ * state; an equal one proves it only when the walk read nothing more
+ * (cl->guessed == 1: a RET after the first may have read another
+ * return address). */
 int lcx_guess_read(const lcx_cluster *cl, lcr_vcpu *v, uint64_t *val);
 
 /* Does the instruction at `rip` (decoded as `d`) exit? Returns LCX_PRED_*

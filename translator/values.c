@@ -94,7 +94,6 @@ void lcx_values_init(lcx_regview *rv, const lcr_vcpu *v)
         return;
     memcpy(rv->gpr, v->st->gpr, sizeof rv->gpr);
     rv->known = 0xffff;
-    rv->mem_ok = 1;
 }
 
 /* rSP now: the exit's, moved by the pushes and pops counted since. */
@@ -208,7 +207,7 @@ int lcx_values_stack(const lcx_trace *t, int64_t delta, unsigned bytes,
      * 16-bit stack: bits above it in ESP are not part of the offset). */
     m = lcr_mask(lcr_stack_bytes(v));
     sp = (v->st->gpr[LC_RSP] + (uint64_t)delta) & m;
-    if (!rv->mem_ok || lcx_peek(v, LC_SS, sp, bytes, val))
+    if ((rv->seg_stale & (1u << LC_SS)) || lcx_peek(v, LC_SS, sp, bytes, val))
         return 0;
     *val &= lcr_mask(bytes);
     return 1;
@@ -221,7 +220,9 @@ static int mem_read(const lcx_trace *t, const lcx_insn *x, unsigned bytes,
     const lcd_mem *m = &x->d.mem;
     uint64_t ea, sp;
 
-    if (!t->in->v || !t->sv.rv.mem_ok || m->agen || !eff_addr(t, x, &ea))
+    if (!t->in->v || m->seg >= LC_NR_SREGS ||
+        (t->sv.rv.seg_stale & (1u << m->seg)) || m->agen ||
+        !eff_addr(t, x, &ea))
         return 0;
     /* Through the stack segment while rSP is known: perhaps a slot the
      * walk pushed (cdecl arguments, a saved register) whose value is not
@@ -432,7 +433,7 @@ void lcx_values_step(lcx_trace *t, const lcx_insn *x)
     for (unsigned i = 0; i < d->nopnds; i++)
         if (d->opnd[i].kind == LCD_OPND_REG && d->opnd[i].write &&
             d->opnd[i].reg.cls == LCD_REG_SEG)
-            rv->mem_ok = 0;     /* reads now would use the old segment */
+            rv->seg_stale |= (uint8_t)(1u << (d->opnd[i].reg.num & 7));
     if (leave_or_pusha(t, d))
         return;
     if (!names_its_writes(d)) {

@@ -1218,6 +1218,102 @@ START_TEST(ret_on_16bit_stack_with_esp_high_bits)
 }
 END_TEST
 
+/* SeaBIOS's serial input check, in shape (real mode): `in` of the line
+ * status, a call to a flush whose common path jumps over output it has
+ * nothing to send, an epilogue that reloads ES before its RET, `in`
+ * again. The translation from the first IN lays out the flush's
+ * fall-through (it exits where the window of 16 ends, so the taken side
+ * finds no room in it); the run leaves at the taken branch and
+ * goes on with the translation there, whose walk must read the RET's slot
+ * through SS although it wrote ES (values.c: a segment write makes only
+ * reads through that segment unknown). Before that, the tail's walk
+ * stopped at the RET and the two INs took an exit each.
+ * The flush is first reached from another caller, whose RET after the
+ * call reads a second return address: the tail's translation made then
+ * is empty and rests on two reads. Reached from the first caller, the
+ * first read differs, so it is made again (calls.c, note_guess()). */
+static void sercon_code(rig *r)
+{
+    static const uint8_t site_a[] = { 0xec,               /* in al,dx */
+                                      0xe8, 0xfc, 0x00,   /* call 7100 */
+                                      0xec,               /* in al,dx */
+                                      0x0f, 0x0b };       /* ud2 */
+    static const uint8_t site_b[] = { 0xec,               /* in al,dx */
+                                      0xe8, 0xdc, 0x00,   /* call 7100 */
+                                      0xc3 };             /* ret */
+    static const uint8_t flush[] = {
+        0x8e, 0xc6,                 /* 7100 mov es,si */
+        0x26, 0xa0, 0x10, 0x00,     /* 7102 mov al,[es:0x10] */
+        0x84, 0xc0,                 /* 7106 test al,al */
+        0x74, 0x36,                 /* 7108 je 7140 */
+        0x90, 0x90, 0x90, 0x90, 0x90,   /* 710a 10 x nop */
+        0x90, 0x90, 0x90, 0x90, 0x90,
+        0xe6, 0x80,                 /* 7114 out 0x80,al */
+        0x8e, 0xc6,                 /* 7116 mov es,si */
+        0xc3 };                     /* 7118 ret */
+    static const uint8_t tail[] = {
+        0x8e, 0xc6,                 /* 7140 mov es,si */
+        0xc3 };                     /* 7142 ret */
+
+    memcpy(r->f.ram + 0x7000, site_a, sizeof site_a);
+    memcpy(r->f.ram + 0x7020, site_b, sizeof site_b);
+    memcpy(r->f.ram + 0x7030, "\x0f\x0b", 2);           /* ud2 */
+    memcpy(r->f.ram + 0x7140, tail, sizeof tail);
+    memcpy(r->f.ram + 0x7100, flush, sizeof flush);
+    r->f.ram[0x5ffe] = 0x30;        /* site B's caller: 0x7030 */
+    r->f.ram[0x5fff] = 0x70;
+}
+
+static void at_sercon_in(lc_cpu_state *s, uint64_t rip, uint64_t sp)
+{
+    fvm_state_real(s);
+    s->rip = rip;
+    s->gpr[LC_RSP] = sp;
+    s->gpr[LC_RDX] = 0x3fd;
+    s->gpr[LC_RSI] = 0x0050;        /* ES = 0x50: [es:0x10] is 0 */
+}
+
+START_TEST(ret_after_segment_reload_followed)
+{
+    rig r; lc_cpu_state s; lc_result res; lc_stats st;
+    lc_exit x = io_exit(0x3fd, 1, 0);
+
+    for (int from_b = 0; from_b < 2; from_b++) {
+        rig_up(&r, NULL);
+        sercon_code(&r);
+        for (int i = 0; from_b && i < 4; i++) {
+            at_sercon_in(&s, 0x7020, 0x5ffe);
+            ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+            ck_assert_int_eq(res.disposition, LC_HANDLED);
+        }
+        if (from_b) {   /* left at the taken branch; nothing after it */
+            ck_assert_uint_eq(s.rip, 0x7140);
+            ck_assert_uint_eq(res.exits_done, 1);
+        }
+        for (int i = 0; i < 4; i++) {   /* translated at the third */
+            at_sercon_in(&s, 0x7000, 0x6000);
+            r.f.nlog = 0;
+            ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+            ck_assert_int_eq(res.disposition, LC_HANDLED);
+        }
+        /* in, call, mov es, mov al, test, je; mov es, ret, in */
+        ck_assert_int_eq(res.stop, LC_STOP_END);
+        ck_assert_uint_eq(res.insns, 9);
+        ck_assert_uint_eq(res.exits_done, 2);
+        ck_assert_uint_eq(res.exits_saved, 1);
+        ck_assert_uint_eq(s.rip, 0x7005);
+        ck_assert_uint_eq(s.gpr[LC_RSP], 0x6000);
+        ck_assert_uint_eq(s.seg[LC_ES].base, 0x500);
+        ck_assert_uint_eq(r.f.nlog, 2);
+        ck_assert_int_eq(r.f.log[1].kind, 'i');
+        ck_assert_uint_eq(r.f.log[1].addr, 0x3fd);
+        lc_vcpu_get_stats(r.v, &st);
+        ck_assert_uint_eq(st.coherency_failures, 0);
+        rig_down(&r);
+    }
+}
+END_TEST
+
 /* Under CR4.CET the translation ends before the accessor's RET, which
  * the runtime does not run (the shadow stack, lcr_cet_guards()): out,
  * mov, in, as with LC_TECH_CALLS off. */
@@ -2187,6 +2283,7 @@ static Suite *suite(void)
     tcase_add_test(t, pwc_epoch_outlives_callback);
     tcase_add_test(t, map_change_in_callback_ends_run);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
+    tcase_add_test(t, ret_after_segment_reload_followed);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, cet_ends_cluster_before_ret);
     tcase_add_test(t, rf_cleared_after_run);
