@@ -46,7 +46,7 @@ lc_status lc_config_validate(const lc_config *cfg)
         return LC_ERR_INVAL;
     if ((unsigned)cfg->cflow > LC_CFLOW_M3)
         return LC_ERR_INVAL;
-    if (cfg->max_cluster_insns == 0 || cfg->max_cluster_insns > 32)
+    if (cfg->max_cluster_insns == 0 || cfg->max_cluster_insns > LCX_MAX_INSNS)
         return LC_ERR_RANGE;
     if (cfg->track_index_bits == 0 || cfg->track_index_bits > 20 ||
         cfg->track_tag_bits == 0 || cfg->track_tag_bits > 32)
@@ -92,6 +92,15 @@ lc_status lc_engine_create(const lc_config *cfg, const lc_vm_ops *ops,
     e->cfg.size = sizeof(e->cfg);
     e->cfg_size = cfg->size;
     e->window = lcx_window(&e->cfg);
+    /* The chain's bound keeps its ratio to the window, as the window keeps
+     * its to the exit cost: a loop whose iterations each leave their
+     * translation (a PCI scan's absent function: a side not laid out) goes
+     * on for as many lookups per exit as the window has instructions per
+     * 16. With a window of 64 and a bound of 8, the BIOS guest's scan
+     * took 10 exits a pass instead of 6 (2026-11-28, docs/engine.md). */
+    e->chain_max = LCI_CHAIN_BASE * e->window / 16;
+    if (e->chain_max < LCI_CHAIN_BASE)
+        e->chain_max = LCI_CHAIN_BASE;
     /* The table may be older (smaller) or newer (larger) than this
      * library's lc_vm_ops: take what both know; what the VMM's table does
      * not have stays NULL (calloc), which every callback but gpa_map may

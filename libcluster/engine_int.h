@@ -44,11 +44,18 @@ struct lc_vcpu {
     struct lc_vcpu **pprev;
 };
 
+/* Chained runs in one exit per 16 instructions of the decode-ahead window
+ * (lc_engine.chain_max). */
+#define LCI_CHAIN_BASE 8u
+
 struct lc_engine {
     lc_config cfg;
     size_t    cfg_size;    /* the creator's sizeof(lc_config) (engine.c) */
     unsigned  window;      /* lcx_window(&cfg): the decode-ahead window as
                             * the exit cost scales it, computed once */
+    unsigned  chain_max;   /* chained runs in one exit (handle_exit.c):
+                            * LCI_CHAIN_BASE per 16 instructions of window,
+                            * never fewer than LCI_CHAIN_BASE */
     lc_vm_ops ops;               /* the VMM's table, copied up to its size;
                                   * callbacks it does not have are NULL */
     uint64_t gen;                /* bumped by lc_engine_flush (atomic) */

@@ -224,9 +224,9 @@ lc_status run_translation(exit_ctx *c, tc_entry *te,
  * deliverable interrupts end the chain (the guest resumes and takes
  * them). */
 
-/* Longest chain in one exit: bounds the lookups of a run that keeps
- * leaving (each chained run is also bounded by the instruction budget). */
-#define LCI_CHAIN_MAX 8
+/* Longest chain in one exit (lc_engine.chain_max, engine.c): bounds the
+ * lookups of a run that keeps leaving (each chained run is also bounded by
+ * the instruction budget). */
 
 static unsigned chain_none_slot(uint64_t rip, uint64_t val)
 {
@@ -330,7 +330,7 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
     /* Called only where chains() holds: going on at a taken branch's
      * target may go backward, a loop, which only method 3 allows (section
      * 6.3; the interrupt check below is its loop-head check). */
-    for (unsigned k = 0; k < LCI_CHAIN_MAX; k++) {
+    for (unsigned k = 0; k < c->vc->engine->chain_max; k++) {
         tc_key key;
         tc_entry *te;
         uint64_t gfn[LCR_WATCH_MAX];

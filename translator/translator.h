@@ -25,7 +25,8 @@
 #include "../decoder/insn.h"
 #include "../runtime/rt.h"
 
-#define LCX_MAX_INSNS 32     /* hard cap on lc_config.max_cluster_insns */
+#define LCX_MAX_INSNS 64     /* hard cap on the window (lcx_window()) and
+                              * on lc_config.max_cluster_insns */
 #define LCX_NO_TARGET 0xff
 /* Code ranges of one cluster: the one it starts in, and up to three more
  * reached by following calls, returns and jumps (translator/calls.c).

@@ -54,7 +54,7 @@ typedef struct lc_config {
 
     /* Static clusters (s4). */
     uint32_t max_cluster_insns;   /**< decode-ahead window; default 16,
-                                   * at most 32; grows with exit_cost_ns */
+                                   * at most 64; grows with exit_cost_ns */
     uint32_t max_mem_gap_fillers; /**< memory-accessing gap fillers between
                                    * two exiting instructions; default 4 */
 
@@ -84,7 +84,7 @@ typedef struct lc_config {
      * its s11 proposes a cost/benefit model calibrated at power-on
      * instead. With a cost here, the cap and the window scale with it:
      * max_mem_gap_fillers walks and max_cluster_insns instructions per
-     * 0.9 us of exit, never fewer than configured (the window at most 32).
+     * 0.9 us of exit, never fewer than configured (the window at most 64).
      * Leave it 0 for the paper's fixed limits. Added after
      * tcache_max_bytes: a caller built with the lc_config that ended there
      * (its `size` says so) gets 0. */

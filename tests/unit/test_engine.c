@@ -59,6 +59,10 @@ START_TEST(config_validation)
     ck_assert_int_eq(lc_config_validate(&c), LC_ERR_INVAL);
     lc_config_init(&c); c.max_cluster_insns = 0;
     ck_assert_int_eq(lc_config_validate(&c), LC_ERR_RANGE);
+    lc_config_init(&c); c.max_cluster_insns = 65;     /* the window's cap */
+    ck_assert_int_eq(lc_config_validate(&c), LC_ERR_RANGE);
+    lc_config_init(&c); c.max_cluster_insns = 64;
+    ck_assert_int_eq(lc_config_validate(&c), LC_OK);
     lc_config_init(&c); c.track_depth = 0;
     ck_assert_int_eq(lc_config_validate(&c), LC_ERR_RANGE);
     lc_config_init(&c); c.track_index_bits = 40;

@@ -1314,6 +1314,60 @@ START_TEST(ret_after_segment_reload_followed)
 }
 END_TEST
 
+/* The bound on chained runs per exit keeps its ratio to the window
+ * (engine.c: 8 per 16 instructions). 40 blocks in real mode, each
+ * `in al,0x80; test al,al; jnz <next block>` and a fall-through of OUTs
+ * that fills any window, so no block's translation lays out its taken
+ * side: the device answers 1, every run leaves at its JNZ and goes on by
+ * a chained run of the next block's translation. One exit then does the
+ * IN of as many blocks as the bound lets it: 1 + 8 with the paper's
+ * window of 16 (--exit-cost 0), 1 + 32 with the window of 64 an exit of
+ * 9 us gives. */
+static lc_cb_result answer_one(fvm *f, fvm_access *a)
+{
+    if (a->kind == 'i' && a->addr == 0x80) {
+        a->value = 1;
+        return LC_CB_OK;
+    }
+    return fvm_default_device(f, a);
+}
+
+START_TEST(chain_bound_follows_window)
+{
+    static const uint32_t cost[2] = { 0, 9000 };
+    static const unsigned runs[2] = { 1 + 8, 1 + 32 };
+
+    for (int k = 0; k < 2; k++) {
+        rig r; lc_cpu_state s; lc_result res; lc_config cfg;
+        lc_exit x = io_exit(0x80, 1, 0);
+
+        lc_config_init(&cfg);
+        cfg.exit_cost_ns = cost[k];
+        rig_up(&r, &cfg);
+        r.f.device = answer_one;
+        for (unsigned b = 0; b < 40; b++) {
+            uint8_t *p = r.f.ram + 0x1000 + b * 128;
+            p[0] = 0xe4; p[1] = 0x80;       /* in al,0x80 */
+            p[2] = 0x84; p[3] = 0xc0;       /* test al,al */
+            p[4] = 0x75; p[5] = 128 - 6;    /* jnz <next block> */
+            for (unsigned i = 6; i + 1 < 128; i += 2) {
+                p[i] = 0xe6; p[i + 1] = 0x81;       /* out 0x81,al */
+            }
+        }
+        for (int i = 0; i < 3; i++) {       /* translated at the third */
+            fvm_state_real(&s);
+            s.rip = 0x1000;
+            ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+            ck_assert_int_eq(res.disposition, LC_HANDLED);
+        }
+        ck_assert_uint_eq(res.exits_done, runs[k]);
+        ck_assert_uint_eq(res.insns, 3 * runs[k]);
+        ck_assert_uint_eq(s.rip, 0x1000 + runs[k] * 128);
+        rig_down(&r);
+    }
+}
+END_TEST
+
 /* Under CR4.CET the translation ends before the accessor's RET, which
  * the runtime does not run (the shadow stack, lcr_cet_guards()): out,
  * mov, in, as with LC_TECH_CALLS off. */
@@ -2284,6 +2338,7 @@ static Suite *suite(void)
     tcase_add_test(t, map_change_in_callback_ends_run);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, ret_after_segment_reload_followed);
+    tcase_add_test(t, chain_bound_follows_window);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, cet_ends_cluster_before_ret);
     tcase_add_test(t, rf_cleared_after_run);
