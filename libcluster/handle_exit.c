@@ -224,10 +224,6 @@ lc_status run_translation(exit_ctx *c, tc_entry *te,
  * deliverable interrupts end the chain (the guest resumes and takes
  * them). */
 
-/* Longest chain in one exit (lc_engine.chain_max, engine.c): bounds the
- * lookups of a run that keeps leaving (each chained run is also bounded by
- * the instruction budget). */
-
 static unsigned chain_none_slot(uint64_t rip, uint64_t val)
 {
     uint64_t h = (rip ^ (val * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
@@ -329,7 +325,10 @@ static lc_stop_reason chain_on(exit_ctx *c, lcx_cluster *ran,
 
     /* Called only where chains() holds: going on at a taken branch's
      * target may go backward, a loop, which only method 3 allows (section
-     * 6.3; the interrupt check below is its loop-head check). */
+     * 6.3; the interrupt check below is its loop-head check). The chain's
+     * length bounds the lookups of a run that keeps leaving
+     * (lc_engine.chain_max, engine.c; each chained run is also bounded by
+     * the instruction budget). */
     for (unsigned k = 0; k < c->vc->engine->chain_max; k++) {
         tc_key key;
         tc_entry *te;
