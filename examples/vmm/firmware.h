@@ -57,6 +57,7 @@ enum { FW_PHASE_POST, FW_PHASE_OPTROM, FW_PHASE_IPXE, FW_PHASE_DHCP,
 
 typedef struct fw_phase_stats {
     uint64_t exits, engine, latched, polls;
+    uint32_t ticks;             /* the BIOS tick count (0x46C) */
     double t;
 } fw_phase_stats;
 

@@ -161,6 +161,7 @@ static void fw_cfg_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "firmware", "rom_bar_maps", dev->vm->fw->rom_bar_maps);
     put(ctx, "firmware", "late_ticks", dev->vm->stats.quirk_late_ticks);
     put(ctx, "firmware", "tick_bp_exits", dev->vm->stats.quirk_bp_exits);
+    put(ctx, "firmware", "pit_ticks_discarded", dev->vm->stats.ticks_discarded);
     vmm_fw_phase_stats(dev->vm, put, ctx);
 }
 

@@ -16,7 +16,11 @@
  * any DHCP/TFTP server (the built-in peer, dnsmasq over TAP). A "poll" is
  * one read of the register a driver polls (PCnet: RDP, where iPXE reads
  * CSR0; e1000: ICR), so exits per poll in the dhcp and tftp phases, where
- * iPXE mostly waits, is the cost of its idle loop.
+ * iPXE mostly waits, is the cost of its idle loop. Each phase also has
+ * the BIOS tick count's advance (0x46C, 18.2 a second), so its length by
+ * the guest's clock stands next to its length by the host's: the in-kernel
+ * PIT reinjects late ticks (docs/platform.md), and a wait the guest times
+ * (iPXE's time-outs) lasts as long as its ticks take, not its ms.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,12 +40,18 @@ static double mono(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+#define BDA_TICKS       0x46c           /* ticks since midnight */
+#define TICKS_PER_DAY   0x1800b0u       /* where SeaBIOS wraps it */
+
 static void snap(vmm *vm, fw_phase_stats *s)
 {
     s->exits = vm->stats.exits;
     s->engine = vm->stats.exits_handled_by_engine;
     s->latched = vm->stats.coalesced_drained;
     s->polls = vm->fw->polls;
+    s->ticks = vm->ram_size >= BDA_TICKS + 4 ?
+        __atomic_load_n((const uint32_t *)(const void *)(vm->ram + BDA_TICKS),
+                        __ATOMIC_RELAXED) : 0;
     s->t = mono();
 }
 
@@ -162,13 +172,22 @@ net_backend *vmm_fw_watch_net(vmm *vm, net_backend *inner)
     return &w->be;
 }
 
+/* The guest's ticks from a to b: across midnight's wrap, and none when the
+ * count went back otherwise (a guest that sets its clock). */
+static uint64_t ticks_between(uint32_t a, uint32_t b)
+{
+    if (b >= a)
+        return b - a;
+    return a < TICKS_PER_DAY && b < 0x10000 ? TICKS_PER_DAY - a + b : 0;
+}
+
 /* The "phases" section of --stats. */
 void vmm_fw_phase_stats(vmm *vm, vmm_stat_fn put, void *ctx)
 {
     vmm_fw *fw = vm->fw;
     fw_phase_stats end;
     /* the sink keeps the key pointers until it prints: static names */
-    static char keys[FW_PHASES][5][24];
+    static char keys[FW_PHASES][6][24];
     unsigned k;
 
     if (!fw || !fw->phase_start[0].t)
@@ -188,6 +207,7 @@ void vmm_fw_phase_stats(vmm *vm, vmm_stat_fn put, void *ctx)
         PUT("latched", b->latched - a->latched);
         PUT("polls", b->polls - a->polls);
         PUT("ms", (uint64_t)((b->t - a->t) * 1000));
+        PUT("ticks", ticks_between(a->ticks, b->ticks));
 #undef PUT
     }
 }

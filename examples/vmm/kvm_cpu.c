@@ -521,6 +521,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     kvm_vm *k = calloc(1, sizeof *k);
     struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
     struct kvm_userspace_memory_region mem;
+    bool late_ticks = false;
     long mmap_size;
     int rc = -1;
 
@@ -561,7 +562,24 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
     vm->irq = (vm_irq){ k, kvm_irq_line, 0 };
 
     if (vm->fw)
-        vmm_kvm_quirks_probe(vm);
+        late_ticks = vmm_kvm_quirks_probe(vm);
+    if (vm->opt.lost_ticks == VMM_TICKS_DISCARD ||
+        (vm->opt.lost_ticks == VMM_TICKS_AUTO && late_ticks)) {
+        /* A tick due while the last is not acknowledged is dropped, not
+         * counted. Where ticks come late (c), reinjected ones pile up and
+         * arrive later in a burst that runs the guest's clock many times
+         * fast (13 times over 1.5 s in an iPXE wait, docs/platform.md),
+         * firing its time-outs early; dropped, they run it slow. KVM's
+         * API documentation recommends this mode but for guests that
+         * keep time by counting PIT ticks. */
+        struct kvm_reinject_control rc = { .pit_reinject = 0 };
+        if (ioctl(k->kvm, KVM_CHECK_EXTENSION, KVM_CAP_REINJECT_CONTROL) <= 0)
+            FAIL("--lost-ticks discard: this KVM lacks "
+                 "KVM_CAP_REINJECT_CONTROL");
+        if (ioctl(k->fd, KVM_REINJECT_CONTROL, &rc) < 0)
+            FAIL("KVM_REINJECT_CONTROL: %s", strerror(errno));
+        vm->stats.ticks_discarded = true;
+    }
     if (vm->opt.cluster) {
         /* once per process: the host's KVM does not change between the
          * VMs of --reboot (a probe makes a VM of its own) */

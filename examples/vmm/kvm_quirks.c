@@ -296,7 +296,7 @@ static void probe(void)
 }
 
 /* Run the probe once per process (the first firmware boot asks). */
-void vmm_kvm_quirks_probe(vmm *vm)
+bool vmm_kvm_quirks_probe(vmm *vm)
 {
     pthread_once(&quirks_once, probe);
     if (!vm->opt.quiet)
@@ -307,6 +307,7 @@ void vmm_kvm_quirks_probe(vmm *vm)
                 !quirks.short_window ? "ok" : quirks.hw_bp ?
                 "MISSED (late ticks delivered at a breakpoint)" :
                 "MISSED (no hardware breakpoints: not worked around)");
+    return quirks.short_window;
 }
 
 /* ---- (a) + (b): completing an IRET ------------------------------------ */

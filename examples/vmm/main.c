@@ -40,6 +40,10 @@ static void usage(FILE *f)
 "      --cluster LIST     techniques: single,pairs,static,dynamic,smc,calls | all\n"
 "                         (default all); -NAME removes one (all,-calls)\n"
 "      --cflow METHOD     control flow in clusters: none, m1, m2, m3 (default m3)\n"
+"      --lost-ticks POLICY  KVM's PIT, a tick the guest could not take in time:\n"
+"                         delay (inject it later: QEMU's lost_tick_policy\n"
+"                         default) | discard | auto (default: discard where\n"
+"                         the KVM probe finds ticks delivered late, else delay)\n"
 "      --exit-cost NS|auto  what one exit costs, for libcluster's budgets (memory\n"
 "                         gap fillers, decode-ahead window; default auto:\n"
 "                         measured at start on KVM, a few ms; 0: the paper's\n"
@@ -144,7 +148,7 @@ static int parse_uint(const char *s, unsigned long long lo,
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
        O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT,
        O_STATSINTERVAL, O_BIOS, O_ROM, O_DEBUGCON, O_ROMBAR, O_REBOOT,
-       O_MAXREBOOTS, O_EXITCOST };
+       O_MAXREBOOTS, O_EXITCOST, O_LOSTTICKS };
 
 
 static int parse_args(int argc, char **argv, vmm_options *o)
@@ -174,6 +178,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "reboot", no_argument, 0, O_REBOOT },
         { "max-reboots", required_argument, 0, O_MAXREBOOTS },
         { "exit-cost", required_argument, 0, O_EXITCOST },
+        { "lost-ticks", required_argument, 0, O_LOSTTICKS },
         { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -315,6 +320,17 @@ static int parse_args(int argc, char **argv, vmm_options *o)
                 return -1;
             o->exit_cost_ns = (int64_t)v;
             break;
+        case O_LOSTTICKS:
+            if (!strcmp(optarg, "auto")) o->lost_ticks = VMM_TICKS_AUTO;
+            else if (!strcmp(optarg, "delay")) o->lost_ticks = VMM_TICKS_DELAY;
+            else if (!strcmp(optarg, "discard"))
+                o->lost_ticks = VMM_TICKS_DISCARD;
+            else {
+                fprintf(stderr, "lcvmm: unknown lost tick policy '%s' "
+                        "(valid: auto, delay, discard)\n", optarg);
+                return -1;
+            }
+            break;
         case 'q': o->quiet = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -327,6 +343,11 @@ static int parse_args(int argc, char **argv, vmm_options *o)
     if ((o->rom || o->debugcon || o->rom_bar) && !o->bios) {
         fprintf(stderr, "lcvmm: %s needs --bios\n",
                 o->rom ? "--rom" : o->rom_bar ? "--rom-bar" : "--debugcon");
+        return -1;
+    }
+    if (o->lost_ticks != VMM_TICKS_AUTO && o->cpu == VMM_CPU_UNICORN) {
+        fprintf(stderr, "lcvmm: --lost-ticks is a policy of KVM's in-kernel "
+                "PIT; the Unicorn back end has no PIT\n");
         return -1;
     }
     if (o->kernel && o->bios) {

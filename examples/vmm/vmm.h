@@ -46,6 +46,15 @@ typedef enum vmm_stats_format {
     VMM_STATS_NONE = 0, VMM_STATS_TABLE, VMM_STATS_JSON
 } vmm_stats_format;
 
+/* --lost-ticks: what KVM's PIT does with a tick due while the last one is
+ * not yet acknowledged (KVM_REINJECT_CONTROL; QEMU's lost_tick_policy) */
+typedef enum {
+    VMM_TICKS_AUTO,     /* discard where the probe finds ticks delivered
+                         * late (kvm_quirks.c (c)), else delay */
+    VMM_TICKS_DELAY,    /* count it and inject it later (KVM's default) */
+    VMM_TICKS_DISCARD,  /* drop it */
+} vmm_lost_ticks;
+
 typedef struct vmm_options {
     const char *kernel;           /* multiboot image */
     const char *params;           /* guest command line */
@@ -73,6 +82,9 @@ typedef struct vmm_options {
     uint64_t max_reboots;         /* --max-reboots (0: no limit) */
     int64_t exit_cost_ns;         /* --exit-cost: -1 auto (measured at
                                    * start on KVM), else the value given */
+    vmm_lost_ticks lost_ticks;    /* --lost-ticks: the in-kernel PIT's
+                                   * policy for ticks the guest could not
+                                   * take in time */
 } vmm_options;
 
 /* Counting one of them on a vCPU thread: --stats-interval reads them
@@ -93,6 +105,7 @@ typedef struct vmm_stats {
     uint64_t quirk_irets;         /* IRETs completed for KVM (kvm_quirks.c) */
     uint64_t quirk_late_ticks;    /* late BIOS ticks: breakpoints armed */
     uint64_t quirk_bp_exits;      /* ... and hit */
+    bool     ticks_discarded;     /* KVM's PIT drops late ticks (--lost-ticks) */
     uint64_t reboots;             /* --reboot: guest resets that rebooted */
     /* libcluster's tcache_bytes counts what live vCPU contexts hold: 0
      * once the back end destroyed them (the end of a run, each reboot).
@@ -272,7 +285,8 @@ int  vmm_kvm_run(vmm *vm, const vmm_boot *boot);
 int  vmm_kvm_set_slot(void *vm_fd, unsigned slot, uint64_t gpa,
                       uint64_t size, void *hva, bool ro);
 bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run);
-void vmm_kvm_quirks_probe(vmm *vm);     /* once per process */
+/* once per process; true when timer ticks come late here, (c) */
+bool vmm_kvm_quirks_probe(vmm *vm);
 /* kvm_calibrate.c: one exit's round trip on a throwaway VM, in ns (0 when
  * it cannot be measured): libcluster's lc_config.exit_cost_ns. */
 uint32_t vmm_kvm_exit_cost_ns(void);

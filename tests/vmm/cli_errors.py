@@ -135,6 +135,13 @@ CASES = [
      '/dev/full: the trace could not be written'),
     ('-k and --bios', image(header()), ['--bios', '/dev/null'],
      'exclude each other'),
+    ('a lost tick policy on Unicorn', image(header()),
+     ['--cpu', 'unicorn', '--lost-ticks', 'discard'],
+     "the Unicorn back end has no PIT"),
+] + [
+    (f'bad lost tick policy {v!r}', image(header()), ['--lost-ticks', v],
+     'unknown lost tick policy')
+    for v in ('Delay', 'slew', '')
 ] + [
     (f'bad stats interval {v!r}', image(header()), ['--stats-interval', v],
      '--stats-interval must be')
