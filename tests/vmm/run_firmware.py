@@ -45,6 +45,8 @@ SERVER_IP = '10.0.2.2'      # the peer's and dnsmasq's address
 # The idle wait's polls the tftp phase must hold to be measured (the
 # transfers alone take 20-60)
 MIN_IDLE_POLLS = 1000
+# The guest's count of frames that were none of its exchanges'
+STRAY_LINE = re.compile(r'dropped \d+ unrelated frames$')
 # The guest's clock against the host's in that phase, at most, when KVM's
 # PIT drops late ticks: the PIT's own rate, and the phase's ends taken at
 # exits (a tick or two either way in about 4 s)
@@ -290,6 +292,17 @@ def main():
         if not ok:
             return 1
         g = {t: guest_lines(results[t][2], name) for t in results}
+        if args.server == 'dnsmasq' and g['off'] and g['on']:
+            # Over TAP the host's stack sends what it likes (IPv6 router
+            # solicitations, MLD reports, as the link comes up): how many
+            # such frames the guest dropped is the host's timing, not the
+            # guest's work. Reported, not compared.
+            for t in g:
+                stray = [l for l in g[t] if STRAY_LINE.match(l)]
+                if stray:
+                    print(f'# {t}: the guest printed {stray[0]!r} (the '
+                          f'host\'s frames over TAP): not compared')
+                g[t] = [l for l in g[t] if not STRAY_LINE.match(l)]
         if not g['off'] or g['off'] != g['on']:
             print('FAIL: the guest printed differently:')
             print(f'  off: {g["off"]}\n  on:  {g["on"]}')
