@@ -87,7 +87,7 @@ typedef struct lcr_route {
     uint8_t  pad_[7];
 } lcr_route;
 
-#define LCR_WATCH_MAX 8
+#define LCR_WATCH_MAX 16
 
 /* ---- the page-walk cache (mmu.c) ----------------------------------------
  *

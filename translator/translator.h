@@ -28,11 +28,15 @@
 #define LCX_MAX_INSNS 64     /* hard cap on the window (lcx_window()) and
                               * on lc_config.max_cluster_insns */
 #define LCX_NO_TARGET 0xff
-/* Code ranges of one cluster: the one it starts in, and up to three more
+/* Code ranges of one cluster: the one it starts in, and up to seven more
  * reached by following calls, returns and jumps (translator/calls.c).
  * Each is checked for coherency and watched for self-modification on its
- * own (two frames each, LCR_WATCH_MAX in all). */
-#define LCX_MAX_RANGES 4
+ * own (two frames each, LCR_WATCH_MAX in all). Seven, not the three of
+ * before 2026-11-28: from one character's OUT to the next, SeaBIOS's
+ * debug printf passes through six stretches of code apart from each
+ * other (test_engine_run.c, debug_printf_spans_six_ranges). A range
+ * costs only the translations that use it. */
+#define LCX_MAX_RANGES 8
 #define LCX_RANGE_BYTES 256  /* bytes fetched for a range other than the
                               * first */
 #define LCX_MAX_DEPTH 8      /* calls followed without a return between */

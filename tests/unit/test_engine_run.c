@@ -1314,6 +1314,90 @@ START_TEST(ret_after_segment_reload_followed)
 }
 END_TEST
 
+/* SeaBIOS's debug printf, in shape (32-bit flat): each character goes
+ * through putc(), an indirect JMP through the output's function pointer,
+ * to a putc of the debug port that lies before its OUT, and back through
+ * RETs and JMPs between stretches of code that lie apart. From one OUT to
+ * the next the walk meets six stretches, each a code range of its own:
+ * the OUT's, the caller's after the CALL, the loop's head, the CALL, the
+ * indirect JMP and the putc before the OUT. With four ranges at most the
+ * walk stopped at the fifth, so the translation after the OUT held
+ * nothing worth running (120 exits in a boot's banner, one a character);
+ * with eight, the runs go on by chained runs from character to character
+ * (the window of 64 an exit of 9 us gives). */
+static void debug_printf_code(rig *r)
+{
+    static const uint8_t putc_out[] = {
+        0x88, 0xd0,                         /* 7000 mov al,dl */
+        0x66, 0x8b, 0x15, 0x10, 0xc0, 0, 0, /* 7002 mov dx,[0xc010] */
+        0xee,                               /* 7009 out dx,al */
+        0xc3 };                             /* 700a ret */
+    static const uint8_t call_putc[] = {
+        0xb8, 0x00, 0xc0, 0x00, 0x00,       /* 8ff6 mov eax,0xc000 */
+        0xe8, 0x00, 0x20, 0x00, 0x00,       /* 8ffb call b000 */
+        0xe9, 0xfb, 0x0f, 0x00, 0x00 };     /* 9000 jmp a000 */
+    static const uint8_t head[] = {
+        0x0f, 0xbe, 0x17,                   /* a000 movsx edx,byte [edi] */
+        0x47,                               /* a003 inc edi */
+        0x84, 0xd2,                         /* a004 test dl,dl */
+        0x74, 0x05,                         /* a006 je a00d */
+        0xe9, 0xe9, 0xef, 0xff, 0xff,       /* a008 jmp 8ff6 */
+        0x0f, 0x0b };                       /* a00d ud2 */
+    static const uint8_t putc_fn[] = {
+        0xff, 0x20 };                       /* b000 jmp [eax] */
+
+    memcpy(r->f.ram + 0x7000, putc_out, sizeof putc_out);
+    memcpy(r->f.ram + 0x8ff6, call_putc, sizeof call_putc);
+    memcpy(r->f.ram + 0xa000, head, sizeof head);
+    memcpy(r->f.ram + 0xb000, putc_fn, sizeof putc_fn);
+    memcpy(r->f.ram + 0xc000, "\x00\x70\x00\x00", 4);  /* -> 7000 */
+    memcpy(r->f.ram + 0xc010, "\x02\x04", 2);           /* port 0x402 */
+    memcpy(r->f.ram + 0x6000, "ab", 3);                  /* the string */
+}
+
+START_TEST(debug_printf_spans_six_ranges)
+{
+    rig r; lc_cpu_state s; lc_result res; lc_stats st; lc_config cfg;
+    lc_exit x = io_exit(0x402, 1, 1);
+
+    lc_config_init(&cfg);
+    cfg.exit_cost_ns = 9000;            /* this host's: a window of 64 */
+    rig_up(&r, &cfg);
+    debug_printf_code(&r);
+    for (int i = 0; i < 4; i++) {       /* translated at the third */
+        fvm_state_prot32(&s, 0);
+        s.rip = 0x7009;
+        s.gpr[LC_RAX] = 'S';
+        s.gpr[LC_RDX] = 0x402;
+        s.gpr[LC_RDI] = 0x6000;
+        s.gpr[LC_RSP] = 0x5ff0;
+        memcpy(r.f.ram + 0x5ff0, "\x00\x90\x00\x00", 4);   /* -> 9000 */
+        r.f.nlog = 0;
+        ck_assert_int_eq(lc_vcpu_handle_exit(r.v, &s, &x, &res), LC_OK);
+        ck_assert_int_eq(res.disposition, LC_HANDLED);
+    }
+    /* The OUT's translation ends after it: the next OUT is the same
+     * instruction. The translation after it runs ret, jmp, movsx, inc,
+     * test, je, jmp, mov eax, call, jmp [eax], mov al, mov dx, out, by
+     * chained runs once a character ('a', 'b'), and the NUL's run leaves
+     * at the JE for the end of the string: 1 + 13 + 13 + 6. */
+    ck_assert_uint_eq(res.insns, 33);
+    ck_assert_uint_eq(res.exits_done, 3);
+    ck_assert_uint_eq(res.exits_saved, 2);
+    ck_assert_uint_eq(s.rip, 0xa00d);
+    ck_assert_uint_eq(s.gpr[LC_RDI], 0x6003);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x5ff4);
+    ck_assert_uint_eq(r.f.nlog, 3);
+    ck_assert_int_eq(r.f.log[1].kind, 'o');
+    ck_assert_uint_eq(r.f.log[1].addr, 0x402);
+    ck_assert_uint_eq(r.f.log[1].value, 'a');
+    ck_assert_uint_eq(r.f.log[2].value, 'b');
+    lc_vcpu_get_stats(r.v, &st);
+    ck_assert_uint_eq(st.coherency_failures, 0);
+    rig_down(&r);
+}
+END_TEST
+
 /* The bound on chained runs per exit keeps its ratio to the window
  * (engine.c: 8 per 16 instructions). 40 blocks in real mode, each
  * `in al,0x80; test al,al; jnz <next block>` and a fall-through of OUTs
@@ -2338,6 +2422,7 @@ static Suite *suite(void)
     tcase_add_test(t, map_change_in_callback_ends_run);
     tcase_add_test(t, ret_on_16bit_stack_with_esp_high_bits);
     tcase_add_test(t, ret_after_segment_reload_followed);
+    tcase_add_test(t, debug_printf_spans_six_ranges);
     tcase_add_test(t, chain_bound_follows_window);
     tcase_add_test(t, no_chain_without_calls);
     tcase_add_test(t, cet_ends_cluster_before_ret);
