@@ -516,6 +516,24 @@ static void kvm_stats_now(vmm *vm, uint64_t v[KVM_STAT_COUNT_])
 #define FAIL(...) do { \
     vmm_request_stop(vm, LCVMM_EXIT_ERROR, __VA_ARGS__); goto out; } while (0)
 
+/* Does an access of `size` bytes at `port` reach a device KVM emulates in
+ * the kernel (and so never exits to us)? What vmm_kvm_run() creates:
+ * KVM_CREATE_IRQCHIP's two 8259As (0x20-0x21, 0xa0-0xa1) and their edge/
+ * level registers (0x4d0-0x4d1); KVM_CREATE_PIT2's 8254 (0x40-0x43) and,
+ * with KVM_PIT_SPEAKER_DUMMY, port 0x61. */
+bool vmm_kvm_port_in_kernel(uint16_t port, unsigned size)
+{
+    static const struct { uint16_t base, len; } dev[] = {
+        { 0x20, 2 }, { 0xa0, 2 }, { 0x4d0, 2 }, { 0x40, 4 }, { 0x61, 1 },
+    };
+    uint32_t end = (uint32_t)port + (size ? size : 1);
+
+    for (unsigned i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        if (port < dev[i].base + dev[i].len && end > dev[i].base)
+            return true;
+    return false;
+}
+
 int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
 {
     kvm_vm *k = calloc(1, sizeof *k);

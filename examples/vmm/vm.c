@@ -236,15 +236,17 @@ static lc_cb_result lc_pio_cb(void *opaque, uint16_t port, uint8_t size,
 
     if (atomic_load_explicit(&vm->stop, memory_order_relaxed))
         return LC_CB_STOP;      /* the VM is ending: do nothing more */
-    /* A port no model of ours claims may be the hypervisor's own: KVM's
-     * in-kernel 8259A (0x20, 0xa0, ELCR 0x4d0) and 8254 (0x40-0x43, 0x61)
-     * never exit to us, so a cluster is the only way such an access gets
-     * here, and doing it on our bus would drop it (a lost EOI leaves the
-     * PIC's in-service bit set and ends the guest's interrupts). Stop
-     * before it: the guest does it itself and it goes where it belongs
-     * (ops.h: LC_CB_STOP). A truly unclaimed port then exits and is
-     * answered below, as without clustering. */
-    if (!bus_claims(&vm->pio, port, size))     /* under the bus's lock */
+    /* A port of KVM's in-kernel devices never exits to us, so a cluster
+     * is the only way such an access gets here, and doing it on our bus
+     * would drop it (a lost EOI leaves the PIC's in-service bit set and
+     * ends the guest's interrupts). Stop before it: the guest does it
+     * itself and it goes where it belongs (ops.h: LC_CB_STOP). Any other
+     * port no model claims is answered as its exit would be (a write
+     * dropped, a read all ones, counted: bus_access()), so a cluster runs
+     * through firmware's probes of absent hardware and its writes to a
+     * debug port nobody listens on. */
+    if (vm->opt.cpu == VMM_CPU_KVM && vmm_kvm_port_in_kernel(port, size) &&
+        !bus_claims(&vm->pio, port, size))     /* under the bus's lock */
         return LC_CB_STOP;
     bus_access(&vm->pio, port, size, is_write, &v);
     if (!is_write)

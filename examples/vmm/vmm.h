@@ -298,6 +298,8 @@ void vmm_fw_phase_stats(vmm *vm, vmm_stat_fn put, void *ctx);
  * quirk's state) while paging is off */
 void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd);
 bool vmm_kvm_quirk_debug(vmm *vm, int vcpu_fd); /* KVM_EXIT_DEBUG */
+/* A port of KVM's in-kernel PIC or PIT: never an exit of ours */
+bool vmm_kvm_port_in_kernel(uint16_t port, unsigned size);
 bool vmm_unicorn_available(void);
 int  vmm_unicorn_run(vmm *vm, const vmm_boot *boot);
 
