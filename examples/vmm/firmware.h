@@ -49,6 +49,9 @@ typedef int (*fw_slot_fn)(void *opaque, unsigned slot, uint64_t gpa,
 #define FW_SLOT_BIOS    2
 #define FW_SLOT_PAM0    3
 #define FW_SLOT_ROM_BAR (FW_SLOT_PAM0 + FW_PAM_SEGS)
+/* The BIOS data area's timer tick count (18.2 a second since midnight):
+ * the guest's clock, read by kvm_quirks.c (late ticks) and fw_phase.c */
+#define FW_BDA_TICKS    0x46c
 /* KVM's TSS (three pages) with firmware: below any image (QEMU's spot) */
 #define FW_TSS_ADDR     0xfeffd000u
 

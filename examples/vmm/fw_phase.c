@@ -20,7 +20,8 @@
  * the BIOS tick count's advance (0x46C, 18.2 a second), so its length by
  * the guest's clock stands next to its length by the host's: the in-kernel
  * PIT reinjects late ticks (docs/platform.md), and a wait the guest times
- * (iPXE's time-outs) lasts as long as its ticks take, not its ms.
+ * (iPXE's time-outs) lasts as long as its ticks take, not its ms. (post's
+ * is no length: the count starts at 0 and SeaBIOS sets it from the RTC.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +41,7 @@ static double mono(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-#define BDA_TICKS       0x46c           /* ticks since midnight */
-#define TICKS_PER_DAY   0x1800b0u       /* where SeaBIOS wraps it */
+#define TICKS_PER_DAY   0x1800b0u       /* where SeaBIOS wraps FW_BDA_TICKS */
 
 static void snap(vmm *vm, fw_phase_stats *s)
 {
@@ -49,8 +49,8 @@ static void snap(vmm *vm, fw_phase_stats *s)
     s->engine = vm->stats.exits_handled_by_engine;
     s->latched = vm->stats.coalesced_drained;
     s->polls = vm->fw->polls;
-    s->ticks = vm->ram_size >= BDA_TICKS + 4 ?
-        __atomic_load_n((const uint32_t *)(const void *)(vm->ram + BDA_TICKS),
+    s->ticks = vm->ram_size >= FW_BDA_TICKS + 4 ?
+        __atomic_load_n((const uint32_t *)(const void *)(vm->ram + FW_BDA_TICKS),
                         __ATOMIC_RELAXED) : 0;
     s->t = mono();
 }

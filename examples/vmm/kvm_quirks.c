@@ -436,7 +436,6 @@ bool vmm_kvm_quirk_fixup(vmm *vm, int vcpu_fd, void *kvm_run)
 
 /* ---- (c): late timer ticks --------------------------------------------- */
 
-#define BDA_TICKS 0x46c         /* BIOS data area: timer ticks since midnight */
 #define TICK_LATE_S 0.070       /* a tick is every 54.9 ms */
 #define MAX_WINDOWS 4           /* debug registers */
 
@@ -496,7 +495,7 @@ void vmm_kvm_quirk_exit(vmm *vm, int vcpu_fd)
 
     if (!vm->fw || !quirks.short_window || !quirks.hw_bp)
         return;
-    memcpy(&t, vm->ram + BDA_TICKS, 4);
+    memcpy(&t, vm->ram + FW_BDA_TICKS, 4);
     now = mono_s();
     if (t != tw.ticks || tw.changed == 0) {
         tw.ticks = t;
