@@ -37,6 +37,10 @@
  * other (test_engine_run.c, debug_printf_spans_six_ranges). A range
  * costs only the translations that use it. */
 #define LCX_MAX_RANGES 8
+/* the runtime's watch (runtime/rt.h) must hold every frame a cluster's
+ * ranges may lie in: a frame cut from it would go unwatched */
+_Static_assert(LCR_WATCH_MAX >= 2 * LCX_MAX_RANGES,
+               "LCR_WATCH_MAX must cover two frames per code range");
 #define LCX_RANGE_BYTES 256  /* bytes fetched for a range other than the
                               * first */
 #define LCX_MAX_DEPTH 8      /* calls followed without a return between */
