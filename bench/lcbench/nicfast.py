@@ -64,6 +64,8 @@ ON = ['--cluster', 'all', '--cflow', 'm3']
 CONFIGS = [
     dict(id='off', label='lcvmm off', args=['--no-cluster']),
     dict(id='on', label='lcvmm on', args=ON),
+    dict(id='on-nodirect', label='lcvmm on, no direct page',
+         args=ON + ['--nic-opt', 'latch,combine,coalesce'], nic_only='e1000'),
     dict(id='on-nocombine', label='lcvmm on, no send combining',
          args=ON + ['--nic-opt', 'latch,coalesce'], stream_only=True),
     dict(id='on-always', label='lcvmm on, combining always (old)',
@@ -191,6 +193,7 @@ def run_once(build, wl, cfg, n, counting):
 def configs_of(wl, have_qemu):
     return [c for c in CONFIGS
             if (wl.get('stream') or not c.get('stream_only')) and
+            c.get('nic_only', wl['nic']) == wl['nic'] and
             (c['args'] is not None or have_qemu)]
 
 
@@ -252,7 +255,7 @@ def derive(runs, cfgs, n1, n2):
         d['rounds'] = len(rounds)
         d['failed_runs'] = sum(1 for r in runs
                                if r['config'] == cid and 'error' in r)
-        for ref in ('qemu', 'off', 'on-nocombine'):
+        for ref in ('qemu', 'off', 'on-nocombine', 'on-nodirect'):
             if ref in per and ref != cid:
                 d[f'time_vs_{ref}'] = summary(
                     [r['loop_s'] / per[ref][k]['loop_s']
@@ -380,6 +383,16 @@ def goals(nf):
                        f'{_f(med(_cfg(nf, wid, "qemu").get("exits")))} exits '
                        f'and {_f(med(_cfg(nf, wid, "qemu").get("traps")))} '
                        'traps.')
+    for wid in ('e1000-rr', 'e1000-linux'):
+        on, nd = _cfg(nf, wid, 'on'), _cfg(nf, wid, 'on-nodirect')
+        if on and nd:
+            out.append(f'- {wid}, the receive ring\'s registers as memory '
+                       f'(`--nic-opt direct`): {_f(_ex(nd))} exits and '
+                       f'{_f(_tr(nd))} traps per exchange without it, '
+                       f'{_f(_ex(on))} and {_f(_tr(on))} with it; time with / '
+                       f'without {_ratio_text(on.get("time_vs_on-nodirect"))}'
+                       f', without it / QEMU '
+                       f'{_ratio_text(nd.get("time_vs_qemu"))}.')
     off, on = _cfg(nf, 'e1000-linux', 'off'), _cfg(nf, 'e1000-linux', 'on')
     if off and on and _ex(off) and med(off.get('time_us')):
         cut = 1 - _ex(on) / _ex(off)

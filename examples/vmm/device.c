@@ -206,6 +206,16 @@ unsigned vmm_devices_coalesced_gen(vmm *vm)
     return g;
 }
 
+unsigned vmm_devices_direct(vmm *vm, vmm_ram_range *out, unsigned max)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < vm->ndev && n < max; i++)
+        if (vm->dev[i].ops->direct)
+            n += vm->dev[i].ops->direct(&vm->dev[i], out + n, max - n);
+    return n;
+}
+
 void vmm_devices_stats(vmm *vm, vmm_stat_fn put, void *ctx)
 {
     for (unsigned i = 0; i < vm->ndev; i++)

@@ -31,6 +31,12 @@ typedef struct vmm_io_range {
     bus_handler fn;             /* NULL in vmm_device_ops.coalesced */
 } vmm_io_range;
 
+/* Host memory a device lets the guest access as RAM (vmm_device_ops.direct). */
+typedef struct vmm_ram_range {
+    uint64_t gpa, len;
+    void *hva;
+} vmm_ram_range;
+
 #define VMM_DEVICE_MAX_RANGES 4
 #define VMM_MAX_DEVICES 16
 
@@ -84,6 +90,14 @@ typedef struct vmm_device_ops {
      * move, which the core sees itself); read without the lock at every
      * exit. NULL: the set changes only with the BAR. */
     unsigned (*coalesced_gen)(vmm_device *dev);
+    /* Register pages with memory semantics backed by host memory, at
+     * their absolute addresses, that the KVM back end maps into the guest
+     * as memory slots (devices/nic.h, "direct"), asked whenever the map
+     * changed (vmm_map_changed(): a device calls it when its answer
+     * changes, as for a BAR move). Accesses through the bus there keep
+     * working, with the same semantics (the Unicorn back end, libcluster's
+     * runs). Returns the count. */
+    unsigned (*direct)(vmm_device *dev, vmm_ram_range *out, unsigned max);
     /* Counters for --stats. */
     void (*stats)(vmm_device *dev, vmm_stat_fn put, void *ctx);
     /* A system reset leaves the device as it is (the battery-backed
@@ -131,6 +145,7 @@ bool vmm_devices_want_tick(const vmm *vm);
 bool vmm_devices_waiting(vmm *vm);         /* under dev_lock */
 unsigned vmm_devices_coalesced(vmm *vm, vmm_io_range *out, unsigned max);
 unsigned vmm_devices_coalesced_gen(vmm *vm);
+unsigned vmm_devices_direct(vmm *vm, vmm_ram_range *out, unsigned max);
 void vmm_devices_stats(vmm *vm, vmm_stat_fn put, void *ctx);
 
 /* The interrupt line `gsi` as devices get it: setting it high also

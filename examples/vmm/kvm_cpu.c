@@ -62,6 +62,8 @@ typedef struct kvm_vm {
     struct kvm_coalesced_mmio_zone zones[16];
     unsigned nzones;
     unsigned zones_gen;             /* vmm_devices_coalesced_gen() */
+    vmm_ram_range direct[4];        /* device pages in memory slots */
+    unsigned ndirect;
     /* The coalesced ring is the VM's (one page, seen through every vCPU's
      * kvm_run mapping): the vCPUs drain it at each exit and the I/O
      * thread on its tick (vm->io_drain), one at a time, in order. */
@@ -99,12 +101,50 @@ static void kvm_irq_line(void *opaque, unsigned gsi, int level)
 /* ---- the coalesced ring (Sugerman et al. section 3.3: latch-only
  * accesses never leave the fast path) ---------------------------------- */
 
-static void zones_set(kvm_vm *k, vmm *vm)
+/* ---- device pages as memory (vmm_device_ops.direct) ------------------ */
+
+/* Slots after the firmware's (firmware.h: FW_SLOT_ROM_BAR is the last) */
+#define KVM_DIRECT_SLOT0 32
+
+/* Map the devices' direct pages as they are now: every slot of the last
+ * call removed, the current ones installed (the map changed: a BAR moved,
+ * decoding turned on or off, a reboot built the devices anew). A page
+ * KVM refuses (it would overlap a slot) stays on the bus, where its
+ * device serves it with the same semantics. Under zones_lock. */
+static void direct_set(kvm_vm *k, vmm *vm)
+{
+    vmm_ram_range r[4];
+    unsigned n, i;
+
+    for (i = 0; i < k->ndirect; i++)
+        vmm_kvm_set_slot(&k->fd, KVM_DIRECT_SLOT0 + i, k->direct[i].gpa, 0,
+                         NULL, false);
+    k->ndirect = 0;
+    n = vmm_devices_direct(vm, r, 4);
+    for (i = 0; i < n; i++) {
+        if (vmm_kvm_set_slot(&k->fd, KVM_DIRECT_SLOT0 + k->ndirect, r[i].gpa,
+                             r[i].len, r[i].hva, false) < 0) {
+            fprintf(stderr, "lcvmm: device page %#llx+%#llx as memory: %s "
+                    "(served by the device instead)\n",
+                    (unsigned long long)r[i].gpa,
+                    (unsigned long long)r[i].len, strerror(errno));
+            continue;
+        }
+        k->direct[k->ndirect++] = r[i];
+        VMM_STAT_INC(vm->stats.direct_maps);
+    }
+}
+
+/* The coalesced zones as the devices want them now, and with `moved`
+ * (the map changed) the direct pages too. */
+static void zones_set(kvm_vm *k, vmm *vm, bool moved)
 {
     vmm_io_range r[16];
     unsigned n, i;
 
     pthread_mutex_lock(&k->zones_lock);
+    if (moved)
+        direct_set(k, vm);
     for (i = 0; i < k->nzones; i++)
         ioctl(k->fd, KVM_UNREGISTER_COALESCED_MMIO, &k->zones[i]);
     k->nzones = 0;
@@ -254,7 +294,7 @@ static void cpu_loop(kvm_vcpu_ctx *c)
         if (c->core.id == 0)
             vmm_exit_done(vm);      /* the previous exit is complete */
         if (vmm_map_sync(vm))       /* this exit moved a BAR */
-            zones_set(vm->cpu, vm);
+            zones_set(vm->cpu, vm, true);
         if (ioctl(c->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 __atomic_store_n(&run->immediate_exit, 0, __ATOMIC_RELAXED);
@@ -276,10 +316,11 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             vmm_kvm_quirk_exit(vm, c->fd);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
-        if (vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0) ||
-            vmm_devices_coalesced_gen(vm) !=
+        bool moved = vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO
+                                                   : LC_EXIT_MMIO) : 0);
+        if (moved || vmm_devices_coalesced_gen(vm) !=
             __atomic_load_n(&((kvm_vm *)vm->cpu)->zones_gen, __ATOMIC_RELAXED))
-            zones_set(vm->cpu, vm);         /* the zones moved or changed */
+            zones_set(vm->cpu, vm, moved);  /* the zones moved or changed */
         if (dev) {
             lc_exit ex;
             bool handled = false;
@@ -658,7 +699,7 @@ int vmm_kvm_run(vmm *vm, const vmm_boot *boot)
                 c->run->kvm_valid_regs |= want;
         }
     }
-    zones_set(k, vm);
+    zones_set(k, vm, true);
     if (k->coalesced)
         __atomic_store_n(&vm->io_drain, io_drain, __ATOMIC_RELEASE);
 

@@ -29,6 +29,7 @@ typedef struct nic_dev {
     bool mapped;                /* BAR0 is on the bus */
     bool placed;                /* set up by the VMM: later moves are the
                                  * guest's */
+    bool decodes;               /* the command register's decode bit */
     uint64_t exit_kicks;        /* nic_kick_count() at the last exit */
 } nic_dev;
 
@@ -92,10 +93,16 @@ static void nic_bar_moved(void *opaque, uint32_t base)
 static void nic_command(void *opaque, uint16_t cmd)
 {
     nic_dev *g = opaque;
+    bool decodes = cmd & (g->id.bar_is_io ? 1 : 2);
+
     pthread_mutex_lock(&g->vm->dev_lock);
     nic_set_bus_master(g->nic, cmd & 4);
     vmm_io_update(g->vm);       /* a held frame may have gone in */
     pthread_mutex_unlock(&g->vm->dev_lock);
+    if (decodes != g->decodes) {
+        g->decodes = decodes;
+        vmm_map_changed(g->vm); /* the direct page follows (nic_dev_direct) */
+    }
 }
 
 /* PCI: the Status register's bits the NIC raised (a DMA that reached no
@@ -183,6 +190,9 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
     /* the policy combines only kicks that cost exits (clusters may run
      * a transmit loop's kicks in one) */
     nopt.switches = nic_switches;
+    /* a memory slot needs KVM; elsewhere the page would only be served
+     * through the bus, as any register */
+    nopt.direct = vm->opt.nic_opt.direct && vm->opt.cpu == VMM_CPU_KVM;
     g->nic = nic_create(vm->opt.nic, mac, &vm->dma, &g->irq, g->net, &nopt);
     if (!g->nic) {
         snprintf(err, errlen, "cannot create the %s model",
@@ -210,7 +220,8 @@ static int nic_dev_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
      * tick */
     dev->has_fd = net_poll_fd(g->net) >= 0;
     dev->wants_tick = vm->opt.nic_opt.send_combine ||
-                      vm->opt.nic_opt.latch_fast || dev->has_fd;
+                      vm->opt.nic_opt.latch_fast || dev->has_fd ||
+                      nopt.direct;
     return 0;
 }
 
@@ -299,6 +310,29 @@ static unsigned nic_dev_coalesced(vmm_device *dev, vmm_io_range *out,
     return n;
 }
 
+/* The model's direct page (devices/nic.h) at the BAR's address, while
+ * the BAR is on the bus and decodes memory: descriptors the guest gives
+ * back through RDT then cost no exit and no trap. Asked by the KVM back
+ * end when the map changed (nic_bar_moved(), nic_command()). */
+static unsigned nic_dev_direct(vmm_device *dev, vmm_ram_range *out,
+                               unsigned max)
+{
+    nic_dev *g = dev->state;
+    vmm *vm = g->vm;
+    uint32_t off;
+    void *hva;
+    unsigned n = 0;
+
+    if (!max || g->id.bar_is_io || !nic_direct_page(g->nic, &off, &hva))
+        return 0;
+    pthread_mutex_lock(&vm->pci_lock);      /* the BAR and command */
+    if (g->mapped && pci_decodes(vm->pci, LCVMM_NIC_PCI_DEV))
+        out[n++] = (vmm_ram_range){ (uint64_t)g->bar + off, NIC_DIRECT_SIZE,
+                                    hva };
+    pthread_mutex_unlock(&vm->pci_lock);
+    return n;
+}
+
 static unsigned nic_dev_coalesced_gen(vmm_device *dev)
 {
     return nic_coalesced_gen(((nic_dev *)dev->state)->nic);
@@ -329,6 +363,7 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "nic", "guest_errors", s->guest_errors);
     put(ctx, "nic", "resets", s->resets);
     put(ctx, "nic", "dma_errors", s->dma_errors);
+    put(ctx, "nic", "direct_updates", s->direct_updates);
     put(ctx, "net", "tx_frames", t->tx_frames);
     put(ctx, "net", "rx_frames", t->rx_frames);
     put(ctx, "net", "tx_dropped", t->tx_dropped);
@@ -362,5 +397,6 @@ const vmm_device_ops vmm_nic_device = {
     .poll = nic_dev_poll,
     .coalesced = nic_dev_coalesced,
     .coalesced_gen = nic_dev_coalesced_gen,
+    .direct = nic_dev_direct,
     .stats = nic_dev_stats,
 };

@@ -48,6 +48,7 @@ unsigned vmm_stats_collect(vmm *vm, const uint64_t *kvm, kv *t)
         U("vmm", vcpu_exits[i], L(exits_vcpu[i]));
     U("vmm", "coalesced_drained", L(coalesced_drained));
     U("vmm", "io_wakes", L(io_wakes));      /* vm.c, vmm_io_update() */
+    U("vmm", "direct_maps", L(direct_maps));    /* kvm_cpu.c, direct_set() */
     U("vmm", "reboots", L(reboots));    /* --reboot */
     U("vmm", "guest_insns", L(insns));
     U("vmm", "unclaimed_pio",

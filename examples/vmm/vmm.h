@@ -101,6 +101,7 @@ typedef struct vmm_stats {
     uint64_t exits_handled_by_engine;
     uint64_t coalesced_drained;   /* latch writes taken from the ring */
     uint64_t io_wakes;            /* I/O thread woken: a descriptor is back */
+    uint64_t direct_maps;         /* KVM: device pages mapped as memory */
     uint64_t insns;               /* Unicorn: guest instructions */
     uint64_t quirk_irets;         /* IRETs completed for KVM (kvm_quirks.c) */
     uint64_t quirk_late_ticks;    /* late BIOS ticks: breakpoints armed */

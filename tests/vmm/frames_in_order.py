@@ -11,6 +11,10 @@ clustering off and on, and checks per run:
     (the guest drops a reply whose sequence number is not the next one
     and then times out; a dropped frame prints "dropped N unrelated");
   - no access reached no device (vmm unclaimed_pio/unclaimed_mmio 0);
+  - with the direct page (the e1000 on KVM, `direct` or `all`), that the
+    page was mapped and every descriptor the guest gave back went through
+    it (nic direct_updates at least n / burst: the guest gives its
+    descriptors back once a burst; vmm direct_maps at least 1);
   - the NIC handed the backend exactly the frames the guest sent (the
     ARP request, the ICMP echo and n datagrams), and the backend answered
     every one (ARP, ICMP and n UDP replies), and every reply reached the
@@ -29,7 +33,7 @@ import tempfile
 
 from vmmtest import kvm_usable
 
-OPTS = ['none', 'latch', 'combine', 'combine-always', 'coalesce',
+OPTS = ['none', 'latch', 'combine', 'combine-always', 'coalesce', 'direct',
         'latch,combine,coalesce', 'latch,combine-always,coalesce']
 
 
@@ -82,7 +86,7 @@ def run(lcvmm, image, nic, cpu, params, opt, cluster):
     return cmd, p, stats
 
 
-def check(n, p, stats):
+def check(n, p, stats, direct=0):
     out = p.stdout.decode(errors='replace')
     if p.returncode != 0:
         return f'exit status {p.returncode}: ' + \
@@ -102,6 +106,10 @@ def check(n, p, stats):
     if vmm.get('unclaimed_pio') or vmm.get('unclaimed_mmio'):
         return (f'unclaimed accesses: pio {vmm.get("unclaimed_pio")}, '
                 f'mmio {vmm.get("unclaimed_mmio")}')
+    if direct and (vmm.get('direct_maps', 0) < 1 or
+                   nic.get('direct_updates', 0) < direct):
+        return (f'direct page: maps {vmm.get("direct_maps")}, registers '
+                f'taken from it {nic.get("direct_updates")}, want {direct}')
     want_tx = n + 2                     # ARP request, ICMP echo, n datagrams
     if nic.get('tx_frames') != want_tx or net.get('tx_frames') != want_tx:
         return (f'frames sent: nic {nic.get("tx_frames")}, backend '
@@ -130,7 +138,11 @@ def main():
             continue
         n = int(params.split('n=')[1].split()[0])
         cmd, p, stats = run(lcvmm, image, nic, cpu, params, opt, cluster)
-        why = check(n, p, stats)
+        burst = int(params.split('burst=')[1].split()[0]) \
+            if 'burst=' in params else 1
+        direct = n // burst if nic == 'e1000' and cpu == 'kvm' and \
+            ('direct' in opt.split(',') or opt == 'all') else 0
+        why = check(n, p, stats, direct)
         if why:
             failed += 1
             print(f'not ok {i} - {name}: {why}')

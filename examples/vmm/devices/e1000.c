@@ -128,6 +128,12 @@ static const e1k_reg e1k_regs[] = {
 };
 #define E1K_NREG_ENTRIES (sizeof e1k_regs / sizeof e1k_regs[0])
 
+/* The direct page (nic.h): RDBAL .. RSRPD, the receive ring's registers.
+ * None has a side effect but on the model's own bookkeeping (a halted
+ * ring resumes when one is written), and the chip reads them only when
+ * it receives: written as memory, they are taken in then. */
+#define E1K_DIRECT_PAGE 0x2000u
+
 typedef struct e1000 {
     uint32_t reg[E1000_REG_END / 4];
     uint16_t eeprom[E1K_EE_WORDS];
@@ -334,6 +340,9 @@ static void e1k_reset_regs(nic *n)
     s->rx_halted = s->tx_halted = false;
     phy_reset(s);
     nic_tx_cancel(n);
+    for (uint32_t off = E1K_DIRECT_PAGE;       /* what the guest reads */
+         off < E1K_DIRECT_PAGE + NIC_DIRECT_SIZE; off += 4)
+        nic_direct_put(n, off, *R(s, off));
 }
 
 static void e1k_reset(nic *n)
@@ -572,6 +581,7 @@ static bool rx_write(nic *n, size_t total, unsigned need, unsigned ndesc,
             return false;
         }
         *R(s, E1000_RDH) = (h + 1) % ndesc;
+        nic_direct_put(n, E1000_RDH, *R(s, E1000_RDH));
     }
     return true;
 }
@@ -730,6 +740,34 @@ static void reg_write(nic *n, const e1k_reg *r, uint32_t off, uint32_t v)
     }
 }
 
+/* nic_model_ops.direct_pull: the receive registers the guest wrote in
+ * the direct page, each taken in as its write would be, in the order of
+ * the register map (the guest's order is not known; none depends on
+ * another before the next receive, which reads them all). */
+static void e1k_direct_pull(nic *n)
+{
+    e1000 *s = S(n);
+
+    for (size_t i = 0; i < E1K_NREG_ENTRIES; i++) {
+        const e1k_reg *r = &e1k_regs[i];
+
+        if (r->off < E1K_DIRECT_PAGE)
+            continue;
+        if (r->off >= E1K_DIRECT_PAGE + NIC_DIRECT_SIZE)
+            break;                      /* sorted by offset */
+        for (uint32_t off = r->off; off < (uint32_t)r->off + r->len;
+             off += 4) {
+            uint32_t v = nic_direct_get(n, off);
+
+            if (v == *R(s, off))
+                continue;
+            reg_write(n, r, off, v);
+            n->stats.direct_updates++;
+            nic_direct_fix(n, off, v, *R(s, off));
+        }
+    }
+}
+
 static void e1k_read(nic *n, uint32_t off, unsigned size, uint32_t *val)
 {
     const e1k_reg *r = reg_find(off & ~3u);
@@ -848,4 +886,6 @@ const nic_model_ops nic_e1000_ops = {
     .transmit = e1k_transmit,
     .poll_rx = e1k_poll_rx,
     .resume = e1k_resume,
+    .direct_page = E1K_DIRECT_PAGE,
+    .direct_pull = e1k_direct_pull,
 };

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 #include "hw/e1000_regs.h"
 #include "hw/pcnet_regs.h"
@@ -80,6 +81,11 @@ nic *nic_create(nic_model model, const uint8_t mac[6], const vm_dma *dma,
     if (n->opt.switches)
         n->switches_fed = n->opt.switches(n->opt.clock_opaque);
     sc_init(&n->sc, nic_now(n));
+    if (n->opt.direct && ops->direct_pull) {
+        void *p = mmap(NULL, NIC_DIRECT_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        n->direct = p == MAP_FAILED ? NULL : p;    /* then served as MMIO */
+    }
     ops->reset(n);
     return n;
 }
@@ -88,6 +94,8 @@ void nic_destroy(nic *n)
 {
     if (!n)
         return;
+    if (n->direct)
+        munmap(n->direct, NIC_DIRECT_SIZE);
     free(n->state);
     free(n);
 }
@@ -147,11 +155,52 @@ void nic_pci_identity(nic_model m, nic_pci_id *id)
 }
 
 /* The model's receive, from every path: whether the frame it leaves held
- * waits for the ring (nic_rx_waits_ring()) is what this try found. */
+ * waits for the ring (nic_rx_waits_ring()) is what this try found. With
+ * a direct page the model first takes in what the guest wrote there; a
+ * descriptor given back there tells nobody, so a frame that waits for
+ * one is taken into the chip and held, and the VMM's tick retries it
+ * (nic_rx_waits_ring()) as it does for the PCnet's ring poll. */
 static void model_poll_rx(nic *n)
 {
+    if (n->direct)
+        n->ops->direct_pull(n);
     n->rx_ring_wait = false;
     n->ops->poll_rx(n);
+    if (n->direct && n->rx_ring_wait && !n->rx_len)
+        nic_rx_peek(n);
+}
+
+/* An access through nic_access() to the direct page (a libcluster run,
+ * the Unicorn back end, a VMM that did not map it): what the guest's own
+ * access would do with the page mapped, a load or a store of its size. */
+static void direct_access(nic *n, uint32_t off, unsigned size, bool is_write,
+                          uint32_t *val)
+{
+    void *p = n->direct + off;
+
+    if (is_write) {
+        if (size == 1)
+            __atomic_store_n((uint8_t *)p, (uint8_t)*val, __ATOMIC_RELEASE);
+        else if (size == 2)
+            __atomic_store_n((uint16_t *)p, (uint16_t)*val, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n((uint32_t *)p, *val, __ATOMIC_RELEASE);
+    } else if (size == 1) {
+        *val = __atomic_load_n((uint8_t *)p, __ATOMIC_ACQUIRE);
+    } else if (size == 2) {
+        *val = __atomic_load_n((uint16_t *)p, __ATOMIC_ACQUIRE);
+    } else {
+        *val = __atomic_load_n((uint32_t *)p, __ATOMIC_ACQUIRE);
+    }
+}
+
+bool nic_direct_page(const nic *n, uint32_t *offset, void **hva)
+{
+    if (!n->direct)
+        return false;
+    *offset = n->ops->direct_page;
+    *hva = n->direct;
+    return true;
 }
 
 /* ---- register access ------------------------------------------------ */
@@ -192,10 +241,21 @@ void nic_access(nic *n, uint32_t offset, unsigned size, bool is_write,
             *val = size_mask(size);
         return;
     }
+    n->busy = true;
+    if (n->direct && offset - n->ops->direct_page < NIC_DIRECT_SIZE) {
+        uint32_t v = *val & size_mask(size);
+        direct_access(n, offset - n->ops->direct_page, size, is_write, &v);
+        if (!is_write)
+            *val = v;
+        model_poll_rx(n);           /* takes a write in first */
+        n->busy = false;
+        return;
+    }
+    if (n->direct)                  /* the guest's writes there come first */
+        n->ops->direct_pull(n);
     latch = n->ops->is_latch(n, offset, size);
     if (latch)
         n->stats.latch_accesses++;
-    n->busy = true;
     if (is_write) {
         n->ops->write(n, offset, size, *val & size_mask(size));
     } else {

@@ -32,6 +32,16 @@
  *   irq_coalesce drive the interrupt line only when its level changes
  *                (each KVM_IRQ_LINE is a VM ioctl, about 5 us here), and
  *                raise one interrupt for everything one access completes.
+ *
+ * One more of our own, beyond the paper's three:
+ *   direct       a page of the BAR whose registers have memory semantics
+ *                for the device (the e1000's receive ring registers: RDT
+ *                only hands descriptors over, and the chip reads it when
+ *                it needs one) is backed by host memory the VMM may map
+ *                into the guest (nic_direct_page(), a KVM memory slot):
+ *                the guest's writes there neither exit nor trap. The
+ *                model takes them in at each access, each receive try and
+ *                each tick, and stores what it changes itself (RDH) back.
  */
 #ifndef VMM_NIC_H
 #define VMM_NIC_H
@@ -68,6 +78,8 @@ typedef struct nic_options {
      * clusters): an index register's write (PCnet RAP) is then cheaper
      * as the first half of a pair than deferred (nic_coalesced_ranges). */
     bool pairs_in_vmm;
+    /* Back the model's direct page with host memory (nic_direct_page) */
+    bool direct;
 } nic_options;
 
 typedef struct nic_stats {
@@ -90,6 +102,8 @@ typedef struct nic_stats {
     uint64_t guest_errors;
     uint64_t resets;
     uint64_t dma_errors;        /* DMA that reached no RAM (master aborts) */
+    uint64_t direct_updates;    /* registers the guest wrote in the direct
+                                 * page, taken in by the model */
 } nic_stats;
 
 typedef struct nic nic;
@@ -202,6 +216,15 @@ void nic_set_bus_master(nic *n, bool enabled);
  * clears those set in `w1c` (the register's write-1-to-clear bits). */
 #define NIC_PCI_STATUS_RMA 0x2000u
 uint16_t nic_pci_status(nic *n, uint16_t w1c);
+
+/* The direct page (nic_options.direct): its offset within the BAR and
+ * the host memory behind it, NIC_DIRECT_SIZE bytes, page-aligned, which
+ * the VMM may map into the guest at the BAR's address plus that offset
+ * while the BAR decodes. An access through nic_access() there has the
+ * same memory semantics. False if the model has none or the option is
+ * off (or the page could not be allocated). */
+#define NIC_DIRECT_SIZE 4096u
+bool nic_direct_page(const nic *n, uint32_t *offset, void **hva);
 
 const nic_stats *nic_get_stats(const nic *n);
 

@@ -54,6 +54,14 @@ typedef struct nic_model_ops {
     void (*poll_rx)(nic *n);
     /* Bus mastering was enabled again: do DMA work that waited for it. */
     void (*resume)(nic *n);
+    /* The direct page (nic.h, nic_options.direct): its offset in the BAR,
+     * and the model's intake of what the guest wrote there: for each of
+     * its registers whose word in the page differs from the model's,
+     * the write's effect, as through `write` (masks, side effects), and
+     * the register's value stored back (nic_direct_fix). NULL: the model
+     * has no direct page. */
+    uint32_t direct_page;
+    void (*direct_pull)(nic *n);
 } nic_model_ops;
 
 struct nic {
@@ -85,10 +93,44 @@ struct nic {
     bool rx_ring_wait;          /* the model's last try: no descriptor */
     uint8_t rx_buf[NET_FRAME_MAX + NIC_FCS_LEN];
     void *state;                /* the model's, state_size bytes */
+    /* The direct page, NIC_DIRECT_SIZE bytes (mmap: page-aligned, for a
+     * KVM memory slot), or NULL. The guest's vCPUs write it while the
+     * model runs: every access is atomic, and a value is read once. */
+    uint8_t *direct;
 };
 
 extern const nic_model_ops nic_pcnet_ops;
 extern const nic_model_ops nic_e1000_ops;
+
+/* The direct page's word at BAR offset `off` (within the page), as the
+ * guest left it. */
+static inline uint32_t nic_direct_get(const nic *n, uint32_t off)
+{
+    return __atomic_load_n((const uint32_t *)(const void *)
+                           (n->direct + (off - n->ops->direct_page)),
+                           __ATOMIC_ACQUIRE);
+}
+/* The model changed a register of the direct page itself (the e1000's
+ * RDH): the guest reads the new value there. No-op without the page. */
+static inline void nic_direct_put(nic *n, uint32_t off, uint32_t v)
+{
+    if (n->direct)
+        __atomic_store_n((uint32_t *)(void *)
+                         (n->direct + (off - n->ops->direct_page)), v,
+                         __ATOMIC_RELEASE);
+}
+/* The model took in `seen` from the page and holds `v` (masked, or the
+ * write ignored): store v unless the guest wrote again meanwhile, whose
+ * write the next intake takes. */
+static inline void nic_direct_fix(nic *n, uint32_t off, uint32_t seen,
+                                  uint32_t v)
+{
+    if (seen != v)
+        __atomic_compare_exchange_n((uint32_t *)(void *)
+                                    (n->direct + (off - n->ops->direct_page)),
+                                    &seen, v, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+}
 
 /* Report a guest error under the model's name and count it. */
 void nic_guest_error(nic *n, const char *fmt, ...)
