@@ -12,6 +12,11 @@
  *                 with paging on, and allows paging only in long mode);
  *                 and the OUT exit again with sync regs (REGS | SREGS), and
  *                 with the registers written back through them
+ *   traps         a write into a coalesced MMIO zone (KVM_REGISTER_COALESCED_
+ *                 MMIO) against the same store into RAM, per store, at CPL
+ *                 0 and 3: it never reaches user space, but traps into the
+ *                 host kernel (what lcvmm's latch writes cost, and what its
+ *                 direct page saves)
  *   ioctls        KVM_GET_REGS, KVM_GET_SREGS, KVM_RUN with immediate_exit
  *                 set (the adapter's completion trick, docs/kvm.md), and a
  *                 plain syscall for scale
@@ -61,11 +66,13 @@
 #define PD_GPA     0x8000u
 #define MMIO_GPA   0x100000u                /* unbacked: every access exits */
 #define PORT       0x500u                   /* nothing claims it in-kernel */
+#define STORE_GPA  0x9000u                  /* RAM the store loop may write */
+#define COAL_COUNT 64u      /* stores a run: well within the ring (~170) */
 
 /* The guest's loops, each at its own entry (64-bit code). */
 enum { L_OUT = 0x00, L_IN = 0x10, L_MMIO_W = 0x20, L_MMIO_R = 0x30,
-       L_INSN = 0x40 };
-static const struct { unsigned off; uint8_t code[12]; unsigned len; } loops[] = {
+       L_INSN = 0x40, L_STORES = 0x50 };
+static const struct { unsigned off; uint8_t code[16]; unsigned len; } loops[] = {
     { L_OUT,    { 0xee, 0xeb, 0xfd }, 3 },            /* out dx,al; jmp */
     { L_IN,     { 0xec, 0xeb, 0xfd }, 3 },            /* in al,dx; jmp */
     { L_MMIO_W, { 0x89, 0x03, 0xeb, 0xfc }, 4 },      /* mov [rbx],eax; jmp */
@@ -73,11 +80,16 @@ static const struct { unsigned off; uint8_t code[12]; unsigned len; } loops[] = 
     /* mov ecx,imm32 (patched); 1: dec ecx; jnz 1b; out dx,al; jmp start */
     { L_INSN,   { 0xb9, 0, 0, 0, 0, 0xff, 0xc9, 0x75, 0xfc, 0xee, 0xeb,
                   0xf4 }, 12 },
+    /* mov ecx,imm32 (patched); 1: mov [rbx],eax; dec ecx; jnz 1b;
+     * out dx,al; jmp start: COAL_COUNT stores between two exits */
+    { L_STORES, { 0xb9, 0, 0, 0, 0, 0x89, 0x03, 0xff, 0xc9, 0x75, 0xfa,
+                  0xee, 0xeb, 0xf2 }, 14 },
 };
 
 typedef struct kvm {
     int sys, vm, vcpu;
     struct kvm_run *run;
+    struct kvm_coalesced_mmio_ring *ring;   /* NULL: no coalesced MMIO */
     uint8_t *ram;
 } kvm;
 
@@ -163,6 +175,11 @@ static void open_vm(kvm *k)
                   MAP_SHARED, k->vcpu, 0);
     if (k->run == MAP_FAILED)
         die("mmap kvm_run");
+    /* The coalesced ring: the page of the vCPU mapping at the offset the
+     * capability gives (KVM API documentation, KVM_CAP_COALESCED_MMIO). */
+    int page = ioctl(k->sys, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO);
+    if (page > 0 && (long)page * getpagesize() < mmap_size)
+        k->ring = (void *)((uint8_t *)k->run + (long)page * getpagesize());
 }
 
 static struct kvm_segment flat(uint16_t sel, unsigned type, unsigned dpl,
@@ -221,7 +238,7 @@ static void enter(kvm *k, int cpl, unsigned entry)
 static int expected_exit(const struct kvm_run *r, unsigned entry)
 {
     switch (entry) {
-    case L_OUT: case L_INSN:
+    case L_OUT: case L_INSN: case L_STORES:
         return !(r->exit_reason == KVM_EXIT_IO && r->io.port == PORT &&
                  r->io.direction == KVM_EXIT_IO_OUT);
     case L_IN:
@@ -400,6 +417,54 @@ static figure insn_cost(kvm *k, int cpl, uint32_t count)
     return loop;
 }
 
+/* One run of the store loop, then the coalesced ring emptied as a VMM
+ * drains it (the entries are not read: only the trap is timed). */
+static int op_run_drain(kvm *k, unsigned entry)
+{
+    int r = run_once(k, entry);
+
+    if (k->ring)
+        __atomic_store_n(&k->ring->first,
+                         __atomic_load_n(&k->ring->last, __ATOMIC_ACQUIRE),
+                         __ATOMIC_RELEASE);
+    return r;
+}
+
+/* What one write into a coalesced MMIO zone costs beyond the same store
+ * into RAM, at `cpl`: the store loop run against a zone registered at
+ * MMIO_GPA, and against RAM (what a register page mapped as memory costs,
+ * lcvmm's --nic-opt direct), per store. The write does not reach user
+ * space, but it still traps into the kernel. */
+static figure trap_cost(kvm *k, int cpl)
+{
+    struct kvm_coalesced_mmio_zone z = { .addr = MMIO_GPA, .size = 4 };
+    struct kvm_regs r;
+    uint32_t count = COAL_COUNT;
+    figure zone = { 0 }, ram;
+
+    if (!k->ring || ioctl(k->vm, KVM_REGISTER_COALESCED_MMIO, &z) < 0)
+        return zone;
+    memcpy(k->ram + CODE_GPA + L_STORES + 1, &count, 4);
+    enter(k, cpl, L_STORES);
+    zone = measure(k, op_run_drain, L_STORES);
+    enter(k, cpl, L_STORES);
+    if (ioctl(k->vcpu, KVM_GET_REGS, &r) < 0)
+        die("KVM_GET_REGS");
+    r.rbx = STORE_GPA;
+    if (ioctl(k->vcpu, KVM_SET_REGS, &r) < 0)
+        die("KVM_SET_REGS");
+    ram = measure(k, op_run_drain, L_STORES);
+    (void)ioctl(k->vm, KVM_UNREGISTER_COALESCED_MMIO, &z);
+    if (zone.ok && ram.ok) {
+        zone.med = (zone.med - ram.med) / count;
+        zone.min = (zone.min - ram.med) / count;
+        zone.max = (zone.max - ram.med) / count;
+    } else {
+        zone.ok = 0;
+    }
+    return zone;
+}
+
 static void capabilities(kvm *k)
 {
     /* used: 1 if lcvmm or the adapter relies on it (docs/vmm.md, kvm.md) */
@@ -495,6 +560,11 @@ int main(int argc, char **argv)
     capabilities(&k);
     probe();
     round_trips(&k);
+
+    printf("  \"trap_ns\": {\n");
+    put_figure("coalesced_mmio_write_cpl0", trap_cost(&k, 0), 0);
+    put_figure("coalesced_mmio_write_cpl3", trap_cost(&k, 3), 1);
+    printf("  },\n");
 
     printf("  \"ioctl_ns\": {\n");
     enter(&k, 0, L_OUT);

@@ -4,7 +4,8 @@
  * reference VMM (examples/vmm/devices).
  *
  * Input layout: one option byte (model, send combining, interrupt
- * coalescing, echoing backend, combine_max, bus mastering), then a stream
+ * coalescing, echoing backend, combine_max, bus mastering; bit 5 of
+ * combine_max also asks for the e1000's direct page), then a stream
  * of commands, each an opcode byte and its operands: register reads and
  * writes (raw offsets, or offsets from a table of the interesting ones),
  * guest memory writes, descriptors that are nearly valid, frames queued
@@ -338,6 +339,18 @@ static void step(fz *f, unsigned op)
     case 4: {                                   /* guest memory */
         uint32_t a = u16(f) % RAM_SIZE;
         unsigned len = u8(f);
+        uint32_t poff;
+        void *page;
+
+        if ((op & 0x10) && nic_direct_page(f->n, &poff, &page)) {
+            /* the guest's stores into the mapped register page: no
+             * access tells the NIC */
+            a %= NIC_DIRECT_SIZE;
+            for (unsigned i = 0; i < len && a + i < NIC_DIRECT_SIZE; i++)
+                __atomic_store_n((uint8_t *)page + a + i, (uint8_t)u8(f),
+                                 __ATOMIC_RELAXED);
+            break;
+        }
         for (unsigned i = 0; i < len && a + i < RAM_SIZE; i++)
             f->ram[a + i] = (uint8_t)u8(f);
         break;
@@ -394,7 +407,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f->echo = flags & 8;
     o = (nic_options){ .latch_fast = true, .send_combine = flags & 2,
                        .irq_coalesce = flags & 4,
-                       .combine_max = 1 + ((flags >> 4) & 3) };
+                       .combine_max = 1 + ((flags >> 4) & 3),
+                       .direct = flags & 0x20 };
     f->dma = (vm_dma){ f, dma_rd, dma_wr };
     f->irq = (vm_irq){ f, irq_set, 11 };
     f->be.ops = &be_ops;

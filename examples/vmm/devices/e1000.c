@@ -47,6 +47,11 @@
  * the ring registers are written again (CVE-2016-7909, CVE-2016-1981). A
  * failed descriptor fetch stops the ring the same way; a failed buffer
  * copy loses the frame only. Each walk is bounded by the ring length.
+ *
+ * The direct page (nic.h, nic_options.direct): the page of the receive
+ * ring's registers, RDBAL to RSRPD, in host memory the guest may access
+ * as RAM; what it wrote there is taken in (e1k_direct_pull) before each
+ * access and receive, so the checks above see it as a written register.
  */
 #include <string.h>
 
