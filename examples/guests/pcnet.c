@@ -31,6 +31,7 @@ static uint8_t tx_buf[RING_SIZE][BUF_SIZE] __attribute__((aligned(16)));
 static unsigned rx_next, tx_next;
 static uint16_t io;
 static uint32_t rx_errors, tx_errors;
+static uint16_t rx_err_status, rx_err_mcnt;     /* the first one dropped */
 static struct nic nic;
 
 static uint16_t csr_read(uint16_t reg)
@@ -168,13 +169,24 @@ static uint32_t pcnet_recv(void *buf, uint32_t max)
         uint16_t status = *(volatile uint16_t *)&d->status;
         if (status & PCNET_DESC_OWN)
             return 0;
+        /* QEMU's PCnet hands a frame's descriptor back in two stores:
+         * OWN clear with STP, then ENP and MCNT (the Am79C970A clears
+         * OWN last), and it writes from its I/O thread while this loop
+         * polls: seen between the two, the frame is not done yet. No
+         * frame spans two of our buffers, so STP alone is never final. */
+        if ((status & (PCNET_DESC_ERR | PCNET_DESC_STP | PCNET_DESC_ENP)) ==
+            PCNET_DESC_STP)
+            return 0;
         barrier();
         rx_next = (rx_next + 1) % RING_SIZE;
         uint32_t mcnt = d->mcnt & 0x0fff;
         if ((status & (PCNET_DESC_ERR | PCNET_DESC_STP | PCNET_DESC_ENP)) !=
                 (PCNET_DESC_STP | PCNET_DESC_ENP) ||
             mcnt <= FCS_LEN || mcnt > BUF_SIZE) {
-            rx_errors++;          /* chained, errored or nonsense: drop */
+            if (!rx_errors++) {   /* chained, errored or nonsense: drop */
+                rx_err_status = status;
+                rx_err_mcnt = d->mcnt;
+            }
             rx_rearm(d);
             continue;
         }
@@ -272,7 +284,8 @@ static bool pcnet_init(const struct guest_args *args)
 static void pcnet_stats(void)
 {
     if (rx_errors || tx_errors)
-        printf("pcnet: rx_errors=%u tx_errors=%u\n", rx_errors, tx_errors);
+        printf("pcnet: rx_errors=%u (first: status 0x%x mcnt 0x%x) tx_errors=%u\n",
+               rx_errors, rx_err_status, rx_err_mcnt, tx_errors);
 }
 
 const struct guest_info guest_info = {.name = "pcnet", .default_n = 100};
