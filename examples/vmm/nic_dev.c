@@ -364,6 +364,7 @@ static void nic_dev_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
     put(ctx, "nic", "resets", s->resets);
     put(ctx, "nic", "dma_errors", s->dma_errors);
     put(ctx, "nic", "direct_updates", s->direct_updates);
+    put(ctx, "nic", "direct_bus", s->direct_bus);
     put(ctx, "net", "tx_frames", t->tx_frames);
     put(ctx, "net", "rx_frames", t->rx_frames);
     put(ctx, "net", "tx_dropped", t->tx_dropped);

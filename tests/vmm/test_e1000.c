@@ -1198,6 +1198,46 @@ START_TEST(direct_page_receive)
 }
 END_TEST
 
+/* Is the write at `off` deferred (inside one of the coalesced ranges)? */
+static bool deferred(fake *f, uint32_t off)
+{
+    uint32_t r[16][2];
+    unsigned k = nic_coalesced_ranges(f->n, r, 16);
+
+    for (unsigned i = 0; i < k; i++)
+        if (off - r[i][0] < r[i][1])
+            return true;
+    return false;
+}
+
+/* With the direct page the ring's registers act at once, so a reset or
+ * a receiver turned off must not wait in the coalesced ring behind them
+ * (a deferred CTRL.RST replayed after the guest set its ring up in the
+ * page would clear it): CTRL and RCTL exit then. Fails if they stay
+ * deferred with the page. */
+START_TEST(direct_page_orders_reset)
+{
+    fake f, g;
+
+    setup_opt(&f, &direct_opt, 8, E1000_RCTL_BAM);
+    setup_opt(&g, NULL, 8, E1000_RCTL_BAM);
+    ck_assert(deferred(&g, E1000_CTRL) && deferred(&g, E1000_RCTL));
+    ck_assert(!deferred(&f, E1000_CTRL) && !deferred(&f, E1000_RCTL));
+    for (fake *x = &f; x; x = x == &f ? &g : NULL) {
+        ck_assert(!deferred(x, E1000_MDIC) && !deferred(x, E1000_ICR) &&
+                  !deferred(x, E1000_IMS) && !deferred(x, E1000_TCTL) &&
+                  !deferred(x, E1000_TDT));
+        ck_assert(deferred(x, E1000_RDT) && deferred(x, E1000_STATUS) &&
+                  deferred(x, E1000_RXCSUM));
+    }
+    /* the page's accesses through the bus are counted apart */
+    ck_assert_uint_eq(st(&g)->direct_bus, 0);
+    ck_assert_uint_ge(st(&f)->direct_bus, 5);  /* the set-up's ring writes */
+    fake_fini(&f);
+    fake_fini(&g);
+}
+END_TEST
+
 /* What a hostile guest leaves in the page is taken in as its write would
  * be: masked (the page then holds what the register holds), checked at
  * the next receive (a tail beyond the ring halts it, reported once, until
@@ -1271,6 +1311,7 @@ static Suite *e1000_suite(void)
     tcase_add_test(t, irq_coalescing);
     tcase_add_test(t, no_dma_without_bus_master);
     tcase_add_test(t, direct_page_receive);
+    tcase_add_test(t, direct_page_orders_reset);
     suite_add_tcase(s, t);
 
     tcase_add_test(h, tx_oversize);

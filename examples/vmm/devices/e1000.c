@@ -853,12 +853,27 @@ static unsigned e1k_latch_ranges(const nic *n, uint32_t (*ranges)[2],
 static unsigned e1k_coalesced_ranges(const nic *n, uint32_t (*ranges)[2],
                                      unsigned max)
 {
-    static const uint32_t exits[] = { E1000_MDIC, E1000_ICR, E1000_ICS,
-                                      E1000_IMS, E1000_IMC, E1000_TCTL,
-                                      E1000_TDT };
-    size_t nexits = sizeof exits / sizeof exits[0] - (nic_combining(n) ? 1 : 0);
+    uint32_t exits[9];                  /* sorted by offset */
+    size_t nexits = 0;
     uint32_t from = 0;
     unsigned k = 0;
+
+    /* With the direct page, the receive ring's registers take effect at
+     * once, ahead of anything still in the coalesced ring: a reset
+     * (CTRL.RST) or a receiver turned off (RCTL) replayed later would
+     * undo or race the ring the guest set up after it. Those two exit. */
+    if (n->direct)
+        exits[nexits++] = E1000_CTRL;
+    exits[nexits++] = E1000_MDIC;
+    exits[nexits++] = E1000_ICR;
+    exits[nexits++] = E1000_ICS;
+    exits[nexits++] = E1000_IMS;
+    exits[nexits++] = E1000_IMC;
+    if (n->direct)
+        exits[nexits++] = E1000_RCTL;
+    exits[nexits++] = E1000_TCTL;
+    if (!nic_combining(n))
+        exits[nexits++] = E1000_TDT;
 
     for (size_t i = 0; i <= nexits && k < max; i++) {
         uint32_t to = i < nexits ? exits[i] : nic_e1000_ops.bar_size;

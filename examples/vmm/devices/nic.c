@@ -244,6 +244,7 @@ void nic_access(nic *n, uint32_t offset, unsigned size, bool is_write,
     n->busy = true;
     if (n->direct && offset - n->ops->direct_page < NIC_DIRECT_SIZE) {
         uint32_t v = *val & size_mask(size);
+        n->stats.direct_bus++;
         direct_access(n, offset - n->ops->direct_page, size, is_write, &v);
         if (!is_write)
             *val = v;

@@ -104,6 +104,9 @@ typedef struct nic_stats {
     uint64_t dma_errors;        /* DMA that reached no RAM (master aborts) */
     uint64_t direct_updates;    /* registers the guest wrote in the direct
                                  * page, taken in by the model */
+    uint64_t direct_bus;        /* accesses to the direct page that came
+                                 * through nic_access() (not mapped, or a
+                                 * libcluster run) */
 } nic_stats;
 
 typedef struct nic nic;
