@@ -65,8 +65,6 @@ static int devices_build(vmm *vm, const kept_state *kept, unsigned nkept,
             return -1;
         }
     }
-    /* what the devices mapped at creation is no news to the engine */
-    atomic_store(&vm->map_changed, false);
     return 0;
 }
 

@@ -64,6 +64,8 @@ typedef struct kvm_vm {
     unsigned zones_gen;             /* vmm_devices_coalesced_gen() */
     vmm_ram_range direct[4];        /* device pages in memory slots */
     unsigned ndirect;
+    unsigned map_applied;           /* vmm_map_gen() the slots and zones
+                                     * follow */
     /* The coalesced ring is the VM's (one page, seen through every vCPU's
      * kvm_run mapping): the vCPUs drain it at each exit and the I/O
      * thread on its tick (vm->io_drain), one at a time, in order. */
@@ -135,6 +137,13 @@ static void direct_set(kvm_vm *k, vmm *vm)
     }
 }
 
+/* Has the map changed since the zones and slots were set? */
+static bool map_stale(kvm_vm *k, vmm *vm)
+{
+    return vmm_map_gen(vm) != __atomic_load_n(&k->map_applied,
+                                              __ATOMIC_ACQUIRE);
+}
+
 /* The coalesced zones as the devices want them now, and with `moved`
  * (the map changed) the direct pages too. */
 static void zones_set(kvm_vm *k, vmm *vm, bool moved)
@@ -143,8 +152,11 @@ static void zones_set(kvm_vm *k, vmm *vm, bool moved)
     unsigned n, i;
 
     pthread_mutex_lock(&k->zones_lock);
-    if (moved)
+    if (moved) {
+        unsigned gen = vmm_map_gen(vm);     /* a later change: stale again */
         direct_set(k, vm);
+        __atomic_store_n(&k->map_applied, gen, __ATOMIC_RELEASE);
+    }
     for (i = 0; i < k->nzones; i++)
         ioctl(k->fd, KVM_UNREGISTER_COALESCED_MMIO, &k->zones[i]);
     k->nzones = 0;
@@ -293,7 +305,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
 
         if (c->core.id == 0)
             vmm_exit_done(vm);      /* the previous exit is complete */
-        if (vmm_map_sync(vm))       /* this exit moved a BAR */
+        if (map_stale(vm->cpu, vm)) /* an exit moved a BAR: never enter
+                                     * the guest on the old map */
             zones_set(vm->cpu, vm, true);
         if (ioctl(c->fd, KVM_RUN, 0) < 0) {
             if (errno == EINTR || errno == EAGAIN) {
@@ -316,8 +329,8 @@ static void cpu_loop(kvm_vcpu_ctx *c)
             vmm_kvm_quirk_exit(vm, c->fd);
         bool pio = run->exit_reason == KVM_EXIT_IO,
              dev = pio || run->exit_reason == KVM_EXIT_MMIO;
-        bool moved = vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO
-                                                   : LC_EXIT_MMIO) : 0);
+        vmm_exit_begin(vm, dev ? (pio ? LC_EXIT_IO : LC_EXIT_MMIO) : 0);
+        bool moved = map_stale(vm->cpu, vm);
         if (moved || vmm_devices_coalesced_gen(vm) !=
             __atomic_load_n(&((kvm_vm *)vm->cpu)->zones_gen, __ATOMIC_RELAXED))
             zones_set(vm->cpu, vm, moved);  /* the zones moved or changed */

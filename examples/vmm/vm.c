@@ -147,7 +147,7 @@ vm_irq vmm_irq_line(vmm *vm, unsigned gsi)
  *    within one cluster several kicks are one exit anyway;
  *  - after a BAR move, flush the engine (lc_vm_ops.gpa_map contract).
  * Returns true if the guest-physical map changed since the last exit. */
-bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
+void vmm_exit_begin(vmm *vm, lc_exit_kind kind)
 {
     VMM_STAT_INC(vm->stats.exits);
     if (kind == LC_EXIT_IO)
@@ -155,7 +155,6 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
     else if (kind == LC_EXIT_MMIO)
         VMM_STAT_INC(vm->stats.exits_mmio);
     vmm_devices_flush_pending(vm);
-    return vmm_map_sync(vm);
 }
 
 /* A device changed the guest-physical map (a BAR moved, PAM, the ROM
@@ -164,23 +163,20 @@ bool vmm_exit_begin(vmm *vm, lc_exit_kind kind)
  * callback: the run that made that access then ends after it
  * (LC_STOP_COHERENCY) instead of going on with what the old map
  * answered, and any exit another vCPU begins after the guest saw the
- * change finds the engine's generation moved. The flag tells the back
- * end (vmm_map_sync()) to redo what depends on the map before the guest
- * runs again. */
+ * change finds the engine's generation moved. The map's generation
+ * tells the back end (vmm_map_gen()) to redo what depends on the map
+ * before the guest runs again: every vCPU compares it before entering,
+ * so the one that made the change never runs on the old map. */
 void vmm_map_changed(vmm *vm)
 {
-    atomic_store(&vm->map_changed, true);
+    atomic_fetch_add(&vm->map_gen, 1);
     if (vm->engine)
         lc_engine_flush(vm->engine);
 }
 
-/* Did the map change since the last call (vmm_map_changed())? At the
- * beginning of every exit, and by the KVM back end at the end of every
- * exit too (its coalesced zones follow the BARs). */
-bool vmm_map_sync(vmm *vm)
+unsigned vmm_map_gen(vmm *vm)
 {
-    return atomic_load_explicit(&vm->map_changed, memory_order_relaxed) &&
-           atomic_exchange(&vm->map_changed, false);
+    return atomic_load_explicit(&vm->map_gen, memory_order_acquire);
 }
 
 /* Adaptive send combining's "next world switch" (Sugerman et al. section

@@ -160,7 +160,7 @@ struct vmm {
     vm_irq irq;                   /* the back end's line setter */
     vm_dma dma;                   /* guest memory as devices reach it */
     atomic_uint irq_epoch;
-    atomic_bool map_changed;      /* the map changed (vmm_map_changed()) */
+    atomic_uint map_gen;          /* vmm_map_changed() bumps it */
     /* Ending the VM. */
     atomic_bool stop;
     int exit_code;                /* the guest's, or an lcvmm_exit_status */
@@ -230,13 +230,15 @@ void vmm_engine_vcpus_made(vmm *vm);
 void vmm_engine_vcpus_gone(vmm *vm);
 
 /* Called by a back end first at every exit (`kind`: LC_EXIT_IO,
- * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued,
- * returns true if a BAR moved since (vmm_map_sync()). */
-bool vmm_exit_begin(vmm *vm, lc_exit_kind kind);
-/* A device changed the guest-physical map: flush the engine now. */
+ * LC_EXIT_MMIO, or 0): counts it, sends what send combining queued. */
+void vmm_exit_begin(vmm *vm, lc_exit_kind kind);
+/* A device changed the guest-physical map: flush the engine now, and
+ * bump the map's generation. */
 void vmm_map_changed(vmm *vm);
-/* Did the map change since the last call (true then)? */
-bool vmm_map_sync(vmm *vm);
+/* The map's generation: a back end that keeps anything that follows the
+ * map (KVM's coalesced zones and device memory slots) compares it with
+ * the one it applied before every entry into the guest. */
+unsigned vmm_map_gen(vmm *vm);
 /* Called by a back end after every exit, before the guest runs again:
  * adaptive send combining's "next world switch" (the devices' exit_done
  * hooks, vm.c). */

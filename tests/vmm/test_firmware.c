@@ -33,7 +33,7 @@ void vmm_request_stop(vmm *vm, int code, const char *fmt, ...)
  * also flushes the engine there, which this test does not make */
 void vmm_map_changed(vmm *vm)
 {
-    atomic_store(&vm->map_changed, true);
+    atomic_fetch_add(&vm->map_gen, 1);
 }
 
 static uint32_t rng = 12345;
