@@ -64,6 +64,11 @@ ON = ['--cluster', 'all', '--cflow', 'm3']
 CONFIGS = [
     dict(id='off', label='lcvmm off', args=['--no-cluster']),
     dict(id='on', label='lcvmm on', args=ON),
+    # the same peer as QEMU's, in its own process over UDP: replies arrive
+    # while the guest runs, as under QEMU (the built-in peer answers inside
+    # the exit that transmits)
+    dict(id='on-dgram', label='lcvmm on, lcvmm-peer over dgram', args=ON,
+         dgram=True),
     dict(id='on-nodirect', label='lcvmm on, no direct page',
          args=ON + ['--nic-opt', 'latch,combine,coalesce'], nic_only='e1000'),
     dict(id='on-nocombine', label='lcvmm on, no send combining',
@@ -135,13 +140,14 @@ def run_once(build, wl, cfg, n, counting):
     peer = None
     rec = dict(config=cfg['id'], n=n)
     try:
-        if cfg['args'] is None:
+        if cfg['args'] is None or cfg.get('dgram'):
             qport, pport = free_udp_ports(2)
             peer = subprocess.Popen(
                 [qemu_mod.peer_path(build), '--listen', f'127.0.0.1:{pport}',
                  '--remote', f'127.0.0.1:{qport}'],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.05)
+        if cfg['args'] is None:
             cmd = qemu_mod.command(qemu_mod.QEMU, image, wl['nic'],
                                    f'n={n} {wl["params"]}',
                                    qemu_mod.netdev_dgram(qport, pport))
@@ -150,7 +156,9 @@ def run_once(build, wl, cfg, n, counting):
                    '-k', image, '--nic', wl['nic'], '--cpu', 'kvm',
                    '-p', f'n={n} {wl["params"]}', '--stats', 'json',
                    '--stats-file', stats_path, '--timeout',
-                   str(TIMEOUT)] + cfg['args']
+                   str(TIMEOUT)] + cfg['args'] + \
+                (['--net', f'dgram,local=127.0.0.1:{qport},'
+                  f'remote=127.0.0.1:{pport}'] if cfg.get('dgram') else [])
         if counting:
             cmd = perf_prefix(perf_out) + cmd
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
@@ -255,7 +263,7 @@ def derive(runs, cfgs, n1, n2):
         d['rounds'] = len(rounds)
         d['failed_runs'] = sum(1 for r in runs
                                if r['config'] == cid and 'error' in r)
-        for ref in ('qemu', 'off', 'on-nocombine', 'on-nodirect'):
+        for ref in ('qemu', 'off', 'on-nocombine', 'on-nodirect', 'on-dgram'):
             if ref in per and ref != cid:
                 d[f'time_vs_{ref}'] = summary(
                     [r['loop_s'] / per[ref][k]['loop_s']
@@ -383,6 +391,15 @@ def goals(nf):
                        f'{_f(med(_cfg(nf, wid, "qemu").get("exits")))} exits '
                        f'and {_f(med(_cfg(nf, wid, "qemu").get("traps")))} '
                        'traps.')
+        dg = _cfg(nf, wid, 'on-dgram')
+        if dg:
+            out.append(f'  - the same peer as QEMU\'s (lcvmm-peer over UDP, '
+                       f'replies arriving while the guest runs): lcvmm on / '
+                       f'QEMU = {_ratio_text(dg.get("time_vs_qemu"))}, '
+                       f'{_f(_ex(dg))} exits and {_f(_tr(dg))} traps per '
+                       f'exchange ({_f(med(dg.get("time_us")), 1)} us; with '
+                       f'the built-in peer {_f(med(on.get("time_us")), 1)} '
+                       'us).')
     for wid in ('e1000-rr', 'e1000-linux'):
         on, nd = _cfg(nf, wid, 'on'), _cfg(nf, wid, 'on-nodirect')
         if on and nd:

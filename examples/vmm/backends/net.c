@@ -97,13 +97,26 @@ static net_backend *create_tap(const char *const *vals, char *err,
     return net_tap_create(vals[0], err, errlen);
 }
 
+static net_backend *create_dgram(const char *const *vals, char *err,
+                                 size_t errlen)
+{
+    if (!vals[0] || !vals[1]) {
+        net_set_err(err, errlen, "dgram: missing %s (use dgram,local=HOST:"
+                    "PORT,remote=HOST:PORT)", vals[0] ? "remote" : "local");
+        return NULL;
+    }
+    return net_dgram_create(vals[0], vals[1], err, errlen);
+}
+
 static const net_kind kinds[] = {
     { "peer", { "ip", "tftp", "boot" },
       "peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE]", create_peer },
     { "tap", { "ifname" }, "tap,ifname=NAME", create_tap },
+    { "dgram", { "local", "remote" },
+      "dgram,local=HOST:PORT,remote=HOST:PORT", create_dgram },
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
-#define VALID_BACKENDS "peer, tap"
+#define VALID_BACKENDS "peer, tap, dgram"
 
 static const net_kind *find_kind(const char *name)
 {

@@ -215,8 +215,17 @@ net_backend *net_peer_create_boot(const char *ip, const char *tftp_dir,
  */
 net_backend *net_tap_create(const char *ifname, char *err, size_t errlen);
 
+/*
+ * One frame per UDP datagram between `local` and `remote` ("HOST:PORT",
+ * "[V6HOST]:PORT"), QEMU's -netdev dgram transport; lcvmm-peer answers
+ * there (dgram.c). On error returns NULL with the reason in err.
+ */
+net_backend *net_dgram_create(const char *local, const char *remote,
+                              char *err, size_t errlen);
+
 /* Parse a --net argument: "peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE]",
- * "tap,ifname=NAME"; both take the test hooks ",fault=KIND:P%" and
+ * "tap,ifname=NAME", "dgram,local=HOST:PORT,remote=HOST:PORT"; all take
+ * the test hooks ",fault=KIND:P%" and
  * ",rxfault=KIND:P%" (each repeated for several kinds) and
  * ",fault-seed=N". */
 net_backend *net_backend_from_arg(const char *arg, char *err, size_t errlen);

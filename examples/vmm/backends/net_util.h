@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /*
  * The Internet checksum (RFC 791 section 3.1, RFC 1071): the 16-bit ones'
@@ -46,6 +47,15 @@ static inline void net_put16(uint8_t *p, uint16_t v)
  * out[4] in network order. False if it is not one.
  */
 bool net_parse_ipv4(const char *s, uint8_t out[4]);
+
+/*
+ * "HOST:PORT" or "[V6HOST]:PORT" (numeric port) into a socket address of
+ * `family` (AF_UNSPEC: either). 0, or -1 with the reason in err. Used by
+ * the dgram backend and by lcvmm-peer (dgram.c).
+ */
+int net_parse_endpoint(const char *s, int family,
+                       struct sockaddr_storage *addr, socklen_t *len,
+                       char *err, size_t errlen);
 
 /* printf into err (errlen bytes, always terminated); no-op if err is NULL
  * or errlen is 0, so callers may pass no buffer. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "net.h"
+#include "net_util.h"
 
 #define PROG "lcvmm-peer"
 /* Anything a UDP datagram can carry, so an oversize frame arrives whole
@@ -62,47 +63,18 @@ static void usage(FILE *f)
         "IPv6 hosts go in brackets: [::1]:5556.\n");
 }
 
-/*
- * "HOST:PORT" or "[V6HOST]:PORT" into an address. family is AF_UNSPEC
- * or the family the other endpoint already has. 0, or -1 after printing
- * why.
- */
+/* --listen or --remote into an address (net_parse_endpoint, dgram.c);
+ * family is AF_UNSPEC or the other endpoint's. 0, or -1 after printing
+ * why. */
 static int parse_endpoint(const char *what, const char *s, int family,
                           endpoint *ep)
 {
-    struct addrinfo hints = { 0 }, *res;
-    char host[256];
-    const char *colon = strrchr(s, ':'), *h = s;
-    size_t hlen;
-    int rc;
+    char why[300];
 
-    if (!colon || !colon[1]) {
-        fprintf(stderr, PROG ": --%s %s: expected HOST:PORT\n", what, s);
+    if (net_parse_endpoint(s, family, &ep->addr, &ep->len, why, sizeof why)) {
+        fprintf(stderr, PROG ": --%s %s\n", what, why);
         return -1;
     }
-    hlen = (size_t)(colon - s);
-    if (hlen >= 2 && s[0] == '[' && s[hlen - 1] == ']') {
-        h = s + 1;
-        hlen -= 2;
-    }
-    if (hlen == 0 || hlen >= sizeof host) {
-        fprintf(stderr, PROG ": --%s %s: bad host\n", what, s);
-        return -1;
-    }
-    memcpy(host, h, hlen);
-    host[hlen] = 0;
-
-    hints.ai_family = family;
-    hints.ai_socktype = SOCK_DGRAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    rc = getaddrinfo(host, colon + 1, &hints, &res);
-    if (rc) {
-        fprintf(stderr, PROG ": --%s %s: %s\n", what, s, gai_strerror(rc));
-        return -1;
-    }
-    memcpy(&ep->addr, res->ai_addr, res->ai_addrlen);
-    ep->len = res->ai_addrlen;
-    freeaddrinfo(res);
     return 0;
 }
 
