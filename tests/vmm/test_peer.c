@@ -10,9 +10,13 @@
  * (frames are passed in heap buffers of their exact size so the address
  * sanitizer sees any overread).
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../unit/harness.h"
@@ -759,10 +763,10 @@ END_TEST
 START_TEST(net_arg_errors)
 {
     static const struct { const char *arg, *msg; } cases[] = {
-        { "", "empty network backend (valid: peer, tap)" },
-        { "foo", "unknown network backend 'foo' (valid: peer, tap)" },
-        { "Peer", "unknown network backend 'Peer' (valid: peer, tap)" },
-        { ",ip=1.2.3.4", "unknown network backend '' (valid: peer, tap)" },
+        { "", "empty network backend (valid: peer, tap, dgram)" },
+        { "foo", "unknown network backend 'foo' (valid: peer, tap, dgram)" },
+        { "Peer", "unknown network backend 'Peer' (valid: peer, tap, dgram)" },
+        { ",ip=1.2.3.4", "unknown network backend '' (valid: peer, tap, dgram)" },
         { "peer,", "peer: empty option (usage: peer[,ip=A.B.C.D][,tftp=DIR][,boot=FILE])" },
         { "peer,ipx=1.2.3.4", "peer: unknown option 'ipx' (valid: ip, tftp, boot)" },
         { "peer,ifname=tap0", "peer: unknown option 'ifname' (valid: ip, tftp, boot)" },
@@ -775,6 +779,12 @@ START_TEST(net_arg_errors)
         { "tap,ip=1.2.3.4", "tap: unknown option 'ip' (valid: ifname)" },
         { "tap,ifname=abcdefghijklmnop",
           "tap: interface name 'abcdefghijklmnop' too long (at most 15 characters)" },
+        { "dgram", "dgram: missing local (use dgram,local=HOST:PORT,remote=HOST:PORT)" },
+        { "dgram,local=127.0.0.1:9",
+          "dgram: missing remote (use dgram,local=HOST:PORT,remote=HOST:PORT)" },
+        { "dgram,local=127.0.0.1,remote=127.0.0.1:9",
+          "dgram: local=127.0.0.1: expected HOST:PORT" },
+        { "dgram,ifname=x", "dgram: unknown option 'ifname' (valid: local, remote)" },
     };
     char err[160];
 
@@ -784,10 +794,76 @@ START_TEST(net_arg_errors)
         ck_assert_str_eq(err, cases[i].msg);
     }
     ck_assert_ptr_null(net_backend_from_arg(NULL, err, sizeof err));
-    ck_assert_str_eq(err, "empty network backend (valid: peer, tap)");
+    ck_assert_str_eq(err, "empty network backend (valid: peer, tap, dgram)");
     /* A small error buffer is truncated, not overrun. */
     ck_assert_ptr_null(net_backend_from_arg("foo", err, 8));
     ck_assert_str_eq(err, "unknown");
+}
+END_TEST
+
+/* A UDP port nothing listens on now (bound, read, closed). */
+static unsigned free_udp_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Two dgram backends facing each other: a frame one sends is one
+ * datagram the other receives, whole; oversize and runt datagrams are
+ * dropped and counted; the descriptor polls readable while one waits. */
+START_TEST(dgram_pair_carries_frames)
+{
+    unsigned pa = free_udp_port(), pb = free_udp_port();
+    char arg_a[96], arg_b[96], err[160] = "";
+    uint8_t frame[100], buf[NET_FRAME_MAX];
+    net_backend *a, *b;
+    struct pollfd p;
+
+    snprintf(arg_a, sizeof arg_a,
+             "dgram,local=127.0.0.1:%u,remote=127.0.0.1:%u", pa, pb);
+    snprintf(arg_b, sizeof arg_b,
+             "dgram,local=127.0.0.1:%u,remote=127.0.0.1:%u", pb, pa);
+    a = net_backend_from_arg(arg_a, err, sizeof err);
+    ck_assert_msg(a, "%s", err);
+    b = net_backend_from_arg(arg_b, err, sizeof err);
+    ck_assert_msg(b, "%s", err);
+    ck_assert_uint_eq(net_rx(b, buf, sizeof buf), 0);     /* nothing yet */
+    for (size_t i = 0; i < sizeof frame; i++)
+        frame[i] = (uint8_t)(i * 7);
+    ck_assert_int_eq(net_tx(a, frame, sizeof frame), 0);
+    p = (struct pollfd){ net_poll_fd(b), POLLIN, 0 };
+    ck_assert_int_eq(poll(&p, 1, 2000), 1);
+    ck_assert_uint_eq(net_rx(b, buf, sizeof buf), sizeof frame);
+    ck_assert_mem_eq(buf, frame, sizeof frame);
+    ck_assert_uint_eq(b->stats.rx_offered, 1);
+    ck_assert_uint_eq(a->stats.tx_frames, 1);
+    /* a datagram too short to be a frame, from the right address */
+    {
+        struct sockaddr_in to = { .sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)pb),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in from = to;
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+        net_destroy(a);                 /* its port, for the stray sender */
+        from.sin_port = htons((uint16_t)pa);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&from, sizeof from), 0);
+        ck_assert_int_eq(sendto(fd, "runt", 4, 0, (struct sockaddr *)&to,
+                                sizeof to), 4);
+        ck_assert_int_eq(poll(&p, 1, 2000), 1);
+        ck_assert_uint_eq(net_rx(b, buf, sizeof buf), 0);
+        ck_assert_uint_eq(b->stats.rx_dropped, 1);
+        close(fd);
+    }
+    net_destroy(b);
 }
 END_TEST
 
@@ -812,6 +888,7 @@ static Suite *peer_suite(void)
     tcase_add_test(tc, tftp_resends_lost_block);
     tcase_add_test(tc, net_arg_peer);
     tcase_add_test(tc, net_arg_errors);
+    tcase_add_test(tc, dgram_pair_carries_frames);
     suite_add_tcase(s, tc);
     return s;
 }
