@@ -57,6 +57,14 @@ int net_parse_endpoint(const char *s, int family,
                        struct sockaddr_storage *addr, socklen_t *len,
                        char *err, size_t errlen);
 
+/*
+ * A backend over `fd`, non-blocking, one frame per read() and write()
+ * (fd.c): TAP and dgram open their descriptor and hand it here, under
+ * their `name` (static). It owns fd from here, closed on failure too.
+ */
+typedef struct net_backend net_backend;
+net_backend *net_fd_create(const char *name, int fd, char *err, size_t errlen);
+
 /* printf into err (errlen bytes, always terminated); no-op if err is NULL
  * or errlen is 0, so callers may pass no buffer. */
 void net_set_err(char *err, size_t errlen, const char *fmt, ...)

@@ -5,9 +5,8 @@
  *
  * The device is opened with IFF_TAP (Ethernet frames, not IP packets) and
  * IFF_NO_PI (no 4-byte packet information prefix), so one read() or
- * write() is exactly one frame as net.h defines it. The descriptor is
- * non-blocking: the VMM polls it (poll_fd) and the NIC pulls frames with
- * rx() until it returns 0.
+ * write() is exactly one frame as net.h defines it, and the descriptor,
+ * non-blocking, carries frames as fd.c does for any such descriptor.
  *
  * The interface is created if missing and, not being persistent (no
  * TUNSETPERSIST), disappears when the descriptor is closed. Configuring
@@ -18,8 +17,6 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
-#include <poll.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -28,111 +25,6 @@
 #include "net_util.h"
 
 #define TUN_PATH "/dev/net/tun"
-
-/* The largest frame the kernel can hand us is bounded by the interface
- * MTU, which an administrator may raise past 1500; reads go through a
- * buffer big enough for any so an oversize frame is dropped whole rather
- * than truncated into something that looks valid. */
-#define TAP_READ_MAX 65536
-
-typedef struct tap {
-    net_backend be;
-    int fd;
-    uint8_t rbuf[TAP_READ_MAX];
-    net_txq txq;                /* frames to write (net.h) */
-    net_rxq rxq;                /* frames read, on their way to the NIC */
-} tap;
-
-static tap *to_tap(net_backend *be)
-{
-    return (tap *)be;
-}
-
-/* One write() is one frame (IFF_NO_PI). EAGAIN (the interface's queue is
- * full) and ENOBUFS make the shared path (fault.c) keep the frame and
- * write it again later; EIO (the interface is down) and the rest lose it,
- * counted, as an unplugged wire would. */
-static long tap_send(net_backend *be, const uint8_t *frame, size_t len)
-{
-    ssize_t n;
-
-    do
-        n = write(to_tap(be)->fd, frame, len);
-    while (n < 0 && errno == EINTR);
-    return n < 0 ? -(long)errno : (long)n;
-}
-
-static int tap_tx(net_backend *be, const uint8_t *frame, size_t len)
-{
-    return net_txq_tx(be, &to_tap(be)->txq, tap_send, frame, len);
-}
-
-/* The next frame the kernel has for us (net_recv_fn). */
-static size_t tap_recv(net_backend *be, uint8_t *buf, size_t cap)
-{
-    tap *t = to_tap(be);
-
-    for (;;) {
-        ssize_t n = read(t->fd, t->rbuf, sizeof t->rbuf);
-
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return 0;           /* EAGAIN: nothing waiting */
-        }
-        if (n == 0)
-            return 0;
-        be->stats.rx_offered++;
-        /* Frames outside what net.h allows (oversize after an MTU change,
-         * or larger than the caller's buffer) are dropped, not cut. */
-        if ((size_t)n < NET_FRAME_MIN || (size_t)n > NET_FRAME_MAX ||
-            !buf || (size_t)n > cap) {
-            be->stats.rx_dropped++;
-            continue;
-        }
-        memcpy(buf, t->rbuf, (size_t)n);
-        return (size_t)n;
-    }
-}
-
-/* A frame waits in the kernel (net_ready_fn; only with rxfault= on). */
-static bool tap_ready(net_backend *be)
-{
-    struct pollfd p = { to_tap(be)->fd, POLLIN, 0 };
-
-    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
-static size_t tap_rx(net_backend *be, uint8_t *buf, size_t cap)
-{
-    tap *t = to_tap(be);
-
-    net_txq_poll(be, &t->txq, tap_send);    /* what waited for the host */
-    return net_rxq_rx(be, &t->rxq, tap_recv, tap_ready, buf, cap);
-}
-
-static int tap_poll_fd(net_backend *be)
-{
-    return to_tap(be)->fd;
-}
-
-static void tap_destroy(net_backend *be)
-{
-    tap *t = to_tap(be);
-
-    net_txq_fini(be, &t->txq);
-    net_rxq_fini(be, &t->rxq);
-    close(t->fd);
-    free(t);
-}
-
-static const net_backend_ops tap_ops = {
-    .name = "tap",
-    .tx = tap_tx,
-    .rx = tap_rx,
-    .poll_fd = tap_poll_fd,
-    .destroy = tap_destroy,
-};
 
 /* Why TUNSETIFF failed, in terms of what to do about it. */
 static const char *tunsetiff_hint(int err)
@@ -153,7 +45,6 @@ static const char *tunsetiff_hint(int err)
 net_backend *net_tap_create(const char *ifname, char *err, size_t errlen)
 {
     struct ifreq ifr;
-    tap *t;
     int fd, e;
 
     if (!ifname || !*ifname) {
@@ -184,15 +75,5 @@ net_backend *net_tap_create(const char *ifname, char *err, size_t errlen)
         close(fd);
         return NULL;
     }
-    t = calloc(1, sizeof *t);
-    if (!t) {
-        net_set_err(err, errlen, "tap: out of memory");
-        close(fd);
-        return NULL;
-    }
-    t->be.ops = &tap_ops;
-    t->be.txq = &t->txq;
-    t->be.rxq = &t->rxq;
-    t->fd = fd;
-    return &t->be;
+    return net_fd_create("tap", fd, err, errlen);   /* frames: fd.c */
 }
