@@ -81,9 +81,10 @@ static void fw_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
 {
     fw_cfg_dev *d = opaque;
     uint32_t v = (uint32_t)*val;
-    if (w && off == FW_CFG_PORT_SEL && (int)(v & 0xffff) == d->rom_key)
-        vmm_fw_phase(d->vm, FW_PHASE_OPTROM);   /* SeaBIOS loads the ROM */
     fw_cfg_access(d->f, (unsigned)off, size, w, &v);
+    /* selected through the selector port or by a DMA transfer */
+    if (w && d->rom_key >= 0 && fw_cfg_selected(d->f) == d->rom_key)
+        vmm_fw_phase(d->vm, FW_PHASE_OPTROM);   /* SeaBIOS loads the ROM */
     if (!w)
         *val = v;
 }
@@ -134,7 +135,9 @@ static int fw_cfg_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
     dev->state = d;
     d->vm = vm;
     d->rom_key = -1;
-    d->f = fw_cfg_create();
+    /* the DMA interface copies through the VMM's bounds-checked vm_dma,
+     * as the NICs do */
+    d->f = fw_cfg_create(vm->opt.no_fw_cfg_dma ? NULL : &vm->dma);
     if (!d->f || fw_cfg_fill(vm, d)) {
         snprintf(err, errlen, "cannot build the fw_cfg items");
         return -1;
@@ -156,6 +159,8 @@ static void fw_cfg_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
 {
     fw_cfg_dev *d = dev->state;
     put(ctx, "firmware", "fw_cfg_bytes", fw_cfg_bytes_read(d->f));
+    put(ctx, "firmware", "fw_cfg_dma_transfers", fw_cfg_dma_transfers(d->f));
+    put(ctx, "firmware", "fw_cfg_dma_errors", fw_cfg_dma_errors(d->f));
     put(ctx, "firmware", "kvm_iret_fixups", dev->vm->stats.quirk_irets);
     put(ctx, "firmware", "pam_remaps", dev->vm->fw->pam_changes);
     put(ctx, "firmware", "rom_bar_maps", dev->vm->fw->rom_bar_maps);

@@ -27,6 +27,8 @@ static void usage(FILE *f)
 "                         /usr/lib/ipxe/qemu/pxe-MODEL.rom), offered in fw_cfg\n"
 "      --rom-bar          offer the ROM behind the NIC's PCI expansion ROM BAR\n"
 "                         instead of fw_cfg\n"
+"      --no-fw-cfg-dma    fw_cfg's traditional interface only, without its DMA\n"
+"                         interface (QEMU's -global fw_cfg.dma_enabled=off)\n"
 "      --debugcon FILE    the firmware debug console (port 0x402) to FILE (- stderr)\n"
 "  -p, --params STRING    guest command line (e.g. \"n=100 cpl=3 irq=0\")\n"
 "  -m, --mem MIB          guest RAM in MiB (default 64, 2..3072)\n"
@@ -151,7 +153,7 @@ static int parse_uint(const char *s, unsigned long long lo,
 
 enum { O_NET = 256, O_CPU, O_NOCLUSTER, O_CLUSTER, O_CFLOW, O_NICOPT,
        O_STATS, O_STATSFILE, O_TRACE, O_INSNLIMIT, O_TIMEOUT,
-       O_STATSINTERVAL, O_BIOS, O_ROM, O_DEBUGCON, O_ROMBAR, O_REBOOT,
+       O_STATSINTERVAL, O_BIOS, O_ROM, O_DEBUGCON, O_ROMBAR, O_NOFWDMA, O_REBOOT,
        O_MAXREBOOTS, O_EXITCOST, O_LOSTTICKS };
 
 
@@ -179,6 +181,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         { "rom", required_argument, 0, O_ROM },
         { "debugcon", required_argument, 0, O_DEBUGCON },
         { "rom-bar", no_argument, 0, O_ROMBAR },
+        { "no-fw-cfg-dma", no_argument, 0, O_NOFWDMA },
         { "reboot", no_argument, 0, O_REBOOT },
         { "max-reboots", required_argument, 0, O_MAXREBOOTS },
         { "exit-cost", required_argument, 0, O_EXITCOST },
@@ -309,6 +312,7 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         case O_ROM: o->rom = optarg; break;
         case O_DEBUGCON: o->debugcon = optarg; break;
         case O_ROMBAR: o->rom_bar = true; break;
+        case O_NOFWDMA: o->no_fw_cfg_dma = true; break;
         case O_REBOOT: o->reboot = true; break;
         case O_MAXREBOOTS:
             if (parse_uint(optarg, 1, ~0ull, &v, "--max-reboots"))
@@ -346,9 +350,11 @@ static int parse_args(int argc, char **argv, vmm_options *o)
         fprintf(stderr, "lcvmm: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if ((o->rom || o->debugcon || o->rom_bar) && !o->bios) {
+    if ((o->rom || o->debugcon || o->rom_bar || o->no_fw_cfg_dma) &&
+        !o->bios) {
         fprintf(stderr, "lcvmm: %s needs --bios\n",
-                o->rom ? "--rom" : o->rom_bar ? "--rom-bar" : "--debugcon");
+                o->rom ? "--rom" : o->rom_bar ? "--rom-bar" :
+                o->debugcon ? "--debugcon" : "--no-fw-cfg-dma");
         return -1;
     }
     if (o->lost_ticks != VMM_TICKS_AUTO && o->cpu == VMM_CPU_UNICORN) {

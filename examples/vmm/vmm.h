@@ -78,6 +78,7 @@ typedef struct vmm_options {
     const char *rom;              /* --rom: the NIC's option ROM */
     const char *debugcon;         /* --debugcon: port 0x402 output */
     bool rom_bar;                 /* --rom-bar: ROM BAR instead of fw_cfg */
+    bool no_fw_cfg_dma;           /* --no-fw-cfg-dma */
     bool reboot;                  /* --reboot: a guest reset reboots it */
     uint64_t max_reboots;         /* --max-reboots (0: no limit) */
     int64_t exit_cost_ns;         /* --exit-cost: -1 auto (measured at

@@ -19,7 +19,10 @@
  *   3 UART access: offset, direction from the opcode, a value byte
  *   4 CMOS access: index or data port, direction, a value byte
  *   5 fw_cfg: selector write of a known key or of 16 raw bits, or a
- *     data-port read, or any other width/offset
+ *     data-port read, or any other width/offset; with opcode bit 7 a DMA
+ *     transfer: a descriptor (its offset in the harness's 16 KiB of guest
+ *     RAM, control, length, buffer address) from the input, the address
+ *     register's high half written first with opcode bit 6
  *   6 i8042: data or command port, direction, a value byte
  *   7 BAR sizing as firmware does it: select BAR0 or the ROM BAR of a
  *     device, write all ones, read back, write a base from the input
@@ -30,7 +33,9 @@
  * ~(size - 1) with its type bits; every BAR move and ROM move the model
  * reports is aligned to the size; UART bytes out equal THR writes with
  * DLAB clear; plain CMOS RAM reads back what was written; fw_cfg returns
- * the selected item's bytes in order, then zeros.
+ * the selected item's bytes in order, then zeros, through the data port
+ * and by DMA; a DMA transfer reports an error exactly when it writes or
+ * its buffer leaves guest RAM, and writes nothing outside guest RAM.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -130,6 +135,44 @@ static const uint16_t fw_keys[] = {
 };
 static uint8_t file_big[5000];
 
+/* Guest RAM for fw_cfg's DMA, between guard bytes no transfer may touch;
+ * the copies refuse any byte outside it, as the VMM's vm_dma does. */
+#define GMEM  0x4000u
+#define GUARD 64u
+static uint8_t gmem_all[GMEM + 2 * GUARD];
+static uint8_t *const gmem = gmem_all + GUARD;
+
+static bool gm_inside(uint64_t gpa, uint64_t len)
+{
+    return gpa <= GMEM && len <= GMEM - gpa;
+}
+
+static int gm_rd(void *o, uint64_t gpa, void *buf, size_t len)
+{
+    (void)o;
+    if (!gm_inside(gpa, len))
+        return -1;
+    memcpy(buf, gmem + gpa, len);
+    return 0;
+}
+
+static int gm_wr(void *o, uint64_t gpa, const void *buf, size_t len)
+{
+    (void)o;
+    if (!gm_inside(gpa, len))
+        return -1;
+    memcpy(gmem + gpa, buf, len);
+    return 0;
+}
+
+static const vm_dma gm_dma = { NULL, gm_rd, gm_wr };
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);  p[3] = (uint8_t)v;
+}
+
 typedef struct fw_shadow {
     const uint8_t *data;        /* NULL: unknown contents (the directory) */
     uint32_t len;
@@ -140,7 +183,8 @@ typedef struct fw_shadow {
 static void fw_known(uint16_t key, fw_shadow *sh)
 {
     static const uint8_t sig[4] = { 'Q', 'E', 'M', 'U' };
-    static const uint8_t id[4] = { 1, 0, 0, 0 };
+    static const uint8_t id[4] = { FW_CFG_ID_TRADITIONAL | FW_CFG_ID_DMA,
+                                   0, 0, 0 };
     static const uint8_t two[2] = { 2, 0 };
     static const uint8_t one[2] = { 1, 0 };
     static const uint8_t e820[20] = { 0, 0, 0, 0, 0, 0, 0, 0,
@@ -167,7 +211,7 @@ static fw_cfg *fw_setup(void)
     static const uint8_t two[2] = { 2, 0 };
     static const uint8_t one[2] = { 1, 0 };
     fw_shadow sh;
-    fw_cfg *f = fw_cfg_create();
+    fw_cfg *f = fw_cfg_create(&gm_dma);
 
     for (size_t i = 0; i < sizeof file_big; i++)
         file_big[i] = (uint8_t)(i * 7 + 3);
@@ -242,6 +286,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     u = uart_create(sink());
     c = cmos_create(64u << 20, 2, fixed_now);
+    memset(gmem_all, 0xa5, sizeof gmem_all);
     fw = fw_setup();
     k = i8042_create(on_reset, NULL);
     CHECK(u && c && k);
@@ -347,6 +392,61 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         CHECK(v == 0);
                     fsel.off++;
                 }
+            } else if (op & 0x80) {             /* a DMA transfer */
+                uint32_t d = u32(&s) % (GMEM + 64), ctl = u32(&s),
+                         len = u32(&s) & 0x7fff, hi = 0;
+                uint64_t addr = (op & 0x20) ? (uint64_t)u32(&s) << 32 |
+                                              u32(&s)
+                                            : u32(&s) % (GMEM + 64);
+                bool placed = gm_inside(d, 16), rd, wr, err;
+                uint64_t before = fw_cfg_dma_transfers(fw);
+
+                if (placed) {
+                    put_be32(gmem + d, ctl);
+                    put_be32(gmem + d + 4, len);
+                    put_be32(gmem + d + 8, (uint32_t)(addr >> 32));
+                    put_be32(gmem + d + 12, (uint32_t)addr);
+                }
+                if (op & 0x40) {
+                    hi = u32(&s) & 1;
+                    v = __builtin_bswap32(hi);
+                    fw_cfg_access(fw, FW_CFG_PORT_DMA_HI, 4, true, &v);
+                }
+                v = __builtin_bswap32(d);
+                fw_cfg_access(fw, FW_CFG_PORT_DMA_LO, 4, true, &v);
+                CHECK(fw_cfg_dma_transfers(fw) == before + 1);
+                if (!placed || hi)
+                    break;                      /* dropped: nothing moves */
+                if (ctl & FW_CFG_DMA_CTL_SELECT)
+                    fw_known((uint16_t)(ctl >> 16), &fsel);
+                rd = ctl & FW_CFG_DMA_CTL_READ;
+                wr = !rd && (ctl & FW_CFG_DMA_CTL_WRITE);
+                err = len && (wr || (rd && !gm_inside(addr, len)));
+                /* the control field comes back last: 0 or the error */
+                CHECK(gmem[d] == 0 && gmem[d + 1] == 0 && gmem[d + 2] == 0 &&
+                      gmem[d + 3] == (err ? FW_CFG_DMA_CTL_ERROR : 0));
+                if (err) {
+                    /* where the offset stopped is the model's business:
+                     * check no more data-port bytes until a select */
+                    fsel.exists = true;
+                    fsel.data = NULL;
+                    fsel.len = UINT32_MAX;
+                    break;
+                }
+                if (!rd && !wr && !(ctl & FW_CFG_DMA_CTL_SKIP))
+                    break;                      /* no operation */
+                for (uint32_t i = 0; rd && i < len; i++) {
+                    uint64_t pos = (uint64_t)fsel.off + i;
+                    if (addr + i >= d && addr + i < d + 4)
+                        continue;               /* the control field */
+                    if (!fsel.exists || pos >= fsel.len)
+                        CHECK(gmem[addr + i] == 0);
+                    else if (fsel.data)
+                        CHECK(gmem[addr + i] == fsel.data[pos]);
+                }
+                if (fsel.exists && fsel.off < fsel.len)
+                    fsel.off += fsel.len - fsel.off < len ? fsel.len - fsel.off
+                                                          : len;
             } else {                            /* any other access */
                 bool w = op & 0x20;
                 off = (op >> 6) & 1;
@@ -401,7 +501,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pci_access(pci, 4, 4, false, &v);
         CHECK((v & ~(S.bar.is_io ? 3u : 0xfu)) == S.bar_base);
     }
-    CHECK(fw_cfg_bytes_read(fw) <= (uint64_t)MAX_CMDS * 64);
+    /* the data port moves a byte a command, a transfer at most 32 KiB */
+    CHECK(fw_cfg_bytes_read(fw) <= (uint64_t)MAX_CMDS * 0x8000);
+    for (unsigned i = 0; i < GUARD; i++)
+        CHECK(gmem_all[i] == 0xa5 && gmem_all[GUARD + GMEM + i] == 0xa5);
     i8042_destroy(k);
     fw_cfg_destroy(fw);
     cmos_destroy(c);

@@ -135,6 +135,8 @@ CASES = [
      '--rom needs --bios'),
     ('--rom-bar without --bios', image(header()), ['--rom-bar'],
      '--rom-bar needs --bios'),
+    ('--no-fw-cfg-dma without --bios', image(header()),
+     ['--no-fw-cfg-dma'], '--no-fw-cfg-dma needs --bios'),
     # output asked for and lost: an error, after the guest's own status
     ('statistics on a full disk', guest_exit(3),
      ['--stats', 'json', '--stats-file', '/dev/full'],

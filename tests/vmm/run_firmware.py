@@ -289,6 +289,19 @@ def main():
                       f'{json.dumps(stats.get("firmware", {}))}')
                 if 'phases' in stats:
                     print(f'#   phases {json.dumps(stats["phases"])}')
+                # SeaBIOS reads fw_cfg by DMA when the ID offers it, and
+                # every transfer of a working boot succeeds
+                fw = stats.get('firmware', {})
+                dma = fw.get('fw_cfg_dma_transfers', 0)
+                if '--no-fw-cfg-dma' in args.extra_arg:
+                    if dma:
+                        print(f'FAIL: {dma} fw_cfg DMA transfers with '
+                              '--no-fw-cfg-dma')
+                        ok = False
+                elif not dma or fw.get('fw_cfg_dma_errors', 0):
+                    print(f'FAIL: fw_cfg DMA: {dma} transfers, '
+                          f'{fw.get("fw_cfg_dma_errors")} failed')
+                    ok = False
         if not ok:
             return 1
         g = {t: guest_lines(results[t][2], name) for t in results}

@@ -108,7 +108,7 @@ static uint8_t rdb(fw_cfg *f)
 
 START_TEST(fw_cfg_items_directory_and_hostile_selectors)
 {
-    fw_cfg *f = fw_cfg_create();
+    fw_cfg *f = fw_cfg_create(NULL);
     uint8_t b[64];
     char name[FW_CFG_NAME_MAX + 8];
 
@@ -119,7 +119,7 @@ START_TEST(fw_cfg_items_directory_and_hostile_selectors)
     ck_assert_int_eq(memcmp(b, "QEMU", 4), 0);
     ck_assert_uint_eq(rdb(f), 0);                   /* past the end */
     sel(f, FW_CFG_ID);
-    ck_assert_uint_eq(rdb(f), 1);                   /* no DMA */
+    ck_assert_uint_eq(rdb(f), FW_CFG_ID_TRADITIONAL);   /* no DMA */
     ck_assert_int_eq(fw_cfg_add_file(f, "etc/one", "abc", 3), 0);
     ck_assert_int_eq(fw_cfg_add_file(f, "etc/two", "defg", 4), 0);
     ck_assert_int_eq(fw_cfg_find_file(f, "etc/two"), FW_CFG_FILE_FIRST + 1);
@@ -147,6 +147,202 @@ START_TEST(fw_cfg_items_directory_and_hostile_selectors)
     }
     sel(f, 0x7777);
     ck_assert_uint_eq(rdb(f), 0);
+    /* without DMA its ports are not decoded: all ones, writes ignored */
+    for (unsigned off = FW_CFG_PORT_DMA_HI; off < FW_CFG_PORTS_DMA; off++) {
+        uint32_t v = 0;
+        fw_cfg_access(f, off, 4, false, &v);
+        ck_assert_uint_eq(v, 0xffffffffu);
+        v = 0;
+        fw_cfg_access(f, off, 1, false, &v);
+        ck_assert_uint_eq(v, 0xff);
+        v = 0x00100000;
+        fw_cfg_access(f, off, 4, true, &v);
+    }
+    ck_assert_uint_eq(fw_cfg_dma_transfers(f), 0);
+    fw_cfg_destroy(f);
+}
+END_TEST
+
+/* Guest RAM for the DMA interface: 64 KiB, with guard bytes on both
+ * sides that no transfer may touch; the copies refuse any byte outside
+ * it, as the VMM's vm_dma does. */
+#define FRAM 0x10000u
+static uint8_t fram_all[FRAM + 512];
+static uint8_t *const fram = fram_all + 256;
+
+static int fram_range(uint64_t gpa, size_t len)
+{
+    return gpa <= FRAM && len <= FRAM - gpa ? 0 : -1;
+}
+
+static int fram_rd(void *o, uint64_t gpa, void *buf, size_t len)
+{
+    (void)o;
+    if (fram_range(gpa, len))
+        return -1;
+    memcpy(buf, fram + gpa, len);
+    return 0;
+}
+
+static int fram_wr(void *o, uint64_t gpa, const void *buf, size_t len)
+{
+    (void)o;
+    if (fram_range(gpa, len))
+        return -1;
+    memcpy(fram + gpa, buf, len);
+    return 0;
+}
+
+static const vm_dma fram_dma = { NULL, fram_rd, fram_wr };
+
+static void put_be(uint8_t *p, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+static uint32_t get_be(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+           (uint32_t)p[2] << 8 | p[3];
+}
+
+/* A transfer as SeaBIOS starts one: the descriptor at `desc`, the low
+ * half of its address written to 0x518 (big-endian, so byte-swapped for
+ * the little-endian port); returns the control field it left. */
+static uint32_t dma_go(fw_cfg *f, uint64_t desc, uint32_t control,
+                       uint32_t len, uint64_t addr)
+{
+    uint32_t v;
+
+    if (fram_range(desc, 16) == 0) {
+        put_be(fram + desc, control, 4);
+        put_be(fram + desc + 4, len, 4);
+        put_be(fram + desc + 8, addr, 8);
+    }
+    if (desc >> 32) {
+        v = __builtin_bswap32((uint32_t)(desc >> 32));
+        fw_cfg_access(f, FW_CFG_PORT_DMA_HI, 4, true, &v);
+    }
+    v = __builtin_bswap32((uint32_t)desc);
+    fw_cfg_access(f, FW_CFG_PORT_DMA_LO, 4, true, &v);
+    return fram_range(desc, 16) ? 0xdeadu : get_be(fram + desc);
+}
+
+static void guards_intact(void)
+{
+    for (unsigned i = 0; i < 256; i++) {
+        ck_assert_uint_eq(fram_all[i], 0x5a);
+        ck_assert_uint_eq(fram_all[256 + FRAM + i], 0x5a);
+    }
+}
+
+START_TEST(fw_cfg_dma_reads_skips_and_hostile_descriptors)
+{
+    fw_cfg *f = fw_cfg_create(&fram_dma);
+    const uint32_t SR = FW_CFG_DMA_CTL_SELECT | FW_CFG_DMA_CTL_READ;
+    uint32_t v, key;
+    uint64_t errs;
+
+    memset(fram_all, 0x5a, sizeof fram_all);
+    memset(fram, 0xee, FRAM);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fw_cfg_add_file(f, "etc/abc", "abcdefgh", 8), 0);
+    key = (uint32_t)fw_cfg_find_file(f, "etc/abc");
+    /* the ID says so; the address register reads as the signature */
+    sel(f, FW_CFG_ID);
+    ck_assert_uint_eq(rdb(f), FW_CFG_ID_TRADITIONAL | FW_CFG_ID_DMA);
+    v = 0;
+    fw_cfg_access(f, FW_CFG_PORT_DMA_HI, 4, false, &v);
+    ck_assert_uint_eq(v, 0x554d4551u);                  /* "QEMU" */
+    fw_cfg_access(f, FW_CFG_PORT_DMA_LO, 4, false, &v);
+    ck_assert_uint_eq(v, 0x47464320u);                  /* " CFG" */
+    fw_cfg_access(f, FW_CFG_PORT_DMA_HI + 1, 1, false, &v);
+    ck_assert_uint_eq(v, 'E');
+    fw_cfg_access(f, FW_CFG_PORTS_DMA - 1, 4, false, &v);
+    ck_assert_uint_eq(v, 'G');                          /* past: nothing */
+
+    /* select and read 3, go on with 2 more, skip 1, read past the end:
+     * the rest zeros, the control 0 each time */
+    ck_assert_uint_eq(dma_go(f, 0x1000, key << 16 | SR, 3, 0x2000), 0);
+    ck_assert_int_eq(memcmp(fram + 0x2000, "abc", 3), 0);
+    ck_assert_uint_eq(fram[0x2003], 0xee);
+    ck_assert_uint_eq(dma_go(f, 0x1000, FW_CFG_DMA_CTL_READ, 2, 0x2003), 0);
+    ck_assert_int_eq(memcmp(fram + 0x2000, "abcde", 5), 0);
+    ck_assert_uint_eq(dma_go(f, 0x1000, FW_CFG_DMA_CTL_SKIP, 1, 0x2005), 0);
+    ck_assert_uint_eq(fram[0x2005], 0xee);              /* a skip writes none */
+    ck_assert_uint_eq(dma_go(f, 0x1000, FW_CFG_DMA_CTL_READ, 6, 0x2005), 0);
+    ck_assert_int_eq(memcmp(fram + 0x2005, "gh\0\0\0\0", 6), 0);
+    ck_assert_uint_eq(fram[0x200b], 0xee);
+    ck_assert_uint_eq(fw_cfg_bytes_read(f), 1 + 7);    /* the ID, then these */
+    /* an item that does not exist reads as zeros; no operation moves
+     * nothing; the data port goes on where DMA left it */
+    ck_assert_uint_eq(dma_go(f, 0x1000, 0x7777u << 16 | SR, 4, 0x2000), 0);
+    ck_assert_int_eq(memcmp(fram + 0x2000, "\0\0\0\0e", 5), 0);
+    ck_assert_uint_eq(dma_go(f, 0x1000, key << 16 | FW_CFG_DMA_CTL_SELECT,
+                             4, 0x2000), 0);
+    ck_assert_uint_eq(fram[0x2000], 0);
+    ck_assert_uint_eq(rdb(f), 'a');
+    ck_assert_uint_eq(dma_go(f, 0x1000, FW_CFG_DMA_CTL_READ, 1, 0x2000), 0);
+    ck_assert_uint_eq(fram[0x2000], 'b');
+    ck_assert_uint_eq(fw_cfg_dma_errors(f), 0);
+
+    /* a write: no item takes one; nothing copied either way */
+    ck_assert_uint_eq(dma_go(f, 0x1000, key << 16 | FW_CFG_DMA_CTL_SELECT |
+                             FW_CFG_DMA_CTL_WRITE, 4, 0x2000),
+                      FW_CFG_DMA_CTL_ERROR);
+    ck_assert_uint_eq(rdb(f), 'a');
+    /* buffers outside RAM, across its end, wrapping: an error, no byte
+     * written; a descriptor outside RAM is dropped and counted */
+    errs = fw_cfg_dma_errors(f);
+    ck_assert_uint_eq(dma_go(f, 0x1000, SR | key << 16, 4, FRAM),
+                      FW_CFG_DMA_CTL_ERROR);
+    ck_assert_uint_eq(dma_go(f, 0x1000, SR | key << 16, 4, FRAM - 2),
+                      FW_CFG_DMA_CTL_ERROR);
+    ck_assert_uint_eq(fram[FRAM - 2], 0xee);
+    ck_assert_uint_eq(dma_go(f, 0x1000, SR | key << 16, 8,
+                             UINT64_MAX - 3), FW_CFG_DMA_CTL_ERROR);
+    ck_assert_uint_eq(dma_go(f, 0x1000, SR | 0x7777u << 16, 16,
+                             UINT64_MAX - 3), FW_CFG_DMA_CTL_ERROR);
+    ck_assert_uint_eq(dma_go(f, FRAM - 8, SR, 4, 0x2000), 0xdeadu);
+    ck_assert_uint_eq(dma_go(f, UINT64_MAX - 7, SR, 4, 0x2000), 0xdeadu);
+    ck_assert_uint_eq(fw_cfg_dma_errors(f), errs + 6);
+    /* the high half counts for the next transfer only */
+    ck_assert_uint_eq(dma_go(f, 0x100001000ull, SR | key << 16, 1, 0x2000),
+                      0xdeadu);
+    ck_assert_uint_eq(fram[0x2000], 'b');
+    ck_assert_uint_eq(dma_go(f, 0x1000, SR | key << 16, 1, 0x2000), 0);
+    ck_assert_uint_eq(fram[0x2000], 'a');
+    /* the longest zero fill ends at the end of RAM, with an error */
+    ck_assert_uint_eq(dma_go(f, 0x1000, SR | 0x7777u << 16, 0xffffffffu,
+                             0x3000), FW_CFG_DMA_CTL_ERROR);
+    ck_assert_uint_eq(fram[0x3000], 0);
+    ck_assert_uint_eq(fram[FRAM - 1], 0);
+    ck_assert_uint_eq(fram[0x2fff], 0xee);
+    guards_intact();
+
+    /* anything at any port, descriptors of random words: the transfers
+     * stay inside RAM */
+    for (unsigned i = 0; i < 20000; i++) {
+        unsigned off = rnd() % FW_CFG_PORTS_DMA;
+        uint32_t val = rnd();
+        if (i % 4 == 0) {
+            uint32_t d = rnd() % FRAM;
+            if (d + 16 <= FRAM) {
+                put_be(fram + d, (rnd() & 0xff1f) << 16 | (rnd() & 0x1f), 4);
+                put_be(fram + d + 4, rnd() % 0x20000, 4);
+                put_be(fram + d + 8, (rnd() & 1) ? rnd() % (FRAM + 64)
+                                                 : (uint64_t)rnd() << 32 |
+                                                   rnd(), 8);
+            }
+            off = FW_CFG_PORT_DMA_LO;
+            val = __builtin_bswap32(d);
+            fw_cfg_access(f, off, 4, true, &val);
+            continue;
+        }
+        fw_cfg_access(f, off, 1u << (rnd() % 3), rnd() & 1, &val);
+    }
+    guards_intact();
     fw_cfg_destroy(f);
 }
 END_TEST
@@ -363,6 +559,7 @@ int main(void)
     TCase *t = tcase_create("devices");
     tcase_add_test(t, cmos_sizes_time_and_hostile_index);
     tcase_add_test(t, fw_cfg_items_directory_and_hostile_selectors);
+    tcase_add_test(t, fw_cfg_dma_reads_skips_and_hostile_descriptors);
     tcase_add_test(t, i8042_self_test_keyboard_and_overrun);
     tcase_add_test(t, pci_io_bar_reads_back_all_ones_above_its_size);
     suite_add_tcase(s, t);

@@ -39,8 +39,8 @@
 #define LCVMM_CMOS_PORTS      2
 #define LCVMM_SYSCTL_PORT     0x92      /* system control port A: A20, reset */
 #define LCVMM_DEBUGCON_PORT   0x402     /* QEMU-style debug console */
-#define LCVMM_FW_CFG_PORT     0x510     /* fw_cfg: selector, data */
-#define LCVMM_FW_CFG_PORTS    2
+#define LCVMM_FW_CFG_PORT     0x510     /* fw_cfg: selector, data, and */
+#define LCVMM_FW_CFG_PORTS    12        /* DMA address at 0x514 and 0x518 */
 
 /* ---- PCI: bus 0, function 0 of each device ------------------------------ */
 #define LCVMM_PCI_HOST_DEV    0         /* i440FX-style host bridge */

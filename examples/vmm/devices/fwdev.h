@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "dev.h"
 #include "hw/fw_cfg_regs.h"
 #include "hw/mc146818_regs.h"
 
@@ -30,23 +31,36 @@ void cmos_destroy(cmos *c);
 /* offset 0 (index, bit 7 masks NMI) or 1 (data); bytes */
 void cmos_access(cmos *c, unsigned offset, bool is_write, uint8_t *val);
 
-/* ---- fw_cfg (QEMU docs/specs/fw_cfg.rst): selector 0x510, data 0x511 ---- */
+/* ---- fw_cfg (QEMU docs/specs/fw_cfg.rst): selector 0x510, data 0x511, --
+ * ---- DMA address 0x514 (high half) and 0x518 (low half) ----------------- */
 
 /* The model's limits (keys and the file layout: hw/fw_cfg_regs.h). */
 #define FW_CFG_MAX_ITEMS  32
 
 typedef struct fw_cfg fw_cfg;
-fw_cfg *fw_cfg_create(void);
+/* `dma` NULL: the traditional interface only (FW_CFG_ID says so, the DMA
+ * ports read as all ones and ignore writes), as QEMU's
+ * fw_cfg.dma_enabled=off. Else transfers copy through `dma`, which the
+ * model keeps (it must outlive the model). */
+fw_cfg *fw_cfg_create(const vm_dma *dma);
 void fw_cfg_destroy(fw_cfg *f);
 /* Add an item under `key` (copied); 0, or -1 (full, taken, too large). */
 int fw_cfg_add(fw_cfg *f, uint16_t key, const void *data, size_t len);
 /* Add a named file (listed in FW_CFG_FILE_DIR); 0 or -1. */
 int fw_cfg_add_file(fw_cfg *f, const char *name, const void *data,
                     size_t len);
-/* offset 0..1 from 0x510, size 1, 2 or 4 */
+/* offset 0..FW_CFG_PORTS_DMA-1 from 0x510, size 1, 2 or 4. A write of the
+ * DMA address's low half runs the transfer before it returns. */
 void fw_cfg_access(fw_cfg *f, unsigned offset, unsigned size, bool is_write,
                    uint32_t *val);
+/* Item bytes the guest read, through the data port and by DMA. */
 uint64_t fw_cfg_bytes_read(const fw_cfg *f);
+/* DMA transfers started, and those that failed: a descriptor, buffer or
+ * control field not in guest RAM, or a write (no item is writable). */
+uint64_t fw_cfg_dma_transfers(const fw_cfg *f);
+uint64_t fw_cfg_dma_errors(const fw_cfg *f);
+/* The key selected now, or -1 (none, or one that does not exist). */
+int fw_cfg_selected(const fw_cfg *f);
 /* The selector of the file `name`, or -1. */
 int fw_cfg_find_file(const fw_cfg *f, const char *name);
 
