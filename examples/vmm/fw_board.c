@@ -10,6 +10,7 @@
  * always had. The host bridge's PAM registers are board.c's, and so is
  * the reset control register (0xCF9).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,11 @@ typedef struct fw_cfg_dev {
     fw_cfg *f;
     vmm *vm;
     int rom_key;                /* the ROM's item, -1 none */
+    /* One access at a time: with -c N, vCPUs may select, read and start
+     * transfers at once, and a transfer's copy uses the selection and
+     * offset it read first. Its own lock, not dev_lock: a long zero fill
+     * must not hold up the I/O thread. */
+    pthread_mutex_t lock;
 } fw_cfg_dev;
 
 static void fw_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
@@ -81,9 +87,14 @@ static void fw_cfg_bus(void *opaque, uint64_t off, unsigned size, bool w,
 {
     fw_cfg_dev *d = opaque;
     uint32_t v = (uint32_t)*val;
+    bool rom;
+
+    pthread_mutex_lock(&d->lock);
     fw_cfg_access(d->f, (unsigned)off, size, w, &v);
     /* selected through the selector port or by a DMA transfer */
-    if (w && d->rom_key >= 0 && fw_cfg_selected(d->f) == d->rom_key)
+    rom = w && d->rom_key >= 0 && fw_cfg_selected(d->f) == d->rom_key;
+    pthread_mutex_unlock(&d->lock);
+    if (rom)
         vmm_fw_phase(d->vm, FW_PHASE_OPTROM);   /* SeaBIOS loads the ROM */
     if (!w)
         *val = v;
@@ -132,6 +143,7 @@ static int fw_cfg_init(vmm *vm, vmm_device *dev, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    pthread_mutex_init(&d->lock, NULL);
     dev->state = d;
     d->vm = vm;
     d->rom_key = -1;
@@ -150,8 +162,10 @@ static void fw_cfg_exit(vmm *vm, vmm_device *dev)
 {
     fw_cfg_dev *d = dev->state;
     (void)vm;
-    if (d)
+    if (d) {
         fw_cfg_destroy(d->f);
+        pthread_mutex_destroy(&d->lock);
+    }
     free(d);
 }
 

@@ -307,22 +307,33 @@ START_TEST(fw_cfg_dma_reads_skips_and_hostile_descriptors)
     ck_assert_uint_eq(dma_go(f, FRAM - 8, SR, 4, 0x2000), 0xdeadu);
     ck_assert_uint_eq(dma_go(f, UINT64_MAX - 7, SR, 4, 0x2000), 0xdeadu);
     ck_assert_uint_eq(fw_cfg_dma_errors(f), errs + 6);
-    /* the high half counts for the next transfer only */
+    /* the high half counts: with a read ready at 0x1000, the descriptor
+     * at 0x1_0000_1000 (outside RAM) moves nothing; and it counts for the
+     * next transfer only */
+    put_be(fram + 0x1000, SR | key << 16, 4);
+    put_be(fram + 0x1004, 1, 4);
+    put_be(fram + 0x1008, 0x2000, 8);
+    fram[0x2000] = 'z';
     ck_assert_uint_eq(dma_go(f, 0x100001000ull, SR | key << 16, 1, 0x2000),
                       0xdeadu);
-    ck_assert_uint_eq(fram[0x2000], 'b');
+    ck_assert_uint_eq(fram[0x2000], 'z');
+    ck_assert_uint_eq(get_be(fram + 0x1000), SR | key << 16);
+    ck_assert_uint_eq(fw_cfg_dma_errors(f), errs + 7);
     ck_assert_uint_eq(dma_go(f, 0x1000, SR | key << 16, 1, 0x2000), 0);
     ck_assert_uint_eq(fram[0x2000], 'a');
-    /* the longest zero fill ends at the end of RAM, with an error */
+    /* the longest zero fill ends at the end of RAM, with an error, every
+     * byte before it zeroed (from an address inside a page: its pieces
+     * end at page boundaries) */
     ck_assert_uint_eq(dma_go(f, 0x1000, SR | 0x7777u << 16, 0xffffffffu,
-                             0x3000), FW_CFG_DMA_CTL_ERROR);
-    ck_assert_uint_eq(fram[0x3000], 0);
+                             0x3001), FW_CFG_DMA_CTL_ERROR);
+    ck_assert_uint_eq(fram[0x3001], 0);
     ck_assert_uint_eq(fram[FRAM - 1], 0);
-    ck_assert_uint_eq(fram[0x2fff], 0xee);
+    ck_assert_uint_eq(fram[0x3000], 0xee);
     guards_intact();
 
-    /* anything at any port, descriptors of random words: the transfers
-     * stay inside RAM */
+    /* anything at any port, descriptors of random words: no transfer
+     * reaches past RAM (the copies refuse it; this catches, under
+     * AddressSanitizer, any other write, and the model's own reads) */
     for (unsigned i = 0; i < 20000; i++) {
         unsigned off = rnd() % FW_CFG_PORTS_DMA;
         uint32_t val = rnd();

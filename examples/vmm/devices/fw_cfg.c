@@ -26,8 +26,10 @@
  * each copy goes through vm_dma, which refuses any byte outside guest
  * RAM; a descriptor that cannot be read is dropped (no control field to
  * report to) and counted; a transfer moves at most `length` bytes, and
- * zero-fills in bounded pieces, so it ends after at most 4 GiB of copies
- * and at the first piece outside RAM.
+ * zero-fills page by page, so it ends after at most 4 GiB of copies, at
+ * the first page outside RAM (a guest can zero its whole RAM with one
+ * OUT, as under QEMU: its own memory, a bounded cost). The model keeps no
+ * lock: the board serializes its accesses.
  *
  * Items are the VMM's: fixed numbers (signature, ID, CPU counts, boot
  * menu) and named files listed in the file directory (0x19: a big-endian
@@ -191,14 +193,17 @@ static void select_key(fw_cfg *f, uint16_t key)
     f->off = 0;
 }
 
-/* Zeros to [gpa, gpa + len), a page at a time (the read of what lies
- * past an item's end); -1 at the first page not in guest RAM. */
+/* Zeros to [gpa, gpa + len) (the read of what lies past an item's end),
+ * by pieces that end at page boundaries, so that a range running off the
+ * end of guest RAM gets every byte before it; -1 at the first piece not
+ * in guest RAM. */
 static int zero_fill(fw_cfg *f, uint64_t gpa, uint32_t len)
 {
     static const uint8_t zeros[4096];
 
     while (len) {
-        uint32_t n = len < sizeof zeros ? len : (uint32_t)sizeof zeros;
+        uint32_t room = (uint32_t)(sizeof zeros - (gpa & (sizeof zeros - 1)));
+        uint32_t n = len < room ? len : room;
         if (dma_write(f->dma, gpa, zeros, n))
             return -1;
         gpa += n;
