@@ -55,6 +55,9 @@
  *    last strongly exiting instruction (unless it stops for SMC);
  *  - the third exit with threshold 3 runs what the first did with
  *    threshold 1 (not with chained runs: they depend on the cache);
+ *  - interrupts (a quarter of the cases, diff_irq_due()): a run the
+ *    engine stops for one (LC_STOP_IRQ, at a loop head) stops where one
+ *    is due with IF set, and agrees with Unicorn as every run must;
  *  - P (cases starting with OUT): the VMM completed the OUT itself and
  *    calls with LC_EXIT_RIP_PAST; a decline must leave the state alone, a
  *    run must agree with Unicorn over 1 + res.insns instructions with
@@ -93,6 +96,7 @@ static uint8_t trained[GEN_MAX_INSNS];
 typedef struct ccfg {
     lc_config cfg;
     int       replace;        /* do the code-replacement calls */
+    int       irq;            /* diff_irq_due()'s key, 0: no interrupts */
     uint64_t  rng[4];
 } ccfg;
 
@@ -121,17 +125,22 @@ static void pick_config(const dcase *c, ccfg *k)
      * the gap cap (form_static.c) */
     if (crn(k, 100) < 40)
         f->exit_cost_ns = crn(k, 20000);
+    /* (drawn after those, for the same reason) interrupts pending at
+     * some addresses, in a quarter of the cases */
+    k->irq = crn(k, 100) < 25 ? 1 + (int)crn(k, 1u << 20) : 0;
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
         if (c->insn[i].flags & GI_SMC_CODE)
             f->techniques |= LC_TECH_SMC;
 }
 
-static void fmt_config(char *b, size_t n, const lc_config *f)
+static void fmt_config(char *b, size_t n, const ccfg *k)
 {
+    const lc_config *f = &k->cfg;
+
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
-             "exitcost %u backedgecap %u budget %u threshold %u",
+             "exitcost %u backedgecap %u budget %u threshold %u irq %d",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -140,7 +149,8 @@ static void fmt_config(char *b, size_t n, const lc_config *f)
              f->techniques & LC_TECH_SMC ? " smc" : "",
              f->max_cluster_insns, lcx_window(f), f->max_mem_gap_fillers,
              f->exit_cost_ns,
-             f->weak_backedge_cap, f->insn_budget, f->translate_threshold);
+             f->weak_backedge_cap, f->insn_budget, f->translate_threshold,
+             k->irq);
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -576,7 +586,7 @@ static void report(cctx *x, const dcase *c, const ccfg *k, const ecall *e,
     x->s.mismatches++;
     if (x->s.mismatches > x->o->max_report && !x->o->verbose)
         return;
-    fmt_config(cfg, sizeof cfg, &k->cfg);
+    fmt_config(cfg, sizeof cfg, k);
     printf("MISMATCH engine mode=%s seed=%llu case=%llu call %s\n",
            dmode_name(c->mode), (unsigned long long)x->o->seed,
            (unsigned long long)idx, e->label);
@@ -858,6 +868,17 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         report(x, c, k, e, ru, what, idx, NULL);
         return 0;
     }
+    /* a stop for an interrupt: where one is due, with IF set */
+    if (res->stop == LC_STOP_IRQ &&
+        (!(e->r->rflags & LC_RFLAGS_IF) ||
+         !diff_irq_due(k->irq, e->r->rip))) {
+        snprintf(what, sizeof what, "stop irq at 0x%llx, where no "
+                 "interrupt is due (key %d, IF %d)",
+                 (unsigned long long)e->r->rip, k->irq,
+                 (e->r->rflags & LC_RFLAGS_IF) != 0);
+        report(x, c, k, e, ru, what, idx, NULL);
+        return 0;
+    }
     int smc = first_smc(c, ru, n);
     if (res->stop == LC_STOP_SMC && n > 0 && n - 1 < TRACE_MAX) {
         int last = dcase_insn_at(c, ru->trace[n - 1]);
@@ -907,7 +928,11 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         }
         unsigned want = pre ? 0 : static_extent(c, &k->cfg);
         x->s.bound_checked += want > 1;
-        if (res->insns < want && res->stop != LC_STOP_SMC) {
+        /* (an interrupt may stop it at any loop head: also at one that
+         * straight code falls into, the target of a later backward
+         * branch) */
+        if (res->insns < want && res->stop != LC_STOP_SMC &&
+            res->stop != LC_STOP_IRQ) {
             snprintf(what, sizeof what, "the cluster ended early: %u "
                      "instructions run (stop %s), but straight code with a "
                      "strongly exiting instruction reaches to #%u", res->insns,
@@ -951,7 +976,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         }
     if (x->verbose_case) {
         char cfg[256];
-        fmt_config(cfg, sizeof cfg, &k->cfg);
+        fmt_config(cfg, sizeof cfg, k);
         printf("call %s agrees: %s, stop %s, insns %u, exits_done %u, saved "
                "%u, translated %u\n", e->label, cfg,
                lc_stop_reason_name(res->stop), res->insns, res->exits_done,
@@ -997,6 +1022,7 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     memset(x->q.valid, 0, sizeof x->q.valid);
     diff_vm_init(&ex, x->vmram);
     pick_config(c, &k);
+    ex.irq = k.irq;
     x->s.cases++;
 
     /* A: translate at the first exit */

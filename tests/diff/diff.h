@@ -369,6 +369,22 @@ static inline void diff_vm_devices(diff_vm *x, dev_side *d)
     x->ctx = d;
 }
 
+/* lc_vm_ops.irq_pending on the engine side: with the case's key (the
+ * fvm's `irq`; 0: never) an interrupt is pending at about a third of the
+ * code's addresses, by a hash of the linear RIP (its low 32 bits, as the
+ * 32-bit modes wrap it), so every engine of a case gets the same answers
+ * at the same places and a stop for it can be checked after the run. */
+static inline int diff_irq_due(int key, uint64_t linear_rip)
+{
+    /* splitmix64's finalizer: neighbouring addresses answer apart */
+    uint64_t h = ((uint64_t)(uint32_t)linear_rip << 21) ^ (uint64_t)key;
+
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return key != 0 && h % 3 == 0;
+}
+
 extern const lc_vm_ops diff_vm_ops;
 
 #endif /* LC_TESTS_DIFF_H */

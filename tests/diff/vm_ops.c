@@ -8,7 +8,8 @@
  * services Unicorn's side models are offered (RDTSC's and DR0..DR3's
  * too: the harness supplies the guest TSC and keeps the debug registers
  * on both sides; HLT, VMREAD, VMWRITE and VMCALL against the fake VMM's
- * state in common.c, which Unicorn's side applies in its #UD hook).
+ * state in common.c, which Unicorn's side applies in its #UD hook), and
+ * an interrupt line that only the engine side asks (diff_irq()).
  */
 #include <string.h>
 
@@ -97,6 +98,17 @@ static lc_cb_result diff_rdtsc(void *o, uint64_t *tsc)
     return LC_CB_OK;
 }
 
+/* Interrupts, when the case has a key for them (diff_irq_due()): the
+ * engine stops a run at a loop head there (LC_STOP_IRQ), or does not
+ * chain into the next translation. Unicorn's side needs no model: it
+ * runs as many instructions as the engine did. */
+static int diff_irq(void *o, const lc_cpu_state *s)
+{
+    fvm *f = o;
+
+    return diff_irq_due(f->irq, s->seg[LC_CS].base + s->rip);
+}
+
 /* VMCALL: the fake VMM's hypercall on the registers (common.c). */
 static lc_cb_result diff_vmcall(void *o, lc_cpu_state *s)
 {
@@ -125,4 +137,5 @@ const lc_vm_ops diff_vm_ops = {
     .vmcs_read = fvm_vmread,
     .vmcs_write = fvm_vmwrite,
     .vmcall = diff_vmcall,
+    .irq_pending = diff_irq,
 };
