@@ -12,7 +12,7 @@
 #    failing on any symbol added or missing against debian/libcluster0.symbols;
 # 3. runs lintian on the .changes and on the source package (.dsc, built
 #    with an orig tarball of the tree) and fails on any error (E:);
-# 4. checks that apt could install the three packages on this system
+# 4. checks that apt could install the four packages on this system
 #    (apt-get --simulate), extracts them into a scratch root OUTDIR/root,
 #    checks the files each must ship, renders lcvmm(1) with man, builds
 #    examples/embed with the compiler flags of the installed libcluster.pc,
@@ -83,7 +83,8 @@ grep -E '^(E|W):' "$out/lintian.txt" || true
 [ "$errors" = 0 ] || fail "lintian reported errors"
 
 # ---- 4. install into a scratch root and use it ----------------------------------
-debs=$(ls "$out"/libcluster0_*.deb "$out"/libcluster-dev_*.deb "$out"/lcvmm_*.deb)
+debs=$(ls "$out"/libcluster0_*.deb "$out"/libcluster-dev_*.deb "$out"/lcvmm_*.deb \
+          "$out"/libcluster-doc_*.deb)
 apt-get install --simulate -q $debs >"$out/apt-simulate.txt" 2>&1 ||
     { cat "$out/apt-simulate.txt"; fail "apt-get could not install the packages here"; }
 say "apt-get --simulate install: dependencies resolve"
@@ -95,9 +96,13 @@ for f in usr/lib/$ma/libcluster.so.0 usr/lib/$ma/libcluster.so usr/lib/$ma/libcl
          usr/include/cluster/kvm.h usr/bin/lcvmm usr/share/man/man1/lcvmm.1.gz \
          usr/lib/lcvmm/guest-pcnet.bin usr/lib/lcvmm/guest-e1000.bin \
          usr/lib/lcvmm/guest-bios16.bin usr/lib/lcvmm/guest-pae.bin \
-         usr/share/doc/libcluster0/copyright; do
+         usr/share/doc/libcluster0/copyright \
+         usr/share/doc/libcluster-doc/html/index.html; do
     [ -e "$root/$f" ] || fail "/$f is not in the packages"
 done
+# the reference documents the public API, not only its overview page
+grep -rlq lc_vcpu_handle_exit "$root/usr/share/doc/libcluster-doc/html" ||
+    fail "libcluster-doc's HTML does not document lc_vcpu_handle_exit"
 soname=$(objdump -p "$root/usr/lib/$ma/libcluster.so.0" | awk '/SONAME/ {print $2}')
 [ "$soname" = libcluster.so.0 ] || fail "soname is '$soname'"
 say "files in place; soname $soname"
