@@ -55,6 +55,9 @@
  *    last strongly exiting instruction (unless it stops for SMC);
  *  - the third exit with threshold 3 runs what the first did with
  *    threshold 1 (not with chained runs: they depend on the cache);
+ *  - merged pairs (a quarter of the cases, diff_vm_ops_wide): a wide
+ *    write agrees with one of Unicorn's or with the two halves of an
+ *    exit pair in either order (diff_compare());
  *  - interrupts (a quarter of the cases, diff_irq_due()): a run the
  *    engine stops for one (LC_STOP_IRQ, at a loop head) stops where one
  *    is due with IF set, and agrees with Unicorn as every run must;
@@ -90,6 +93,9 @@ typedef diff_vm eng_ctx;   /* callbacks: vm_ops.c */
  * table may then rightly predict them as exiting even where they hit RAM
  * (section 5's predictor is allowed to be wrong). */
 static uint8_t trained[GEN_MAX_INSNS];
+/* The current case's VMM takes merged pairs (ccfg.wide): its device logs
+ * what may be one (dev_side.wide). */
+static uint8_t cur_wide;
 
 /* ---- per-case configuration ------------------------------------------------ */
 
@@ -97,6 +103,7 @@ typedef struct ccfg {
     lc_config cfg;
     int       replace;        /* do the code-replacement calls */
     int       irq;            /* diff_irq_due()'s key, 0: no interrupts */
+    int       wide;           /* the VMM takes merged exit pairs */
     uint64_t  rng[4];
 } ccfg;
 
@@ -128,6 +135,9 @@ static void pick_config(const dcase *c, ccfg *k)
     /* (drawn after those, for the same reason) interrupts pending at
      * some addresses, in a quarter of the cases */
     k->irq = crn(k, 100) < 25 ? 1 + (int)crn(k, 1u << 20) : 0;
+    /* (and after that) a VMM that takes an exit pair's two stores as one
+     * access of twice the width, in a quarter of the cases */
+    k->wide = crn(k, 100) < 25;
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
         if (c->insn[i].flags & GI_SMC_CODE)
@@ -140,7 +150,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
 
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
-             "exitcost %u backedgecap %u budget %u threshold %u irq %d",
+             "exitcost %u backedgecap %u budget %u threshold %u irq %d%s",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -150,7 +160,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              f->max_cluster_insns, lcx_window(f), f->max_mem_gap_fillers,
              f->exit_cost_ns,
              f->weak_backedge_cap, f->insn_budget, f->translate_threshold,
-             k->irq);
+             k->irq, k->wide ? " wide" : "");
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -243,6 +253,7 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     r->ntrace = 0;
     memcpy(x->ram, c->ram, RAM_SIZE);
     dev_init(&r->dev, c);
+    r->dev.wide = cur_wide;
     diff_vm_devices(x, &r->dev);
     if (e->pre) {
         /* The VMM completed the OUT itself (KVM with RIP past it). */
@@ -988,7 +999,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
 static int make_engine(const lc_config *cfg, eng_ctx *x, lc_engine **eng,
                        lc_vcpu **vc)
 {
-    if (lc_engine_create(cfg, &diff_vm_ops, eng) != LC_OK)
+    if (lc_engine_create(cfg, cur_wide ? &diff_vm_ops_wide : &diff_vm_ops,
+                         eng) != LC_OK)
         return -1;
     if (lc_vcpu_create(*eng, 0, x, vc) != LC_OK) {
         lc_engine_destroy(*eng);
@@ -1023,6 +1035,7 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     diff_vm_init(&ex, x->vmram);
     pick_config(c, &k);
     ex.irq = k.irq;
+    cur_wide = (uint8_t)k.wide;
     x->s.cases++;
 
     /* A: translate at the first exit */
@@ -1151,6 +1164,7 @@ int cdiff_main(const cdiff_opts *o)
         }
         memset(&x.s, 0, sizeof x.s);
         x.q.runs = 0;
+        unsigned long long merged0 = diff_merged_pairs;
         double t0 = diff_now(), soak_end = o->soak > 0 ? t0 + o->soak : 0;
         diff_progress_begin(&pg, dmode_name(m));
         uint64_t first = o->one_case >= 0 ? (uint64_t)o->one_case : 0;
@@ -1193,7 +1207,7 @@ int cdiff_main(const cdiff_opts *o)
                "instructions, %llu runs took a backward branch, %llu SMC "
                "stops, %llu code replacements, %llu runs held to a static "
                "lower bound, %llu RIP-past runs (%llu declined), %llu "
-               "failing first VMREAD/VMWRITE declined\n",
+               "failing first VMREAD/VMWRITE declined, %llu merged pairs\n",
                (unsigned long long)s->clusters, (unsigned long long)s->multi,
                (unsigned long long)s->saved, (unsigned long long)s->max_saved,
                (unsigned long long)s->max_insns,
@@ -1203,7 +1217,8 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->bound_checked,
                (unsigned long long)s->past_runs,
                (unsigned long long)s->declined_past,
-               (unsigned long long)s->declined_vmfail);
+               (unsigned long long)s->declined_vmfail,
+               diff_merged_pairs - merged0);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],

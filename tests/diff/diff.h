@@ -182,6 +182,11 @@ typedef struct dev_access {
 } dev_access;
 
 #define DEV_LOG_MAX 512
+/* dev_access.is_write of a write the engine side may have merged from an
+ * exit pair (paper section 3, lc_vm_ops.accepts_wide): it agrees with one
+ * write of its size on Unicorn's side, or with two adjacent writes of
+ * half its size, in either order, that make its bytes. */
+#define DEV_WIDE_WRITE 2
 
 typedef struct dev_side {
     uint64_t   rng[4];    /* answer stream */
@@ -192,6 +197,10 @@ typedef struct dev_side {
     uint64_t   tsc;       /* the next RDTSC's answer (monotonic) */
     uint64_t   dr[4];     /* DR0..DR3 (MOV DR; start at 0) */
     uint8_t    long64;            /* the case's mode is long64 */
+    uint8_t    wide;              /* engine side: the VMM takes merged
+                                   * exit pairs (accepts_wide), and logs
+                                   * its 2-, 4- and 8-byte MMIO writes as
+                                   * DEV_WIDE_WRITE (diff_compare()) */
     uint8_t    vmcs_valid;        /* the fake VMCS (see vmx_*) */
     uint64_t   vmcs[16];
 } dev_side;
@@ -300,7 +309,12 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns);
 
 /* ---- shared by diff.c and cdiff.c ---------------------------------------- */
 
-/* First difference between `a` (reference) and `b`; 0 if none. */
+/* Exit pairs the engine delivered merged that agreed with Unicorn's two
+ * writes (diff_compare(), DEV_WIDE_WRITE). */
+extern unsigned long long diff_merged_pairs;
+
+/* First difference between `a` (reference) and `b`; 0 if none. `b` may
+ * log wide writes (DEV_WIDE_WRITE), `a` (Unicorn's side) not. */
 int diff_compare(const dcase *c, const run_result *a, const char *an,
                  const run_result *b, const char *bn, char *out, size_t n);
 void diff_print_case(const dcase *c, const run_result *r);
@@ -386,5 +400,8 @@ static inline int diff_irq_due(int key, uint64_t linear_rip)
 }
 
 extern const lc_vm_ops diff_vm_ops;
+/* The same VMM taking merged exit pairs of every width (LC_WIDE_2, _4,
+ * _8); its devices must log with dev_side.wide set. */
+extern const lc_vm_ops diff_vm_ops_wide;
 
 #endif /* LC_TESTS_DIFF_H */
