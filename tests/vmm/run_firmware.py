@@ -12,6 +12,7 @@ the lease and the transfers, and clustering must save exits.
   run_firmware.py LCVMM GUEST_IMAGE --nic pcnet|e1000
                   [--server peer|dnsmasq] [--bios FILE] [--params P]
                   [--idle-ms MS [--max-idle-exits-per-poll X]]
+                  [--extra-arg ARG]... [--expect-debugcon TEXT]
 
 --server peer uses lcvmm's built-in peer (DHCP and TFTP, --net
 peer,tftp=DIR,boot=FILE); --server dnsmasq runs dnsmasq (a real DHCP and
@@ -87,6 +88,8 @@ def run_peer(args, tftp_dir, boot, cluster):
            '--net', f'peer,tftp={tftp_dir},boot={boot}',
            '--stats', 'json', '--stats-file', stats_path,
            '--timeout', str(args.timeout)] + args.extra_arg
+    if args.expect_debugcon:
+        cmd += ['--debugcon', os.path.join(tftp_dir, 'debugcon.txt')]
     if not cluster:
         cmd.append('--no-cluster')
     return run(cmd, stats_path, args.timeout)
@@ -217,6 +220,9 @@ def main():
     ap.add_argument('--timeout', type=float, default=60)
     ap.add_argument('--extra-arg', action='append', default=[],
                     help='one more lcvmm argument (e.g. --rom-bar)')
+    ap.add_argument('--expect-debugcon', default=None,
+                    help='text SeaBIOS must print to its debug console '
+                         '(built-in peer only)')
     ap.add_argument('--min-saved', type=float, default=0.25,
                     help='fraction of exits clustering must save')
     ap.add_argument('--idle-ms', type=int, default=0,
@@ -281,6 +287,20 @@ def main():
                 if want not in out:
                     print(f'FAIL: "{want}" missing from the console')
                     ok = False
+            if args.expect_debugcon:
+                dbg = os.path.join(tftp_dir, 'debugcon.txt')
+                try:
+                    with open(dbg, errors='replace') as f:
+                        text = f.read()
+                except OSError as e:
+                    text = ''
+                    print(f'FAIL: no debug console output: {e}')
+                if args.expect_debugcon not in text:
+                    print(f'FAIL: "{args.expect_debugcon}" missing from '
+                          f'SeaBIOS\'s debug console')
+                    ok = False
+                else:
+                    print(f'#   debug console: "{args.expect_debugcon}"')
             if stats:
                 v = stats['vmm']
                 print(f'#   exits {v["exits"]}, handled by the engine '
