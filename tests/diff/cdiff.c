@@ -58,9 +58,13 @@
  *  - merged pairs (a quarter of the cases, diff_vm_ops_wide): a wide
  *    write agrees with one of Unicorn's or with the two halves of an
  *    exit pair in either order (diff_compare());
- *  - interrupts (a quarter of the cases, diff_irq_due()): a run the
- *    engine stops for one (LC_STOP_IRQ, at a loop head) stops where one
- *    is due with IF set, and agrees with Unicorn as every run must;
+ *  - interrupts (a quarter of the cases, diff_irq_due(); in a quarter
+ *    of those pending everywhere): a run the engine stops for one
+ *    (LC_STOP_IRQ, at a loop head) stops where one is due with IF set,
+ *    and agrees with Unicorn as every run must. Not checked: that a due
+ *    one stops the run (the engine asks at the heads of the loops it
+ *    forms, but the walk may lay a loop out unrolled, whose second pass
+ *    has no head: an address may run twice with one pending);
  *  - P (cases starting with OUT): the VMM completed the OUT itself and
  *    calls with LC_EXIT_RIP_PAST; a decline must leave the state alone, a
  *    run must agree with Unicorn over 1 + res.insns instructions with
@@ -93,9 +97,11 @@ typedef diff_vm eng_ctx;   /* callbacks: vm_ops.c */
  * table may then rightly predict them as exiting even where they hit RAM
  * (section 5's predictor is allowed to be wrong). */
 static uint8_t trained[GEN_MAX_INSNS];
-/* The current case's VMM takes merged pairs (ccfg.wide): its device logs
- * what may be one (dev_side.wide). */
+/* The current case's VMM takes merged pairs of these widths (ccfg.wide,
+ * LC_WIDE_* bits): its device logs what may be one (dev_side.wide), and
+ * its ops table says so (the engines of a case live within the case). */
 static uint8_t cur_wide;
+static lc_vm_ops ops_wide;
 
 /* ---- per-case configuration ------------------------------------------------ */
 
@@ -103,7 +109,7 @@ typedef struct ccfg {
     lc_config cfg;
     int       replace;        /* do the code-replacement calls */
     int       irq;            /* diff_irq_due()'s key, 0: no interrupts */
-    int       wide;           /* the VMM takes merged exit pairs */
+    int       wide;           /* accepts_wide: LC_WIDE_2/4/8 bits */
     uint64_t  rng[4];
 } ccfg;
 
@@ -132,12 +138,21 @@ static void pick_config(const dcase *c, ccfg *k)
      * the gap cap (form_static.c) */
     if (crn(k, 100) < 40)
         f->exit_cost_ns = crn(k, 20000);
-    /* (drawn after those, for the same reason) interrupts pending at
-     * some addresses, in a quarter of the cases */
-    k->irq = crn(k, 100) < 25 ? 1 + (int)crn(k, 1u << 20) : 0;
-    /* (and after that) a VMM that takes an exit pair's two stores as one
-     * access of twice the width, in a quarter of the cases */
-    k->wide = crn(k, 100) < 25;
+    /* From a stream of their own (k->rng goes on to replace_code(), so
+     * the cases of seeds recorded before keep their replacements):
+     * interrupts pending at some addresses, in a quarter of the cases;
+     * a VMM that takes an exit pair's two stores as one access of twice
+     * the width, for a nonempty set of widths, in another quarter. */
+    {
+        uint64_t r2[4];
+        xo_seed(r2, c->seed ^ 0x6972712b77696465ull);
+        k->irq = xo_next(r2) % 4 != 0 ? 0
+                 : xo_next(r2) % 4 == 0 ? DIFF_IRQ_ALWAYS
+                 : 1 + (int)(xo_next(r2) % (1u << 20));
+        k->wide = xo_next(r2) % 4 == 0
+                  ? (int)(1 + xo_next(r2) % 7) << 1     /* LC_WIDE_2/4/8 */
+                  : 0;
+    }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
         if (c->insn[i].flags & GI_SMC_CODE)
@@ -150,7 +165,8 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
 
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
-             "exitcost %u backedgecap %u budget %u threshold %u irq %d%s",
+             "exitcost %u backedgecap %u budget %u threshold %u irq %d "
+             "wide 0x%x",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -160,7 +176,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              f->max_cluster_insns, lcx_window(f), f->max_mem_gap_fillers,
              f->exit_cost_ns,
              f->weak_backedge_cap, f->insn_budget, f->translate_threshold,
-             k->irq, k->wide ? " wide" : "");
+             k->irq, k->wide);
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -939,11 +955,11 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         }
         unsigned want = pre ? 0 : static_extent(c, &k->cfg);
         x->s.bound_checked += want > 1;
-        /* (an interrupt may stop it at any loop head: also at one that
-         * straight code falls into, the target of a later backward
-         * branch) */
+        /* (an interrupt may stop it at any loop head, which method 3
+         * has: also at one that straight code falls into, the target of
+         * a later backward branch) */
         if (res->insns < want && res->stop != LC_STOP_SMC &&
-            res->stop != LC_STOP_IRQ) {
+            !(res->stop == LC_STOP_IRQ && k->cfg.cflow == LC_CFLOW_M3)) {
             snprintf(what, sizeof what, "the cluster ended early: %u "
                      "instructions run (stop %s), but straight code with a "
                      "strongly exiting instruction reaches to #%u", res->insns,
@@ -999,8 +1015,9 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
 static int make_engine(const lc_config *cfg, eng_ctx *x, lc_engine **eng,
                        lc_vcpu **vc)
 {
-    if (lc_engine_create(cfg, cur_wide ? &diff_vm_ops_wide : &diff_vm_ops,
-                         eng) != LC_OK)
+    ops_wide = diff_vm_ops;
+    ops_wide.accepts_wide = cur_wide;
+    if (lc_engine_create(cfg, &ops_wide, eng) != LC_OK)
         return -1;
     if (lc_vcpu_create(*eng, 0, x, vc) != LC_OK) {
         lc_engine_destroy(*eng);

@@ -197,10 +197,11 @@ typedef struct dev_side {
     uint64_t   tsc;       /* the next RDTSC's answer (monotonic) */
     uint64_t   dr[4];     /* DR0..DR3 (MOV DR; start at 0) */
     uint8_t    long64;            /* the case's mode is long64 */
-    uint8_t    wide;              /* engine side: the VMM takes merged
-                                   * exit pairs (accepts_wide), and logs
-                                   * its 2-, 4- and 8-byte MMIO writes as
-                                   * DEV_WIDE_WRITE (diff_compare()) */
+    uint8_t    wide;              /* engine side: the widths the VMM
+                                   * takes merged exit pairs of
+                                   * (accepts_wide, LC_WIDE_n = n); its
+                                   * MMIO writes of those sizes are logged
+                                   * as DEV_WIDE_WRITE (diff_compare()) */
     uint8_t    vmcs_valid;        /* the fake VMCS (see vmx_*) */
     uint64_t   vmcs[16];
 } dev_side;
@@ -386,10 +387,14 @@ static inline void diff_vm_devices(diff_vm *x, dev_side *d)
 /* lc_vm_ops.irq_pending on the engine side: with the case's key (the
  * fvm's `irq`; 0: never) an interrupt is pending at about a third of the
  * code's addresses, by a hash of the linear RIP (its low 32 bits, as the
- * 32-bit modes wrap it), so every engine of a case gets the same answers
- * at the same places and a stop for it can be checked after the run. */
+ * 32-bit modes wrap it), or at all of them (DIFF_IRQ_ALWAYS), so every
+ * engine of a case gets the same answers at the same places and a stop
+ * for it can be checked after the run. */
+#define DIFF_IRQ_ALWAYS 0x7fffffff    /* the key of "pending everywhere" */
 static inline int diff_irq_due(int key, uint64_t linear_rip)
 {
+    if (key == DIFF_IRQ_ALWAYS)
+        return 1;
     /* splitmix64's finalizer: neighbouring addresses answer apart */
     uint64_t h = ((uint64_t)(uint32_t)linear_rip << 21) ^ (uint64_t)key;
 
@@ -399,9 +404,8 @@ static inline int diff_irq_due(int key, uint64_t linear_rip)
     return key != 0 && h % 3 == 0;
 }
 
+/* accepts_wide 0; the engine side copies it with the widths of the case
+ * (cdiff.c), its devices logging with dev_side.wide set to them. */
 extern const lc_vm_ops diff_vm_ops;
-/* The same VMM taking merged exit pairs of every width (LC_WIDE_2, _4,
- * _8); its devices must log with dev_side.wide set. */
-extern const lc_vm_ops diff_vm_ops_wide;
 
 #endif /* LC_TESTS_DIFF_H */

@@ -32,9 +32,10 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
         return LC_CB_OK;
     case 'r':
     case 'w':
-        if (is_write && d->wide && (a->size == 2 || a->size == 4 ||
-                                    a->size == 8)) {
-            /* one write, or an exit pair's two merged (diff_compare) */
+        if (is_write && (a->size == 2 || a->size == 4 || a->size == 8) &&
+            (d->wide & a->size)) {
+            /* one write, or an exit pair's two merged, of a width the
+             * VMM takes (LC_WIDE_n is n; diff_compare) */
             dev_log(d, AK_MMIO, DEV_WIDE_WRITE, a->size, a->addr, a->value);
             return LC_CB_OK;
         }
@@ -131,24 +132,17 @@ void diff_vm_init(diff_vm *x, uint8_t *ram)
     x->device = diff_device;
 }
 
-/* Every service the harness models (the list once, for both tables). */
-#define DIFF_VM_OPS \
-    FVM_OPS_DEVICES, \
-    .cpuid = fvm_cpuid, \
-    .rdmsr = fvm_rdmsr, \
-    .wrmsr = fvm_wrmsr, \
-    .rdtsc = diff_rdtsc, \
-    .dr_read = fvm_dr_read, \
-    .dr_write = fvm_dr_write, \
-    .halt = fvm_halt, \
-    .vmcs_read = fvm_vmread, \
-    .vmcs_write = fvm_vmwrite, \
-    .vmcall = diff_vmcall, \
-    .irq_pending = diff_irq
-
-const lc_vm_ops diff_vm_ops = { DIFF_VM_OPS };
-
-const lc_vm_ops diff_vm_ops_wide = {
-    DIFF_VM_OPS,
-    .accepts_wide = LC_WIDE_2 | LC_WIDE_4 | LC_WIDE_8,
+const lc_vm_ops diff_vm_ops = {
+    FVM_OPS_DEVICES,
+    .cpuid = fvm_cpuid,
+    .rdmsr = fvm_rdmsr,
+    .wrmsr = fvm_wrmsr,
+    .rdtsc = diff_rdtsc,
+    .dr_read = fvm_dr_read,
+    .dr_write = fvm_dr_write,
+    .halt = fvm_halt,
+    .vmcs_read = fvm_vmread,
+    .vmcs_write = fvm_vmwrite,
+    .vmcall = diff_vmcall,
+    .irq_pending = diff_irq,
 };
