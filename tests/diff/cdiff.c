@@ -55,9 +55,9 @@
  *    last strongly exiting instruction (unless it stops for SMC);
  *  - the third exit with threshold 3 runs what the first did with
  *    threshold 1 (not with chained runs: they depend on the cache);
- *  - merged pairs (a quarter of the cases, diff_vm_ops_wide): a wide
- *    write agrees with one of Unicorn's or with the two halves of an
- *    exit pair in either order (diff_compare());
+ *  - merged pairs (a quarter of the cases, accepts_wide a set of widths,
+ *    ccfg.wide): a wide write agrees with one of Unicorn's or with the
+ *    two halves of an exit pair in either order (diff_compare());
  *  - interrupts (a quarter of the cases, diff_irq_due(); in a quarter
  *    of those pending everywhere): a run the engine stops for one
  *    (LC_STOP_IRQ, at a loop head) stops where one is due with IF set,
