@@ -172,9 +172,18 @@ static void fw_cfg_exit(vmm *vm, vmm_device *dev)
 static void fw_cfg_stats(vmm_device *dev, vmm_stat_fn put, void *ctx)
 {
     fw_cfg_dev *d = dev->state;
-    put(ctx, "firmware", "fw_cfg_bytes", fw_cfg_bytes_read(d->f));
-    put(ctx, "firmware", "fw_cfg_dma_transfers", fw_cfg_dma_transfers(d->f));
-    put(ctx, "firmware", "fw_cfg_dma_errors", fw_cfg_dma_errors(d->f));
+    uint64_t bytes, transfers, errors;
+
+    /* the vCPUs count them under the device's lock (--stats-interval
+     * reads them while the guest runs) */
+    pthread_mutex_lock(&d->lock);
+    bytes = fw_cfg_bytes_read(d->f);
+    transfers = fw_cfg_dma_transfers(d->f);
+    errors = fw_cfg_dma_errors(d->f);
+    pthread_mutex_unlock(&d->lock);
+    put(ctx, "firmware", "fw_cfg_bytes", bytes);
+    put(ctx, "firmware", "fw_cfg_dma_transfers", transfers);
+    put(ctx, "firmware", "fw_cfg_dma_errors", errors);
     put(ctx, "firmware", "kvm_iret_fixups", dev->vm->stats.quirk_irets);
     put(ctx, "firmware", "pam_remaps", dev->vm->fw->pam_changes);
     put(ctx, "firmware", "rom_bar_maps", dev->vm->fw->rom_bar_maps);

@@ -63,7 +63,7 @@ struct fw_cfg {
     uint64_t dma_transfers, dma_errors;
 };
 
-static void be32(uint8_t *p, uint32_t v)
+static void put_be32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
     p[2] = (uint8_t)(v >> 8);  p[3] = (uint8_t)v;
@@ -155,13 +155,13 @@ static int rebuild_dir(fw_cfg *f)
         free(buf);
         return -1;
     }
-    be32(buf, files);
+    put_be32(buf, files);
     for (unsigned i = 0, j = 0; i < f->n; i++) {
         uint8_t *e;
         if (!f->item[i].name[0])
             continue;
         e = buf + 4 + (size_t)j++ * 64;
-        be32(e, f->item[i].len);
+        put_be32(e, f->item[i].len);
         e[4] = (uint8_t)(f->item[i].key >> 8);
         e[5] = (uint8_t)f->item[i].key;
         memcpy(e + 8, f->item[i].name, FW_CFG_NAME_MAX);
