@@ -406,6 +406,36 @@ static int sreg_operand(const lcd_insn *in)
 static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c);
 static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
 
+/* A look at an access the instruction will make (LCR_PROBE_PEEK: the
+ * walk and its checks, no A/D bit set, nothing cached; no device route,
+ * as the access is not made): 1 if it reaches plain RAM only (no MMIO;
+ * for a store, no traced page), 0 if not, -1 if the translation stops
+ * (a fault), with that stop forgotten: the real access makes it again,
+ * in the CPU's order. For the instructions whose later access must be
+ * plain when an earlier one is not: the engine refuses them before the
+ * first access sets an A or D bit, as a stop that is the engine's and
+ * not the CPU's must leave the state as it was before the instruction
+ * (a fault's stop keeps what the CPU sets before it faults). */
+static int peek_plain(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
+                      unsigned access)
+{
+    lcr_route *route = v->route;
+    uint8_t probe = v->probe;
+    lcr_xlat x;
+    int r;
+
+    v->route = NULL;
+    v->probe = LCR_PROBE_PEEK;
+    r = lcr_mem_xlat(v, seg, ea, n, access, &x);
+    v->route = route;
+    v->probe = probe;
+    if (r < 0) {
+        lcr_stop_forget(v);
+        return -1;
+    }
+    return lcr_xlat_plain(&x);
+}
+
 static int ex_push(lcr_vcpu *v, lcr_ectx *c)
 {
     const lcd_insn *in = c->in;
@@ -415,6 +445,13 @@ static int ex_push(lcr_vcpu *v, lcr_ectx *c)
 
     if (sreg_operand(in))
         return ex_push_sreg(v, c);
+    /* a device read and a slot the VMM takes: refused (below) before the
+     * read's walk sets an A bit */
+    if (in->opnd[0].kind == LCD_OPND_MEM &&
+        peek_plain(v, LC_SS, sp, n, LCR_ACC_WRITE) == 0 &&
+        peek_plain(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0), n,
+                   LCR_ACC_READ) == 0)
+        return stop(v, LC_STOP_TERMINATOR);
     if (in->opnd[0].kind == LCD_OPND_MEM &&
         operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), n,
                      LCR_ACC_READ) < 0)
@@ -446,6 +483,16 @@ static int ex_pop(lcr_vcpu *v, lcr_ectx *c)
 
     if (sreg_operand(in))
         return ex_pop_sreg(v, c);
+    /* a device slot and a destination the VMM takes: refused (below)
+     * before the slot's walk sets an A bit */
+    if (in->opnd[0].kind == LCD_OPND_MEM &&
+        peek_plain(v, LC_SS, sp, n, LCR_ACC_READ) == 0 &&
+        peek_plain(v, in->mem.seg,
+                   lcr_eff_addr(v, in, v->st->rip,
+                                (int64_t)(sp_after(v, sb, n) -
+                                          v->st->gpr[LC_RSP])), n,
+                   LCR_ACC_WRITE) == 0)
+        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ, &sx) < 0)
         return LCR_STOP;
     /* POP to memory with an rSP base uses rSP after the increment (SDM
@@ -1513,6 +1560,14 @@ static int ex_pusha(lcr_vcpu *v, lcr_ectx *c)
     uint64_t sp = v->st->gpr[LC_RSP];
     lcr_xlat sx[8];
 
+    /* The slots lie on at most two pages, those of the first and the
+     * last: one that is not plain RAM refuses the instruction before
+     * the other's walk sets its A and D bits (peek_plain()). */
+    if (peek_plain(v, LC_SS, (sp - n) & lcr_mask(sb), n,
+                   LCR_ACC_WRITE) == 0 ||
+        peek_plain(v, LC_SS, (sp - 8 * n) & lcr_mask(sb), n,
+                   LCR_ACC_WRITE) == 0)
+        return stop(v, LC_STOP_TERMINATOR);
     for (unsigned k = 0; k < 8; k++) {
         if (lcr_mem_xlat(v, LC_SS, (sp - (k + 1) * n) & lcr_mask(sb), n,
                          LCR_ACC_WRITE | LCR_ACC_PLAIN, &sx[k]) < 0)
@@ -1532,6 +1587,11 @@ static int ex_popa(lcr_vcpu *v, lcr_ectx *c)
     uint64_t sp = v->st->gpr[LC_RSP], val[8] = { 0 };
     lcr_xlat sx[8];
 
+    /* as in ex_pusha: the first and the last slot's pages */
+    if (peek_plain(v, LC_SS, sp & lcr_mask(sb), n, LCR_ACC_READ) == 0 ||
+        peek_plain(v, LC_SS, (sp + 7 * n) & lcr_mask(sb), n,
+                   LCR_ACC_READ) == 0)
+        return stop(v, LC_STOP_TERMINATOR);
     /* slot k holds register 7 - k (rDI first) */
     for (unsigned k = 0; k < 8; k++) {
         if (7 - k == LC_RSP)

@@ -802,6 +802,75 @@ START_TEST(two_devices_not_run)
 }
 END_TEST
 
+/* A refusal is the engine's, not a CPU event: it leaves the state as it
+ * was before the instruction, with no accessed or dirty bit set by an
+ * access the instruction looked at before the one that refused it (a
+ * fault keeps what the CPU sets before it faults). lc-diff's traced
+ * pages found the PUSH case. */
+START_TEST(refusal_sets_no_accessed_bit)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v;
+    uint64_t pd3e_gpa = 0x4000 + ((FVM_MMIO >> 21) & 511) * 8, e;
+
+    fvm_init(&f);
+    f.traced_gfn = 0x9;
+    fvm_state_long64(&f, &s);
+
+    /* push qword [rbx]: the source MMIO, the slot in the traced page */
+    memcpy(f.ram + 0x7000, (uint8_t[]){ 0xff, 0x33 }, 2);
+    s.rip = 0x7000;
+    s.gpr[LC_RBX] = FVM_MMIO + 0x10;
+    s.gpr[LC_RSP] = 0x9100;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x9100);
+    memcpy(&e, f.ram + pd3e_gpa, 8);
+    ck_assert_uint_eq(e & 0x20, 0);     /* the MMIO's PDE: no A bit */
+    s.gpr[LC_RSP] = 0x8100;             /* onto plain RAM: it runs */
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_DONE);
+    memcpy(&e, f.ram + pd3e_gpa, 8);
+    ck_assert_uint_eq(e & 0x20, 0x20);
+    e &= ~0x20ull;
+    memcpy(f.ram + pd3e_gpa, &e, 8);
+
+    /* pop qword [rbx]: the slot MMIO, the destination traced */
+    memcpy(f.ram + 0x7000, (uint8_t[]){ 0x8f, 0x03 }, 2);
+    s.rip = 0x7000;
+    s.gpr[LC_RBX] = 0x9010;
+    s.gpr[LC_RSP] = FVM_MMIO + 0x100;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);
+    memcpy(&e, f.ram + pd3e_gpa, 8);
+    ck_assert_uint_eq(e & 0x20, 0);
+
+    /* pushad under PAE paging (the PD at 0x3000, 2 MiB pages, A and D
+     * clear): two slots on plain RAM, six on the traced page below */
+    fvm_state_prot32(&s, 0);
+    e = 0x3000 | 1;                     /* PDPTE 0 */
+    memcpy(f.ram + 0x5000, &e, 8);
+    f.ram[0x3000] &= (uint8_t)~0x60;    /* the pushes above set A, D */
+    s.cr0 |= LC_CR0_PG;
+    s.cr3 = 0x5000;
+    s.cr4 = LC_CR4_PAE;
+    f.ram[0x7000] = 0x60;
+    s.rip = 0x7000;
+    s.gpr[LC_RSP] = 0xa008;
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_uint_eq(f.nlog, 0);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0xa008);
+    memcpy(&e, f.ram + 0x3000, 8);
+    ck_assert_uint_eq(e & 0x40, 0);     /* no D bit (the fetch sets A) */
+    s.gpr[LC_RSP] = 0xa100;             /* all on plain RAM: it runs */
+    ck_assert_int_eq(step_io(&f, &s, &v), LCR_DONE);
+    memcpy(&e, f.ram + 0x3000, 8);
+    ck_assert_uint_eq(e & 0x40, 0x40);
+    fvm_fini(&f);
+}
+END_TEST
+
 START_TEST(budget_and_irq)
 {
     fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
@@ -2126,6 +2195,7 @@ static Suite *exec_suite(void)
     tcase_add_test(t, smc_stops_after_write);
     tcase_add_test(t, rep_budget);
     tcase_add_test(t, two_devices_not_run);
+    tcase_add_test(t, refusal_sets_no_accessed_bit);
     tcase_add_test(t, budget_and_irq);
     tcase_add_test(t, alu_flags);
     suite_add_tcase(s, t);
