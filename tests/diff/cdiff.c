@@ -65,6 +65,11 @@
  *    one stops the run (the engine asks at the heads of the loops it
  *    forms, but the walk may lay a loop out unrolled, whose second pass
  *    has no head: an address may run twice with one pending);
+ *  - traced pages (a quarter of the cases, pick_traced()): the engine
+ *    stores into the page only through traced_write() (the fake VMM's
+ *    copy of the page and the RAM end equal), each store into it is an
+ *    exit; the instructions the engine runs only onto plain RAM end the
+ *    lower bound, and an exiting one is declined;
  *  - P (cases starting with OUT): the VMM completed the OUT itself and
  *    calls with LC_EXIT_RIP_PAST; a decline must leave the state alone, a
  *    run must agree with Unicorn over 1 + res.insns instructions with
@@ -110,6 +115,9 @@ typedef struct ccfg {
     int       replace;        /* do the code-replacement calls */
     int       irq;            /* diff_irq_due()'s key, 0: no interrupts */
     int       wide;           /* accepts_wide: LC_WIDE_2/4/8 bits */
+    int       trace;          /* a traced page (one_case() picks it) */
+    uint64_t  trace_pick;
+    uint64_t  tgfn;           /* the page picked, or DIFF_NO_TRACE */
     uint64_t  rng[4];
 } ccfg;
 
@@ -152,6 +160,11 @@ static void pick_config(const dcase *c, ccfg *k)
         k->wide = xo_next(r2) % 4 == 0
                   ? (int)(1 + xo_next(r2) % 7) << 1     /* LC_WIDE_2/4/8 */
                   : 0;
+        /* and, in a quarter, a traced page among those the case stores
+         * to (pick_traced()) */
+        k->trace = xo_next(r2) % 4 == 0;
+        k->trace_pick = xo_next(r2);
+        k->tgfn = DIFF_NO_TRACE;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -166,7 +179,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u irq %d "
-             "wide 0x%x",
+             "wide 0x%x traced %s0x%llx",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -176,7 +189,9 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              f->max_cluster_insns, lcx_window(f), f->max_mem_gap_fillers,
              f->exit_cost_ns,
              f->weak_backedge_cap, f->insn_budget, f->translate_threshold,
-             k->irq, k->wide);
+             k->irq, k->wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
+             k->tgfn == DIFF_NO_TRACE ? 0ull
+                                      : (unsigned long long)k->tgfn << 12);
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -190,6 +205,9 @@ typedef struct ecall {
     int         untouched_bad;   /* declined but the state changed */
     run_result *r;
     int         ram_touched;     /* declined but the RAM changed */
+    int         traced_at;       /* the first byte of the traced page the
+                                  * engine changed without traced_write(),
+                                  * or -1 */
 } ecall;
 
 static void fill_result(const dcase *c, const lc_cpu_state *s, run_result *r)
@@ -270,6 +288,10 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     memcpy(x->ram, c->ram, RAM_SIZE);
     dev_init(&r->dev, c);
     r->dev.wide = cur_wide;
+    if (x->traced_gfn != FVM_NONE) {
+        r->dev.tgfn = x->traced_gfn;
+        memcpy(r->dev.tshadow, c->ram + (x->traced_gfn << 12), 4096);
+    }
     diff_vm_devices(x, &r->dev);
     if (e->pre) {
         /* The VMM completed the OUT itself (KVM with RIP past it). */
@@ -296,6 +318,16 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     }
     e->ram_touched = e->res.disposition != LC_HANDLED &&
                      !ram_untouched(c, x->ram);
+    /* the traced page as the VMM kept it, against the RAM: a byte that
+     * differs was stored by the engine itself */
+    e->traced_at = -1;
+    if (x->traced_gfn != FVM_NONE)
+        for (int i = 0; i < 4096; i++)
+            if (x->ram[(x->traced_gfn << 12) + (unsigned)i] !=
+                r->dev.tshadow[i]) {
+                e->traced_at = i;
+                break;
+            }
     fill_result(c, &fin, r);
     memcpy(r->ram, x->ram, RAM_SIZE);
     r->ntrace = e->res.insns + e->pre;
@@ -400,7 +432,7 @@ static int past_no_exit_ok(void)
 /* Exiting instructions among the first `n` Unicorn executed, or -1.
  * `desc` lists the ones that are not plainly strongly exiting. */
 static int count_exits(const dcase *c, const run_result *ru, unsigned n,
-                       char *desc, size_t dn)
+                       uint64_t tgfn, char *desc, size_t dn)
 {
     int cnt = 0;
     size_t dl = 0;
@@ -422,19 +454,23 @@ static int count_exits(const dcase *c, const run_result *ru, unsigned n,
                 pio |= ru->dev.log[j].kind == AK_PIO;
             }
         int str = info.op == LC_OP_INS || info.op == LC_OP_OUTS;
+        /* a store into the traced page exits (LC_EXIT_TRACED), whatever
+         * makes it: an explicit operand, a PUSH's or a CALL's slot */
+        int traced = tgfn < 32 && ((ru->wpages[t] >> tgfn) & 1);
         if (info.exit_class == LC_CLASS_STRONG)
             cnt += str ? pio : 1;
-        else if (info.exit_class == LC_CLASS_WEAK)
-            cnt += mmio;
+        else
+            cnt += (info.exit_class == LC_CLASS_WEAK && mmio) || traced;
         if (known_exits() && mmio && (info.op == LC_OP_OUTS ||
                                       info.op == LC_OP_PUSH ||
                                       info.op == LC_OP_POP))
             cnt += info.op == LC_OP_OUTS ? 1 : -1;
-        if (((info.exit_class == LC_CLASS_WEAK && mmio) || str) && dl < dn &&
-            desc)
-            dl += (size_t)snprintf(desc + dl, dn - dl, " #%u %s%s%s", t,
+        if (((info.exit_class == LC_CLASS_WEAK && mmio) || str || traced) &&
+            dl < dn && desc)
+            dl += (size_t)snprintf(desc + dl, dn - dl, " #%u %s%s%s%s", t,
                                    lc_op_name(info.op),
                                    mmio ? " (mmio)" : "",
+                                   traced ? " (traced)" : "",
                                    str && !pio ? " (no iteration)" : "");
     }
     return cnt;
@@ -585,6 +621,12 @@ typedef struct cstats {
     uint64_t declined_vmfail;        /* first VMREAD/VMWRITE the VMM
                                       * failed, declined cleanly */
     uint64_t max_insns, max_saved;
+    uint64_t traced_cases;           /* cases with a traced page */
+    uint64_t traced_runs;            /* agreed calls storing into it */
+    uint64_t traced_writes;          /* ... traced_write() calls */
+    uint64_t declined_traced;        /* first instruction refused: its
+                                      * store would reach the traced page
+                                      * (plain_store()) */
     uint64_t cflow_runs[4];
     uint64_t first_kind[LC_EXIT_KIND_COUNT_]; /* agreed calls per exit kind */
     uint64_t first_kind_multi[LC_EXIT_KIND_COUNT_]; /* ... saving exits */
@@ -594,7 +636,8 @@ typedef struct cstats {
 
 typedef struct cctx {
     const cdiff_opts *o;
-    uc_side    *u;
+    uc_side    *u;               /* the current case's: uc[0] or uc[1] */
+    uc_side    *uc[2];           /* without, with the write hook */
     ucache      q;
     dcase      *c2;
     run_result *re[8];
@@ -691,13 +734,42 @@ static int opens_shadow(const dcase *c, int k)
                       c->insn[k].len, &li) == LC_OK && lcr_opens_shadow(&li);
 }
 
+/* Does the engine store only to plain RAM with this instruction, stopping
+ * before it when its store would reach a traced page (runtime/exec.c:
+ * LCR_ACC_PLAIN)? PUSHA, a 32-bit PUSH of a segment register (it keeps
+ * the slot's upper bytes), PUSH or POP with a memory operand (a device
+ * read with a store the VMM might refuse), VMREAD to memory. */
+static int plain_store(const dcase *c, int k)
+{
+    lcd_insn li;
+
+    if (lcd_decode(dmode_cpu_mode(c->mode), c->code + c->insn[k].off,
+                   c->insn[k].len, &li) != LC_OK)
+        return 1;
+    switch (li.info.op) {
+    case LC_OP_PUSHA:
+        return 1;
+    case LC_OP_VMREAD:
+        return li.info.has_mem;
+    case LC_OP_PUSH:
+    case LC_OP_POP:
+        return li.nopnds > 0 &&
+               (li.opnd[0].kind == LCD_OPND_MEM ||
+                (li.opnd[0].kind == LCD_OPND_REG &&
+                 li.opnd[0].reg.cls == LCD_REG_SEG));
+    default:
+        return 0;
+    }
+}
+
 /* Static clusters (s4) on straight code: the run must get at least to
  * the last strongly exiting instruction that is reachable from the first
  * without a branch, within the window and the gap-filler cap, before any
  * store into the code page. Weakly exiting instructions count as memory
  * gap fillers (a conservative bound: predicted ones could only extend the
  * cluster). Returns the minimal instruction count. */
-static unsigned static_extent(const dcase *c, const lc_config *f)
+static unsigned static_extent(const dcase *c, const lc_config *f,
+                              int traced)
 {
     unsigned last = 0, gap = 0;
     /* the window the engine decodes, scaled by the exit cost (the gap
@@ -724,6 +796,9 @@ static unsigned static_extent(const dcase *c, const lc_config *f)
          * (runtime/exec.c, string_io); which it is depends on rSI/rDI
          * then, so no bound reaches past one */
         if (info.op == LC_OP_INS || info.op == LC_OP_OUTS)
+            break;
+        /* with a traced page, where its store may go (plain_store()) */
+        if (traced && plain_store(c, (int)i))
             break;
         if (info.exit_class == LC_CLASS_STRONG) {
             last = i;
@@ -815,6 +890,20 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         report(x, c, k, e, e->r, what, idx, NULL);
         return 0;
     }
+    if (e->traced_at >= 0 || e->r->dev.tstray) {
+        if (e->traced_at >= 0)
+            snprintf(what, sizeof what, "traced page: the engine changed "
+                     "gpa 0x%llx itself, not through traced_write()",
+                     (unsigned long long)((k->tgfn << 12) +
+                                          (unsigned)e->traced_at));
+        else
+            snprintf(what, sizeof what, "traced_write() for gpa 0x%llx, "
+                     "outside the traced page 0x%llx",
+                     (unsigned long long)(e->r->dev.tstray & ~(1ull << 63)),
+                     (unsigned long long)k->tgfn << 12);
+        report(x, c, k, e, e->r, what, idx, NULL);
+        return 0;
+    }
     if (pre && res->disposition == LC_DECLINED && !e->untouched_bad) {
         x->s.declined_past++;     /* nothing to run after it: fine */
         return 1;
@@ -837,6 +926,18 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
                  e->ram_touched ? " and changed the RAM" : "");
         report(x, c, k, e, e->r, what, idx, NULL);
         return 0;
+    }
+    if ((res->disposition != LC_HANDLED || res->insns == 0) && !pre &&
+        k->tgfn != DIFF_NO_TRACE && plain_store(c, 0) &&
+        !e->untouched_bad && !e->ram_touched) {
+        /* an exiting instruction whose store goes to the traced page,
+         * of a kind the engine runs only onto plain RAM (plain_store()):
+         * declined, the state untouched, the VMM emulates it */
+        run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
+        if (!err && r1->ntrace == 1 && ((r1->wpages[0] >> k->tgfn) & 1)) {
+            x->s.declined_traced++;
+            return 1;
+        }
     }
     if (res->disposition != LC_HANDLED || res->insns == 0) {
         snprintf(what, sizeof what, "the engine declined the exit (stop %s)%s",
@@ -869,7 +970,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         report(x, c, k, e, ru, what, idx, NULL);
         return 0;
     }
-    int ex = count_exits(c, ru, n, extra, sizeof extra);
+    int ex = count_exits(c, ru, n, k->tgfn, extra, sizeof extra);
     int want_done = ex - (int)pre;
     int want_saved = pre ? want_done : (ex > 0 ? ex - 1 : 0);
     if (ex >= 0 && ((int)res->exits_done != want_done ||
@@ -953,7 +1054,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             report(x, c, k, e, ru, what, idx, NULL);
             return 0;
         }
-        unsigned want = pre ? 0 : static_extent(c, &k->cfg);
+        unsigned want = pre ? 0 : static_extent(c, &k->cfg,
+                                                k->tgfn != DIFF_NO_TRACE);
         x->s.bound_checked += want > 1;
         /* (an interrupt may stop it at any loop head, which method 3
          * has: also at one that straight code falls into, the target of
@@ -993,6 +1095,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         x->s.max_insns = res->insns;
     if (res->exits_saved > x->s.max_saved)
         x->s.max_saved = res->exits_saved;
+    x->s.traced_runs += e->r->dev.twrites != 0;
+    x->s.traced_writes += e->r->dev.twrites;
     if (res->stop == LC_STOP_SMC)
         x->s.smc_runs++;
     x->s.cflow_runs[k->cfg.cflow & 3]++;
@@ -1032,25 +1136,83 @@ static void free_engine(lc_engine *eng, lc_vcpu *vc)
     lc_engine_destroy(eng);
 }
 
+/* Does the case shift or rotate a memory operand? Unicorn 2.0.1 with a
+ * write hook gets those flags wrong (UNICORN_BUGS.md, 12): such a case
+ * gets no traced page. */
+static int mem_shift(const dcase *c)
+{
+    for (uint32_t i = 0; i < c->ninsns; i++) {
+        unsigned op = c->insn[i].op;
+        lc_insn_info info;
+        if ((op == LC_OP_SHL || op == LC_OP_SHR || op == LC_OP_SAR ||
+             op == LC_OP_ROL || op == LC_OP_ROR || op == LC_OP_RCL ||
+             op == LC_OP_RCR) &&
+            decode_at(c, (int)i, &info) && info.has_mem)
+            return 1;
+    }
+    return 0;
+}
+
+/* A traced page, for a case that draws one: a RAM page the case stores
+ * to on Unicorn's side in its first TRACE_MAX instructions (data, stack
+ * or code), chosen by k->trace_pick. Never MMIO, the GDT's page or,
+ * with paging, a page of the paging structures: the engine never sets
+ * an accessed or dirty bit in a traced page (runtime/mmu.c, commit_ad()
+ * leaves it to the guest's own execution) and stops before, which would
+ * cut runs this harness does not predict. */
+static void pick_traced(cctx *x, const dcase *c, ccfg *k)
+{
+    int err = 0;
+    run_result *ru = uc_get(x->u, &x->q, c, 0, TRACE_MAX, &err);
+    uint32_t pages = 0;
+
+    if (err)
+        return;
+    for (unsigned t = 0; t < ru->ntrace && t < TRACE_MAX; t++)
+        pages |= ru->wpages[t];
+    pages &= ~(1u << (MMIO_PA >> 12) | 1u << (GDT_PA >> 12));
+    if (c->mode == DM_PAE || c->mode == DM_LONG64)
+        for (uint32_t pa = PT_PML4_PA; pa <= PT_PT1_PA; pa += 0x1000)
+            pages &= ~(1u << (pa >> 12));
+    unsigned n = (unsigned)__builtin_popcount(pages);
+    if (n == 0)
+        return;
+    unsigned want = (unsigned)(k->trace_pick % n);
+    for (unsigned g = 0; g < 32; g++)
+        if (((pages >> g) & 1) && want-- == 0) {
+            k->tgfn = g;
+            return;
+        }
+}
+
 static void one_case(cctx *x, const dcase *c, uint64_t idx)
 {
     ccfg k;
     eng_ctx ex;
     lc_engine *eng;
     lc_vcpu *vc;
-    ecall a = { "A", 0, 0, { 0 }, 0, x->re[0], 0 };
+    ecall a = { "A", 0, 0, { 0 }, 0, x->re[0], 0, -1 };
     ecall b[3] = {
-        { "B1", 0, 0, { 0 }, 0, x->re[1], 0 },
-        { "B2", 0, 0, { 0 }, 0, x->re[2], 0 },
-        { "B3", 0, 0, { 0 }, 0, x->re[3], 0 },
+        { "B1", 0, 0, { 0 }, 0, x->re[1], 0, -1 },
+        { "B2", 0, 0, { 0 }, 0, x->re[2], 0, -1 },
+        { "B3", 0, 0, { 0 }, 0, x->re[3], 0, -1 },
     };
-    ecall r1 = { "R1", 0, 0, { 0 }, 0, x->re[4], 0 };
-    ecall r2 = { "R2", 0, 0, { 0 }, 0, x->re[5], 0 };
-    ecall p = { "P", 1, 0, { 0 }, 0, x->re[6], 0 };
+    ecall r1 = { "R1", 0, 0, { 0 }, 0, x->re[4], 0, -1 };
+    ecall r2 = { "R2", 0, 0, { 0 }, 0, x->re[5], 0, -1 };
+    ecall p = { "P", 1, 0, { 0 }, 0, x->re[6], 0, -1 };
 
     memset(x->q.valid, 0, sizeof x->q.valid);
     diff_vm_init(&ex, x->vmram);
     pick_config(c, &k);
+    x->u = x->uc[0];
+    if (k.trace && !mem_shift(c)) {
+        x->u = x->uc[1];
+        pick_traced(x, c, &k);
+    }
+    if (k.tgfn != DIFF_NO_TRACE) {
+        ex.traced_gfn = k.tgfn;
+        x->s.traced_cases++;
+    }
     ex.irq = k.irq;
     cur_wide = (uint8_t)k.wide;
     x->s.cases++;
@@ -1141,6 +1303,27 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     }
 }
 
+static void close_ucs(cctx *x)
+{
+    ucs_close(x->uc[0]);
+    ucs_close(x->uc[1]);
+    x->uc[0] = x->uc[1] = x->u = NULL;
+}
+
+static int open_ucs(cctx *x, int m, const uint8_t perm[16])
+{
+    x->uc[0] = ucs_open(m, perm, 0);
+    x->uc[1] = ucs_open(m, perm, 1);
+    if (!x->uc[0] || !x->uc[1]) {
+        fprintf(stderr, "lc-diff: cannot set up Unicorn for %s\n",
+                dmode_name(m));
+        close_ucs(x);
+        return -1;
+    }
+    x->u = x->uc[0];
+    return 0;
+}
+
 int cdiff_main(const cdiff_opts *o)
 {
     cctx x;
@@ -1173,12 +1356,8 @@ int cdiff_main(const cdiff_opts *o)
         if (o->mode >= 0 && m != o->mode)
             continue;
         diff_perm(o->seed, go.perm);
-        x.u = ucs_open(m, go.perm);
-        if (!x.u) {
-            fprintf(stderr, "lc-diff: cannot set up Unicorn for %s\n",
-                    dmode_name(m));
+        if (open_ucs(&x, m, go.perm) < 0)
             return 2;
-        }
         memset(&x.s, 0, sizeof x.s);
         x.q.runs = 0;
         unsigned long long merged0 = diff_merged_pairs;
@@ -1195,13 +1374,9 @@ int cdiff_main(const cdiff_opts *o)
             /* Bounded life for each Unicorn instance (UNICORN_BUGS.md);
              * the result cache is per case, so nothing refers to it. */
             if (idx > first && (idx - first) % UC_REOPEN_CASES == 0) {
-                ucs_close(x.u);
-                x.u = ucs_open(m, go.perm);
-                if (!x.u) {
-                    fprintf(stderr, "lc-diff: cannot set up Unicorn for %s\n",
-                            dmode_name(m));
+                close_ucs(&x);
+                if (open_ucs(&x, m, go.perm) < 0)
                     return 2;
-                }
             }
             x.verbose_case = o->verbose && o->one_case >= 0;
             if (x.verbose_case) {
@@ -1224,7 +1399,9 @@ int cdiff_main(const cdiff_opts *o)
                "instructions, %llu runs took a backward branch, %llu SMC "
                "stops, %llu code replacements, %llu runs held to a static "
                "lower bound, %llu RIP-past runs (%llu declined), %llu "
-               "failing first VMREAD/VMWRITE declined, %llu merged pairs\n",
+               "failing first VMREAD/VMWRITE declined, %llu merged pairs, "
+               "%llu cases with a traced page (%llu runs storing into it, "
+               "%llu traced writes, %llu exits declined for it)\n",
                (unsigned long long)s->clusters, (unsigned long long)s->multi,
                (unsigned long long)s->saved, (unsigned long long)s->max_saved,
                (unsigned long long)s->max_insns,
@@ -1235,7 +1412,11 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->past_runs,
                (unsigned long long)s->declined_past,
                (unsigned long long)s->declined_vmfail,
-               diff_merged_pairs - merged0);
+               diff_merged_pairs - merged0,
+               (unsigned long long)s->traced_cases,
+               (unsigned long long)s->traced_runs,
+               (unsigned long long)s->traced_writes,
+               (unsigned long long)s->declined_traced);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],
@@ -1254,7 +1435,7 @@ int cdiff_main(const cdiff_opts *o)
         printf("\n");
         total_bad += s->mismatches;
         total_err += s->setup_errors;
-        ucs_close(x.u);
+        close_ucs(&x);
     }
     for (unsigned i = 0; i < 8; i++)
         free(x.re[i]);

@@ -212,12 +212,63 @@ void dev_init(dev_side *d, const dcase *c)
     d->tsc = splitmix64(&(uint64_t){ c->dev_seed ^ 0x747363ull });
     d->long64 = c->mode == DM_LONG64;
     d->vmcs_valid = c->vmcs_valid;
+    d->tgfn = DIFF_NO_TRACE;
     uint64_t x = c->dev_seed ^ 0x766d6373ull;
     for (int i = 0; i < VMX_NFIELDS; i++) {
         uint64_t v = splitmix64(&x);
         unsigned w = (vmx_fields[i] >> 13) & 3;
         d->vmcs[i] = w == 0 ? v & 0xffff : w == 2 ? v & 0xffffffffu : v;
     }
+}
+
+/* One paging-structure entry at `ta`, or 0 (not present, or the table
+ * lies outside RAM: hostile to nobody here, the generator built it). */
+static uint64_t pt_entry(const uint8_t *ram, uint64_t ta)
+{
+    uint64_t e;
+
+    if (ta > RAM_SIZE - 8)
+        return 0;
+    memcpy(&e, ram + ta, 8);
+    return e & 1 ? e : 0;
+}
+
+int64_t diff_la_to_pa(int mode, const uint8_t *ram, uint64_t cr3,
+                      uint64_t la)
+{
+    const uint64_t am = 0x000ffffffffff000ull;
+    uint64_t e, pa;
+
+    if (mode == DM_REAL || mode == DM_PROT32) {
+        pa = mode == DM_PROT32 ? (uint32_t)la : la;
+    } else {
+        if (mode == DM_LONG64) {
+            e = pt_entry(ram, (cr3 & am) + ((la >> 39) & 511) * 8);
+            if (!e)
+                return -1;
+            e = pt_entry(ram, (e & am) + ((la >> 30) & 511) * 8);
+            if (e & 0x80) {     /* 1 GiB page */
+                pa = (e & am & ~0x3fffffffull) | (la & 0x3fffffff);
+                return pa < RAM_SIZE ? (int64_t)pa : -1;
+            }
+        } else {                /* PAE: a 4-entry PDPT at CR3 */
+            e = pt_entry(ram, (cr3 & ~0x1full) + ((la >> 30) & 3) * 8);
+        }
+        if (!e)
+            return -1;
+        e = pt_entry(ram, (e & am) + ((la >> 21) & 511) * 8);
+        if (!e)
+            return -1;
+        if (e & 0x80) {         /* 2 MiB page */
+            pa = (e & am & ~0x1fffffull) | (la & 0x1fffff);
+        } else {
+            e = pt_entry(ram, (e & am) + ((la >> 12) & 511) * 8);
+            if (!e)
+                return -1;
+            pa = (e & am) | (la & 0xfff);
+        }
+    }
+    return pa < RAM_SIZE ? (int64_t)pa : -1;
 }
 
 /* ---- the fake VMCS (diff.h) --------------------------------------------- */

@@ -561,7 +561,7 @@ int main(int argc, char **argv)
             continue;
         go.native = opt.native;
         diff_perm(opt.seed, go.perm);
-        uc_side *u = ucs_open(m, go.perm);
+        uc_side *u = ucs_open(m, go.perm, 0);
         if (!u) {
             fprintf(stderr, "lc-diff: cannot set up Unicorn for %s\n",
                     dmode_name(m));
@@ -585,7 +585,7 @@ int main(int argc, char **argv)
              * so results do not depend on where the reopen falls. */
             if (ncases && ncases % UC_REOPEN_CASES == 0) {
                 ucs_close(u);
-                u = ucs_open(m, go.perm);
+                u = ucs_open(m, go.perm, 0);
                 if (!u) {
                     fprintf(stderr, "lc-diff: cannot set up Unicorn for %s\n",
                             dmode_name(m));

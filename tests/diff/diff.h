@@ -204,9 +204,26 @@ typedef struct dev_side {
                                    * as DEV_WIDE_WRITE (diff_compare()) */
     uint8_t    vmcs_valid;        /* the fake VMCS (see vmx_*) */
     uint64_t   vmcs[16];
+    /* Engine side, a traced page (cdiff.c, "traced pages"): the page's
+     * frame number (DIFF_NO_TRACE: none), the page as the VMM keeps it
+     * (the case's bytes, then every traced_write() applied), the writes
+     * delivered and the first one outside the page (gpa, or 0). */
+    uint64_t   tgfn;
+    uint32_t   twrites;
+    uint64_t   tstray;
+    uint8_t    tshadow[4096];
 } dev_side;
 
+#define DIFF_NO_TRACE (~0ull)
+
 void dev_init(dev_side *d, const dcase *c);
+/* The guest-physical address linear `la` maps to under the case's paging
+ * (mode and CR3; the tables as `ram`, RAM_SIZE bytes, holds them), or -1
+ * if no present entry maps it or it lies outside RAM. Without paging
+ * (real, prot32) linear is physical. Permissions and A/D bits are not
+ * looked at. */
+int64_t diff_la_to_pa(int mode, const uint8_t *ram, uint64_t cr3,
+                      uint64_t la);
 uint64_t dev_answer(dev_side *d, unsigned size);
 /* The guest TSC an RDTSC reads (logged in order as AK_RDTSC). */
 uint64_t dev_rdtsc(dev_side *d);
@@ -287,6 +304,9 @@ typedef struct run_result {
     uint16_t  sel[6];         /* segment selectors at the end */
     uint64_t  fs_base, gs_base; /* long64: FS/GS bases at the end */
     uint64_t  dr[4];          /* DR0..DR3 at the end */
+    uint32_t  wpages[TRACE_MAX]; /* Unicorn side: the RAM pages (bit n:
+                                  * guest-physical page n) each traced
+                                  * instruction stored to */
 } run_result;
 
 /* ---- Unicorn side (uc_side.c) ------------------------------------------- */
@@ -296,7 +316,10 @@ typedef struct uc_side uc_side;
  * "translated-block chaining"). */
 #define UC_REOPEN_CASES 200000
 
-uc_side *ucs_open(int mode, const uint8_t perm[16]);
+/* `watch_writes`: record the RAM pages each instruction stores to
+ * (run_result.wpages), with a UC_HOOK_MEM_WRITE hook; its mere presence
+ * changes the flags of some instructions (UNICORN_BUGS.md, 12). */
+uc_side *ucs_open(int mode, const uint8_t perm[16], int watch_writes);
 void ucs_close(uc_side *u);
 /* Run case `c`; fill `r`. Returns 0, or -1 on a harness (setup) error. */
 int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns);

@@ -60,6 +60,29 @@ static void tag(uc_side *u)
         d->log[d->nlog - 1].insn = u->r->ntrace ? u->r->ntrace - 1 : 0;
 }
 
+/* Every store: the RAM pages it reaches, for the instruction making it
+ * (cdiff.c counts a store into a traced page as that instruction's
+ * exit). The hook gets the linear address; the case's own tables give
+ * the physical one, whatever Unicorn's identity map (below) makes of
+ * it. A store crossing a page boundary reaches both pages. */
+static void hk_write(uc_engine *uc, uc_mem_type type, uint64_t address,
+                     int size, int64_t value, void *user)
+{
+    uc_side *u = user;
+    run_result *r = u->r;
+    (void)uc;
+    (void)type;
+    (void)value;
+    if (!r || !r->ntrace || r->ntrace > TRACE_MAX || size <= 0)
+        return;
+    uint64_t ends[2] = { address, address + (uint64_t)size - 1 };
+    for (int i = 0; i < 2; i++) {
+        int64_t pa = diff_la_to_pa(u->mode, u->ram, u->c->st.cr3, ends[i]);
+        if (pa >= 0)
+            r->wpages[r->ntrace - 1] |= 1u << (pa >> 12);
+    }
+}
+
 #define SCRATCH_PA 0x100000ull
 
 static uint32_t hk_in(uc_engine *uc, uint32_t port, int size, void *user)
@@ -394,6 +417,8 @@ static bool hk_invalid(uc_engine *uc, void *user)
                 ad_bits(u, la, vi.opbits / 8, 1);
                 if (uc_mem_write(uc, la, &val, vi.opbits / 8))
                     return false;
+                /* (uc_mem_write calls no hook) */
+                hk_write(uc, UC_MEM_WRITE, la, vi.opbits / 8, 0, u);
             }
         }
     }
@@ -508,7 +533,7 @@ static int map_aliases(uc_side *u, const uint8_t perm[16])
     return 0;
 }
 
-uc_side *ucs_open(int mode, const uint8_t perm[16])
+uc_side *ucs_open(int mode, const uint8_t perm[16], int watch_writes)
 {
     uc_side *u = calloc(1, sizeof *u);
     uc_mode um = mode == DM_REAL ? UC_MODE_16
@@ -539,7 +564,9 @@ uc_side *ucs_open(int mode, const uint8_t perm[16])
         uc_hook_add(u->uc, &h, UC_HOOK_INSN_INVALID, (void *)hk_invalid, u,
                     1, 0) ||
         uc_hook_add(u->uc, &h, UC_HOOK_MEM_UNMAPPED, (void *)hk_unmapped, u,
-                    1, 0))
+                    1, 0) ||
+        (watch_writes &&
+         uc_hook_add(u->uc, &h, UC_HOOK_MEM_WRITE, (void *)hk_write, u, 1, 0)))
         goto fail;
     return u;
 fail:
@@ -691,6 +718,7 @@ static int run_begin(uc_side *u, const dcase *c, run_result *r,
     r->ok = 0;
     r->why[0] = 0;
     r->ntrace = 0;
+    memset(r->wpages, 0, sizeof r->wpages);
     dev_init(&r->dev, c);
     u->c = c;
     u->r = r;

@@ -5,7 +5,8 @@
  * harness devices answering from the case's seeded stream and logging in
  * order, CPUID, and the case's MSRs. The same device model as Unicorn's
  * side (uc_side.c), so the ordered logs can be compared. Only the
- * services Unicorn's side models are offered (RDTSC's and DR0..DR3's
+ * services Unicorn's side models are offered (a traced page's stores,
+ * RDTSC's and DR0..DR3's
  * too: the harness supplies the guest TSC and keeps the debug registers
  * on both sides; HLT, VMREAD, VMWRITE and VMCALL against the fake VMM's
  * state in common.c, which Unicorn's side applies in its #UD hook), and
@@ -78,6 +79,23 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
         else
             d->dr[a->addr] = a->value;
         return LC_CB_OK;
+    case 't':
+        /* A store into the traced page (cdiff.c, "traced pages"): the
+         * fake VMM performs it (fvm_traced()) and keeps its own copy of
+         * the page, which must end equal to the RAM's; not logged, as
+         * Unicorn's side sees a RAM store. The engine calls this only
+         * for a page gpa_map() called traced. */
+        if (d->tgfn == DIFF_NO_TRACE)
+            return LC_CB_OK;        /* train(): no copy kept */
+        if ((a->addr >> 12) != d->tgfn || (a->addr & 0xfff) + a->size > 4096 ||
+            a->size > 8) {
+            if (!d->tstray)
+                d->tstray = a->addr | 1ull << 63;
+            return LC_CB_OK;
+        }
+        memcpy(d->tshadow + (a->addr & 0xfff), &a->value, a->size);
+        d->twrites++;
+        return LC_CB_OK;
     case 'h':
         dev_log(d, AK_HLT, 0, 0, 0, 0);
         return LC_CB_OK;
@@ -134,6 +152,7 @@ void diff_vm_init(diff_vm *x, uint8_t *ram)
 
 const lc_vm_ops diff_vm_ops = {
     FVM_OPS_DEVICES,
+    .traced_write = fvm_traced,
     .cpuid = fvm_cpuid,
     .rdmsr = fvm_rdmsr,
     .wrmsr = fvm_wrmsr,
