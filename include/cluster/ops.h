@@ -47,7 +47,12 @@
  *    that would never have exited to the VMM: a port or address the
  *    hypervisor serves itself (KVM's in-kernel 8259A, 8254, I/O APIC,
  *    local APIC) must answer LC_CB_STOP (for MMIO, gpa_map() answering
- *    LC_GPA_UNMAPPED does the same), or the access is lost.
+ *    LC_GPA_UNMAPPED does the same), or the access is lost. An mmio()
+ *    or traced_write() that answers LC_CB_STOP leaves the accessed (and
+ *    for a store dirty) bits that the access's page walk set: the walk
+ *    comes before the callback, and the guest's own execution of the
+ *    instruction makes it again. gpa_map() answering LC_GPA_UNMAPPED
+ *    leaves none.
  */
 #ifndef CLUSTER_OPS_H
 #define CLUSTER_OPS_H

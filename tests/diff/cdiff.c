@@ -70,6 +70,10 @@
  *    copy of the page and the RAM end equal), each store into it is an
  *    exit; the instructions the engine runs only onto plain RAM end the
  *    lower bound, and an exiting one is declined;
+ *  - refused ports (a quarter of the cases, pick_refused()): the fake
+ *    VMM answers LC_CB_STOP for one port; a run stops right before an
+ *    instruction that accesses it (LC_STOP_CALLBACK), and an exiting
+ *    one is declined with the state untouched;
  *  - P (cases starting with OUT): the VMM completed the OUT itself and
  *    calls with LC_EXIT_RIP_PAST; a decline must leave the state alone, a
  *    run must agree with Unicorn over 1 + res.insns instructions with
@@ -107,6 +111,10 @@ static uint8_t trained[GEN_MAX_INSNS];
  * its ops table says so (the engines of a case live within the case). */
 static uint8_t cur_wide;
 static lc_vm_ops ops_wide;
+/* The current case's refused access (ccfg.rkind, ccfg.raddr), given to
+ * its devices (dev_side.refuse_*) at each call. */
+static uint8_t cur_rkind;
+static uint64_t cur_raddr;
 
 /* ---- per-case configuration ------------------------------------------------ */
 
@@ -118,6 +126,10 @@ typedef struct ccfg {
     int       trace;          /* a traced page (one_case() picks it) */
     uint64_t  trace_pick;
     uint64_t  tgfn;           /* the page picked, or DIFF_NO_TRACE */
+    int       refuse;         /* a refused access (one_case() picks it) */
+    uint64_t  refuse_pick;
+    uint8_t   rkind;          /* the one picked: AK_PIO, AK_MMIO or 0 */
+    uint64_t  raddr;          /* its port, or its 8-byte MMIO block */
     uint64_t  rng[4];
 } ccfg;
 
@@ -165,6 +177,11 @@ static void pick_config(const dcase *c, ccfg *k)
         k->trace = xo_next(r2) % 4 == 0;
         k->trace_pick = xo_next(r2);
         k->tgfn = DIFF_NO_TRACE;
+        /* and, in another quarter, a port or MMIO block the VMM refuses
+         * (pick_refused()) */
+        k->refuse = xo_next(r2) % 4 == 0;
+        k->refuse_pick = xo_next(r2);
+        k->rkind = 0;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -179,7 +196,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u irq %d "
-             "wide 0x%x traced %s0x%llx",
+             "wide 0x%x traced %s0x%llx refused %s0x%llx",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -191,7 +208,10 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              f->weak_backedge_cap, f->insn_budget, f->translate_threshold,
              k->irq, k->wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
              k->tgfn == DIFF_NO_TRACE ? 0ull
-                                      : (unsigned long long)k->tgfn << 12);
+                                      : (unsigned long long)k->tgfn << 12,
+             k->rkind == AK_PIO ? "port " : k->rkind == AK_MMIO ? "mmio "
+                                                                 : "none ",
+             (unsigned long long)k->raddr);
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -288,6 +308,8 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     memcpy(x->ram, c->ram, RAM_SIZE);
     dev_init(&r->dev, c);
     r->dev.wide = cur_wide;
+    r->dev.refuse_kind = cur_rkind;
+    r->dev.refuse_addr = cur_raddr;
     if (x->traced_gfn != FVM_NONE) {
         r->dev.tgfn = x->traced_gfn;
         memcpy(r->dev.tshadow, c->ram + (x->traced_gfn << 12), 4096);
@@ -624,6 +646,9 @@ typedef struct cstats {
     uint64_t traced_cases;           /* cases with a traced page */
     uint64_t traced_runs;            /* agreed calls storing into it */
     uint64_t traced_writes;          /* ... traced_write() calls */
+    uint64_t refused_cases;          /* cases with a refused access */
+    uint64_t refused_stops;          /* runs stopped right before one */
+    uint64_t declined_refused;       /* first instruction's refused */
     uint64_t declined_traced;        /* first instruction refused: its
                                       * store would reach the traced page
                                       * (plain_store()) */
@@ -873,6 +898,19 @@ static int ran_trained(const dcase *c, const run_result *ru, unsigned pre,
     return 0;
 }
 
+/* The device accesses (AK_PIO, AK_MMIO) Unicorn's trace index `t` made,
+ * by the refused port or block of `k`. */
+static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
+{
+    for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
+        const dev_access *a = &ru->dev.log[j];
+        if (a->insn == t && a->kind == k->rkind &&
+            (k->rkind == AK_PIO ? a->addr : a->addr & ~7ull) == k->raddr)
+            return 1;
+    }
+    return 0;
+}
+
 /* Check one call against Unicorn; `want1`: the call must run the exiting
  * instruction alone. Returns 1 if it agreed. */
 static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
@@ -936,6 +974,16 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
         if (!err && r1->ntrace == 1 && ((r1->wpages[0] >> k->tgfn) & 1)) {
             x->s.declined_traced++;
+            return 1;
+        }
+    }
+    if ((res->disposition != LC_HANDLED || res->insns == 0) && !pre &&
+        k->rkind && !e->untouched_bad && !e->ram_touched) {
+        /* the exiting instruction's access is the refused one: declined,
+         * the state untouched, the VMM handles the exit itself */
+        run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
+        if (!err && r1->ntrace == 1 && refused_at(r1, k, 0)) {
+            x->s.declined_refused++;
             return 1;
         }
     }
@@ -1007,6 +1055,29 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         report(x, c, k, e, ru, what, idx, NULL);
         return 0;
     }
+    /* a stop for a refused access: right before an instruction that
+     * makes one (the other callbacks' refusals, VMREAD/VMWRITE the fake
+     * VMM fails and MOV DR beyond DR3, are checked elsewhere) */
+    if (res->stop == LC_STOP_CALLBACK && k->rkind && n < TRACE_MAX) {
+        run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err);
+        int kn = !err && rn1->ntrace > n ? dcase_insn_at(c, rn1->trace[n])
+                                         : -1;
+        unsigned op = kn >= 0 ? c->insn[kn].op : LC_OP_OTHER;
+        if (!err && op != LC_OP_VMREAD && op != LC_OP_VMWRITE &&
+            op != LC_OP_MOV_DR) {
+            if (!refused_at(rn1, k, n)) {
+                snprintf(what, sizeof what, "stop callback before "
+                         "instruction #%u, which makes no refused access "
+                         "(%s 0x%llx)", n, k->rkind == AK_PIO ? "port"
+                                                              : "mmio",
+                         (unsigned long long)k->raddr);
+                report(x, c, k, e, ru, what, idx, NULL);
+                return 0;
+            }
+            x->s.refused_stops++;
+        }
+        ru = uc_get(x->u, &x->q, c, ver, n, &err);  /* (the cache's) */
+    }
     int smc = first_smc(c, ru, n);
     if (res->stop == LC_STOP_SMC && n > 0 && n - 1 < TRACE_MAX) {
         int last = dcase_insn_at(c, ru->trace[n - 1]);
@@ -1061,7 +1132,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
          * has: also at one that straight code falls into, the target of
          * a later backward branch) */
         if (res->insns < want && res->stop != LC_STOP_SMC &&
-            !(res->stop == LC_STOP_IRQ && k->cfg.cflow == LC_CFLOW_M3)) {
+            !(res->stop == LC_STOP_IRQ && k->cfg.cflow == LC_CFLOW_M3) &&
+            !(res->stop == LC_STOP_CALLBACK && k->rkind)) {
             snprintf(what, sizeof what, "the cluster ended early: %u "
                      "instructions run (stop %s), but straight code with a "
                      "strongly exiting instruction reaches to #%u", res->insns,
@@ -1185,6 +1257,73 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
         }
 }
 
+/* A refused access, for a case that draws one: a port that the case
+ * accesses in Unicorn's first TRACE_MAX instructions, only through
+ * instructions that are not string ones (a refused REP stops between
+ * iterations, where Unicorn's count of whole instructions cannot
+ * follow). The fake VMM answers LC_CB_STOP for every access to it, as
+ * lcvmm does for a port of KVM's in-kernel devices: the run must stop
+ * right before the first instruction that makes one (LC_STOP_CALLBACK),
+ * and a first one is declined. Not an MMIO block: a refused mmio()
+ * leaves the A/D bits its walk set (ops.h), which Unicorn, run up to
+ * the instruction, has not; the fake device refuses one if asked
+ * (dev_side.refuse_kind AK_MMIO), for a tester that models those. */
+static void pick_refused(cctx *x, const dcase *c, ccfg *k)
+{
+    int err = 0;
+    run_result *ru = uc_get(x->u, &x->q, c, 0, TRACE_MAX, &err);
+    uint8_t kind[DEV_LOG_MAX];
+    uint64_t addr[DEV_LOG_MAX];
+    unsigned n = 0;
+
+    if (err || ru->dev.overflow)
+        return;
+    for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
+        const dev_access *a = &ru->dev.log[j];
+        /* (ports only, see the comment above) */
+        if (a->kind != AK_PIO)
+            continue;
+        uint64_t key = a->addr;
+        unsigned i;
+        for (i = 0; i < n; i++)
+            if (kind[i] == a->kind && addr[i] == key)
+                break;
+        if (i == n) {
+            kind[n] = a->kind;
+            addr[n++] = key;
+        }
+    }
+    /* drop a target any string instruction reaches */
+    for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
+        const dev_access *a = &ru->dev.log[j];
+        lc_insn_info info;
+        int ki = a->insn < ru->ntrace && a->insn < TRACE_MAX
+                 ? dcase_insn_at(c, ru->trace[a->insn]) : -1;
+        if (a->kind != AK_PIO && a->kind != AK_MMIO)
+            continue;
+        if (ki >= 0 && decode_at(c, ki, &info) && !info.rep &&
+            info.op != LC_OP_INS && info.op != LC_OP_OUTS &&
+            info.op != LC_OP_OTHER)
+            continue;
+        uint64_t key = a->kind == AK_PIO ? a->addr : a->addr & ~7ull;
+        for (unsigned i = 0; i < n; i++)
+            if (kind[i] == a->kind && addr[i] == key)
+                kind[i] = 0;
+    }
+    unsigned m = 0;
+    for (unsigned i = 0; i < n; i++)
+        m += kind[i] != 0;
+    if (m == 0)
+        return;
+    unsigned want = (unsigned)(k->refuse_pick % m);
+    for (unsigned i = 0; i < n; i++)
+        if (kind[i] && want-- == 0) {
+            k->rkind = kind[i];
+            k->raddr = addr[i];
+            return;
+        }
+}
+
 static void one_case(cctx *x, const dcase *c, uint64_t idx)
 {
     ccfg k;
@@ -1213,6 +1352,11 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
         ex.traced_gfn = k.tgfn;
         x->s.traced_cases++;
     }
+    if (k.refuse)
+        pick_refused(x, c, &k);
+    cur_rkind = k.rkind;
+    cur_raddr = k.raddr;
+    x->s.refused_cases += k.rkind != 0;
     ex.irq = k.irq;
     cur_wide = (uint8_t)k.wide;
     x->s.cases++;
@@ -1401,7 +1545,9 @@ int cdiff_main(const cdiff_opts *o)
                "lower bound, %llu RIP-past runs (%llu declined), %llu "
                "failing first VMREAD/VMWRITE declined, %llu merged pairs, "
                "%llu cases with a traced page (%llu runs storing into it, "
-               "%llu traced writes, %llu exits declined for it)\n",
+               "%llu traced writes, %llu exits declined for it), %llu cases "
+               "with a refused access (%llu runs stopped before one, %llu "
+               "exits declined for one)\n",
                (unsigned long long)s->clusters, (unsigned long long)s->multi,
                (unsigned long long)s->saved, (unsigned long long)s->max_saved,
                (unsigned long long)s->max_insns,
@@ -1416,7 +1562,10 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->traced_cases,
                (unsigned long long)s->traced_runs,
                (unsigned long long)s->traced_writes,
-               (unsigned long long)s->declined_traced);
+               (unsigned long long)s->declined_traced,
+               (unsigned long long)s->refused_cases,
+               (unsigned long long)s->refused_stops,
+               (unsigned long long)s->declined_refused);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],
