@@ -177,7 +177,7 @@ static void pick_config(const dcase *c, ccfg *k)
         k->trace = xo_next(r2) % 4 == 0;
         k->trace_pick = xo_next(r2);
         k->tgfn = DIFF_NO_TRACE;
-        /* and, in another quarter, a port or MMIO block the VMM refuses
+        /* and, in another quarter, a port the VMM refuses
          * (pick_refused()) */
         k->refuse = xo_next(r2) % 4 == 0;
         k->refuse_pick = xo_next(r2);
