@@ -1543,11 +1543,7 @@ int cdiff_main(const cdiff_opts *o)
                "instructions, %llu runs took a backward branch, %llu SMC "
                "stops, %llu code replacements, %llu runs held to a static "
                "lower bound, %llu RIP-past runs (%llu declined), %llu "
-               "failing first VMREAD/VMWRITE declined, %llu merged pairs, "
-               "%llu cases with a traced page (%llu runs storing into it, "
-               "%llu traced writes, %llu exits declined for it), %llu cases "
-               "with a refused access (%llu runs stopped before one, %llu "
-               "exits declined for one)\n",
+               "failing first VMREAD/VMWRITE declined, %llu merged pairs\n",
                (unsigned long long)s->clusters, (unsigned long long)s->multi,
                (unsigned long long)s->saved, (unsigned long long)s->max_saved,
                (unsigned long long)s->max_insns,
@@ -1558,8 +1554,11 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->past_runs,
                (unsigned long long)s->declined_past,
                (unsigned long long)s->declined_vmfail,
-               diff_merged_pairs - merged0,
-               (unsigned long long)s->traced_cases,
+               diff_merged_pairs - merged0);
+        printf("  traced pages: %llu cases, %llu runs storing into one, "
+               "%llu traced writes, %llu exits declined; refused ports: "
+               "%llu cases, %llu runs stopped before one, %llu exits "
+               "declined\n", (unsigned long long)s->traced_cases,
                (unsigned long long)s->traced_runs,
                (unsigned long long)s->traced_writes,
                (unsigned long long)s->declined_traced,
