@@ -74,6 +74,9 @@
  *    VMM answers LC_CB_STOP for one port; a run stops right before an
  *    instruction that accesses it (LC_STOP_CALLBACK), and an exiting
  *    one is declined with the state untouched;
+ *  - V: a second vCPU of A's engine (its own translation and page-walk
+ *    caches, the shared exit-tracking table) takes the same exit after
+ *    A and must run what A ran (not with chained runs);
  *  - P (cases starting with OUT): the VMM completed the OUT itself and
  *    calls with LC_EXIT_RIP_PAST; a decline must leave the state alone, a
  *    run must agree with Unicorn over 1 + res.insns instructions with
@@ -646,6 +649,7 @@ typedef struct cstats {
     uint64_t traced_cases;           /* cases with a traced page */
     uint64_t traced_runs;            /* agreed calls storing into it */
     uint64_t traced_writes;          /* ... traced_write() calls */
+    uint64_t second_vcpu;            /* V calls agreed */
     uint64_t refused_cases;          /* cases with a refused access */
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
@@ -1339,6 +1343,7 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     ecall r1 = { "R1", 0, 0, { 0 }, 0, x->re[4], 0, -1 };
     ecall r2 = { "R2", 0, 0, { 0 }, 0, x->re[5], 0, -1 };
     ecall p = { "P", 1, 0, { 0 }, 0, x->re[6], 0, -1 };
+    ecall v2 = { "V", 0, 0, { 0 }, 0, x->re[7], 0, -1 };
 
     memset(x->q.valid, 0, sizeof x->q.valid);
     diff_vm_init(&ex, x->vmram);
@@ -1371,6 +1376,34 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     train(vc, &ex, c, x->scratch);
     eng_call(vc, &ex, c, &a);
     int a_ok = check_call(x, c, 0, &k, &a, idx, 0);
+
+    /* V: a second vCPU of the same engine takes the same exit. It has a
+     * translation cache and a page-walk cache of its own and shares the
+     * exit-tracking table A's vCPU trained and ran with: it forms its
+     * own translation, which must agree with Unicorn and, as B3, run
+     * what A ran (not with chained runs: those depend on the cache) */
+    lc_vcpu *vc2;
+    if (lc_vcpu_create(eng, 1, &ex, &vc2) == LC_OK) {
+        eng_call(vc2, &ex, c, &v2);
+        if (check_call(x, c, 0, &k, &v2, idx, 0)) {
+            x->s.second_vcpu++;
+            if (a_ok && !chains(&k.cfg) &&
+                (v2.res.insns != a.res.insns || v2.res.stop != a.res.stop ||
+                 v2.res.exits_saved != a.res.exits_saved)) {
+                char what[256];
+                snprintf(what, sizeof what, "a second vCPU ran %u "
+                         "instructions, stop %s, saved %u; the first ran "
+                         "%u, stop %s, saved %u", v2.res.insns,
+                         lc_stop_reason_name(v2.res.stop),
+                         v2.res.exits_saved, a.res.insns,
+                         lc_stop_reason_name(a.res.stop), a.res.exits_saved);
+                report(x, c, &k, &v2, v2.r, what, idx, NULL);
+            }
+        }
+        lc_vcpu_destroy(vc2);
+    } else {
+        x->s.setup_errors++;
+    }
 
     /* code replacement on the same engine */
     if (a_ok && k.replace && !c->xfirst_declined) {
@@ -1558,13 +1591,15 @@ int cdiff_main(const cdiff_opts *o)
         printf("  traced pages: %llu cases, %llu runs storing into one, "
                "%llu traced writes, %llu exits declined; refused ports: "
                "%llu cases, %llu runs stopped before one, %llu exits "
-               "declined\n", (unsigned long long)s->traced_cases,
+               "declined; %llu calls on a second vCPU\n",
+               (unsigned long long)s->traced_cases,
                (unsigned long long)s->traced_runs,
                (unsigned long long)s->traced_writes,
                (unsigned long long)s->declined_traced,
                (unsigned long long)s->refused_cases,
                (unsigned long long)s->refused_stops,
-               (unsigned long long)s->declined_refused);
+               (unsigned long long)s->declined_refused,
+               (unsigned long long)s->second_vcpu);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],
