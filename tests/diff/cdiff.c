@@ -1246,6 +1246,19 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
         return;
     for (unsigned t = 0; t < ru->ntrace && t < TRACE_MAX; t++)
         pages |= ru->wpages[t];
+    /* Nor a page a REP INS stores to: the engine stops such a REP
+     * between iterations at the traced page (a port and the VMM in one
+     * instruction, runtime/exec.c), where Unicorn's count of whole
+     * instructions cannot follow (found with --mode prot32 --seed
+     * 291331 --case 39734: DF set, the second iteration crossing down
+     * into the page) */
+    for (unsigned t = 0; t < ru->ntrace && t < TRACE_MAX; t++) {
+        int ki = dcase_insn_at(c, ru->trace[t]);
+        lc_insn_info info;
+        if (ru->wpages[t] && ki >= 0 && decode_at(c, ki, &info) &&
+            info.rep && info.op == LC_OP_INS)
+            pages &= ~ru->wpages[t];
+    }
     pages &= ~(1u << (MMIO_PA >> 12) | 1u << (GDT_PA >> 12));
     if (c->mode == DM_PAE || c->mode == DM_LONG64)
         for (uint32_t pa = PT_PML4_PA; pa <= PT_PT1_PA; pa += 0x1000)
