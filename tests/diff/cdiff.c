@@ -114,10 +114,9 @@ static uint8_t trained[GEN_MAX_INSNS];
  * its ops table says so (the engines of a case live within the case). */
 static uint8_t cur_wide;
 static lc_vm_ops ops_wide;
-/* The current case's refused access (ccfg.rkind, ccfg.raddr), given to
- * its devices (dev_side.refuse_*) at each call. */
-static uint8_t cur_rkind;
-static uint64_t cur_raddr;
+/* The current case's refused port (ccfg.rport), given to its devices
+ * (dev_side.refuse_port) at each call. */
+static int cur_rport = -1;
 
 /* ---- per-case configuration ------------------------------------------------ */
 
@@ -129,10 +128,9 @@ typedef struct ccfg {
     int       trace;          /* a traced page (one_case() picks it) */
     uint64_t  trace_pick;
     uint64_t  tgfn;           /* the page picked, or DIFF_NO_TRACE */
-    int       refuse;         /* a refused access (one_case() picks it) */
+    int       refuse;         /* a refused port (one_case() picks it) */
     uint64_t  refuse_pick;
-    uint8_t   rkind;          /* the one picked: AK_PIO, AK_MMIO or 0 */
-    uint64_t  raddr;          /* its port, or its 8-byte MMIO block */
+    int       rport;          /* the port picked, or -1 */
     uint64_t  rng[4];
 } ccfg;
 
@@ -184,7 +182,7 @@ static void pick_config(const dcase *c, ccfg *k)
          * (pick_refused()) */
         k->refuse = xo_next(r2) % 4 == 0;
         k->refuse_pick = xo_next(r2);
-        k->rkind = 0;
+        k->rport = -1;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -199,7 +197,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u irq %d "
-             "wide 0x%x traced %s0x%llx refused %s0x%llx",
+             "wide 0x%x traced %s0x%llx refused port %d",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -212,9 +210,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              k->irq, k->wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
              k->tgfn == DIFF_NO_TRACE ? 0ull
                                       : (unsigned long long)k->tgfn << 12,
-             k->rkind == AK_PIO ? "port " : k->rkind == AK_MMIO ? "mmio "
-                                                                 : "none ",
-             (unsigned long long)k->raddr);
+             k->rport);
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -311,8 +307,7 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     memcpy(x->ram, c->ram, RAM_SIZE);
     dev_init(&r->dev, c);
     r->dev.wide = cur_wide;
-    r->dev.refuse_kind = cur_rkind;
-    r->dev.refuse_addr = cur_raddr;
+    r->dev.refuse_port = cur_rport;
     if (x->traced_gfn != FVM_NONE) {
         r->dev.tgfn = x->traced_gfn;
         memcpy(r->dev.tshadow, c->ram + (x->traced_gfn << 12), 4096);
@@ -902,14 +897,13 @@ static int ran_trained(const dcase *c, const run_result *ru, unsigned pre,
     return 0;
 }
 
-/* The device accesses (AK_PIO, AK_MMIO) Unicorn's trace index `t` made,
- * by the refused port or block of `k`. */
+/* Did Unicorn's trace index `t` access the refused port of `k`? */
 static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
 {
     for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &ru->dev.log[j];
-        if (a->insn == t && a->kind == k->rkind &&
-            (k->rkind == AK_PIO ? a->addr : a->addr & ~7ull) == k->raddr)
+        if (a->insn == t && a->kind == AK_PIO &&
+            a->addr == (uint64_t)k->rport)
             return 1;
     }
     return 0;
@@ -982,7 +976,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         }
     }
     if ((res->disposition != LC_HANDLED || res->insns == 0) && !pre &&
-        k->rkind && !e->untouched_bad && !e->ram_touched) {
+        k->rport >= 0 && !e->untouched_bad && !e->ram_touched) {
         /* the exiting instruction's access is the refused one: declined,
          * the state untouched, the VMM handles the exit itself */
         run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
@@ -1062,7 +1056,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
     /* a stop for a refused access: right before an instruction that
      * makes one (the other callbacks' refusals, VMREAD/VMWRITE the fake
      * VMM fails and MOV DR beyond DR3, are checked elsewhere) */
-    if (res->stop == LC_STOP_CALLBACK && k->rkind && n < TRACE_MAX) {
+    if (res->stop == LC_STOP_CALLBACK && k->rport >= 0 && n < TRACE_MAX) {
         run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err);
         int kn = !err && rn1->ntrace > n ? dcase_insn_at(c, rn1->trace[n])
                                          : -1;
@@ -1071,10 +1065,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             op != LC_OP_MOV_DR) {
             if (!refused_at(rn1, k, n)) {
                 snprintf(what, sizeof what, "stop callback before "
-                         "instruction #%u, which makes no refused access "
-                         "(%s 0x%llx)", n, k->rkind == AK_PIO ? "port"
-                                                              : "mmio",
-                         (unsigned long long)k->raddr);
+                         "instruction #%u, which does not access the "
+                         "refused port %d", n, k->rport);
                 report(x, c, k, e, ru, what, idx, NULL);
                 return 0;
             }
@@ -1137,7 +1129,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
          * a later backward branch) */
         if (res->insns < want && res->stop != LC_STOP_SMC &&
             !(res->stop == LC_STOP_IRQ && k->cfg.cflow == LC_CFLOW_M3) &&
-            !(res->stop == LC_STOP_CALLBACK && k->rkind)) {
+            !(res->stop == LC_STOP_CALLBACK && k->rport >= 0)) {
             snprintf(what, sizeof what, "the cluster ended early: %u "
                      "instructions run (stop %s), but straight code with a "
                      "strongly exiting instruction reaches to #%u", res->insns,
@@ -1213,7 +1205,7 @@ static void free_engine(lc_engine *eng, lc_vcpu *vc)
 }
 
 /* Does the case shift or rotate a memory operand? Unicorn 2.0.1 with a
- * write hook gets those flags wrong (UNICORN_BUGS.md, 12): such a case
+ * write hook gets those flags wrong (UNICORN_BUGS.md, 13): such a case
  * gets no traced page. */
 static int mem_shift(const dcase *c)
 {
@@ -1274,69 +1266,52 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
         }
 }
 
-/* A refused access, for a case that draws one: a port that the case
- * accesses in Unicorn's first TRACE_MAX instructions, only through
- * instructions that are not string ones (a refused REP stops between
- * iterations, where Unicorn's count of whole instructions cannot
- * follow). The fake VMM answers LC_CB_STOP for every access to it, as
- * lcvmm does for a port of KVM's in-kernel devices: the run must stop
- * right before the first instruction that makes one (LC_STOP_CALLBACK),
- * and a first one is declined. Not an MMIO block: a refused mmio()
- * leaves the A/D bits its walk set (ops.h), which Unicorn, run up to
- * the instruction, has not; the fake device refuses one if asked
- * (dev_side.refuse_kind AK_MMIO), for a tester that models those. */
+/* A refused port, for a case that draws one: a port that the case
+ * accesses in Unicorn's first TRACE_MAX instructions, only through IN
+ * and OUT (a refused REP INS/OUTS stops between iterations, where
+ * Unicorn's count of whole instructions cannot follow). The fake VMM
+ * answers LC_CB_STOP for every access to it, as lcvmm does for a port of
+ * KVM's in-kernel devices: the run must stop right before the first
+ * instruction that makes one (LC_STOP_CALLBACK), and a first one is
+ * declined. Not an MMIO block: a refused mmio() leaves the A/D bits its
+ * walk set (ops.h), which Unicorn, run up to the instruction, has not. */
 static void pick_refused(cctx *x, const dcase *c, ccfg *k)
 {
     int err = 0;
     run_result *ru = uc_get(x->u, &x->q, c, 0, TRACE_MAX, &err);
-    uint8_t kind[DEV_LOG_MAX];
-    uint64_t addr[DEV_LOG_MAX];
-    unsigned n = 0;
+    uint16_t port[DEV_LOG_MAX];
+    uint8_t ok[DEV_LOG_MAX];
+    unsigned n = 0, m = 0;
 
     if (err || ru->dev.overflow)
         return;
     for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &ru->dev.log[j];
-        /* (ports only, see the comment above) */
-        if (a->kind != AK_PIO)
-            continue;
-        uint64_t key = a->addr;
-        unsigned i;
-        for (i = 0; i < n; i++)
-            if (kind[i] == a->kind && addr[i] == key)
-                break;
-        if (i == n) {
-            kind[n] = a->kind;
-            addr[n++] = key;
-        }
-    }
-    /* drop a target any string instruction reaches */
-    for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
-        const dev_access *a = &ru->dev.log[j];
         lc_insn_info info;
         int ki = a->insn < ru->ntrace && a->insn < TRACE_MAX
                  ? dcase_insn_at(c, ru->trace[a->insn]) : -1;
-        if (a->kind != AK_PIO && a->kind != AK_MMIO)
+        int plain = ki >= 0 && decode_at(c, ki, &info) && !info.rep &&
+                    (info.op == LC_OP_IN || info.op == LC_OP_OUT);
+        unsigned i;
+
+        if (a->kind != AK_PIO)
             continue;
-        if (ki >= 0 && decode_at(c, ki, &info) && !info.rep &&
-            info.op != LC_OP_INS && info.op != LC_OP_OUTS &&
-            info.op != LC_OP_OTHER)
-            continue;
-        uint64_t key = a->kind == AK_PIO ? a->addr : a->addr & ~7ull;
-        for (unsigned i = 0; i < n; i++)
-            if (kind[i] == a->kind && addr[i] == key)
-                kind[i] = 0;
+        for (i = 0; i < n && port[i] != a->addr; i++)
+            ;
+        if (i == n) {
+            port[n] = (uint16_t)a->addr;
+            ok[n++] = 1;
+        }
+        ok[i] &= (uint8_t)plain;
     }
-    unsigned m = 0;
     for (unsigned i = 0; i < n; i++)
-        m += kind[i] != 0;
+        m += ok[i];
     if (m == 0)
         return;
     unsigned want = (unsigned)(k->refuse_pick % m);
     for (unsigned i = 0; i < n; i++)
-        if (kind[i] && want-- == 0) {
-            k->rkind = kind[i];
-            k->raddr = addr[i];
+        if (ok[i] && want-- == 0) {
+            k->rport = port[i];
             return;
         }
 }
@@ -1372,9 +1347,8 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     }
     if (k.refuse)
         pick_refused(x, c, &k);
-    cur_rkind = k.rkind;
-    cur_raddr = k.raddr;
-    x->s.refused_cases += k.rkind != 0;
+    cur_rport = k.rport;
+    x->s.refused_cases += k.rport >= 0;
     ex.irq = k.irq;
     cur_wide = (uint8_t)k.wide;
     x->s.cases++;

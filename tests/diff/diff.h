@@ -212,11 +212,9 @@ typedef struct dev_side {
     uint32_t   twrites;
     uint64_t   tstray;
     uint8_t    tshadow[4096];
-    /* Engine side, a refused access (cdiff.c, "refused accesses"): the
-     * port (AK_PIO) or the 8-byte MMIO block (AK_MMIO, its address)
-     * every access to which the device answers LC_CB_STOP; kind 0: none */
-    uint8_t    refuse_kind;
-    uint64_t   refuse_addr;
+    /* Engine side, a refused port (cdiff.c, "refused ports"): every
+     * access to it the device answers LC_CB_STOP; -1: none */
+    int        refuse_port;
 } dev_side;
 
 #define DIFF_NO_TRACE (~0ull)

@@ -29,7 +29,7 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
     case 'o':
         /* a port the VMM will not do inside a run (lcvmm: one of KVM's
          * in-kernel devices): the instruction is the guest's to do */
-        if (d->refuse_kind == AK_PIO && a->addr == d->refuse_addr)
+        if (d->refuse_port >= 0 && a->addr == (uint64_t)d->refuse_port)
             return LC_CB_STOP;
         if (!is_write)
             a->value = dev_answer(d, a->size);
@@ -37,10 +37,6 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
         return LC_CB_OK;
     case 'r':
     case 'w':
-        /* refused as a whole 8-byte block, so an instruction's accesses
-         * are refused from its first (ops.h) */
-        if (d->refuse_kind == AK_MMIO && (a->addr & ~7ull) == d->refuse_addr)
-            return LC_CB_STOP;
         if (is_write && (a->size == 2 || a->size == 4 || a->size == 8) &&
             (d->wide & a->size)) {
             /* one write, or an exit pair's two merged, of a width the
