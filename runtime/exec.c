@@ -406,12 +406,10 @@ static int sreg_operand(const lcd_insn *in)
 static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c);
 static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
 
-/* A look at an access the instruction will make (LCR_PROBE_PEEK: the
- * walk and its checks, no A/D bit set, nothing cached; no device route,
- * as the access is not made): 1 if it reaches plain RAM only (no MMIO;
- * for a store, no traced page), 0 if not, -1 if the translation stops
- * (a fault), with that stop forgotten: the real access makes it again,
- * in the CPU's order. For the instructions whose later access must be
+/* A look at an access the instruction will make (lcr_peek_xlat()): 1 if
+ * it reaches plain RAM only (no MMIO; for a store, no traced page), 0 if
+ * not, -1 if the translation stops (a fault), with that stop forgotten:
+ * the real access makes it again, in the CPU's order. For the instructions whose later access must be
  * plain when an earlier one is not: the engine refuses them before the
  * first access sets an A or D bit, as a stop that is the engine's and
  * not the CPU's must leave the state as it was before the instruction
@@ -419,17 +417,9 @@ static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
 static int peek_plain(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
                       unsigned access)
 {
-    lcr_route *route = v->route;
-    uint8_t probe = v->probe;
     lcr_xlat x;
-    int r;
 
-    v->route = NULL;
-    v->probe = LCR_PROBE_PEEK;
-    r = lcr_mem_xlat(v, seg, ea, n, access, &x);
-    v->route = route;
-    v->probe = probe;
-    if (r < 0) {
+    if (lcr_peek_xlat(v, seg, ea, n, access, &x) < 0) {
         lcr_stop_forget(v);
         return -1;
     }

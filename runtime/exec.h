@@ -149,6 +149,27 @@ static inline int lcr_cpl0_only(lcr_vcpu *v)
     return 0;
 }
 
+/* A look at an access the instruction will make: lcr_mem_xlat() as a
+ * peek (LCR_PROBE_PEEK: the walk and its checks, no A/D bit set,
+ * nothing cached) and without the instruction's device route (it is for
+ * the accesses the instruction makes, and this is none). 0, or -1 with
+ * v->stop set. */
+static inline int lcr_peek_xlat(lcr_vcpu *v, unsigned seg, uint64_t ea,
+                                unsigned bytes, unsigned access,
+                                lcr_xlat *x)
+{
+    lcr_route *route = v->route;
+    uint8_t probe = v->probe;
+    int r;
+
+    v->route = NULL;
+    v->probe = LCR_PROBE_PEEK;
+    r = lcr_mem_xlat(v, seg, ea, bytes, access, x);
+    v->route = route;
+    v->probe = probe;
+    return r;
+}
+
 /* Phase one for the explicit memory operand (translation, A/D bits),
  * for OWNMEM executors that must do it after a check of their own. */
 int lcr_prepare_mem(lcr_vcpu *v, lcr_ectx *c);

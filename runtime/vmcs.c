@@ -55,25 +55,15 @@ static int vmx_mode_ok(lcr_vcpu *v)
 }
 
 /* The memory operand's translation for `access`, looked at with no side
- * effects (LCR_PROBE_PEEK: no A/D bits; the instruction's device route
- * left out: it is for the accesses the instruction makes, and this is
- * none), plain RAM only (LCR_ACC_PLAIN: a device read has side effects,
- * a device store could be refused after the VMM answered). 0, or -1 with
- * v->stop set: a fault, or a terminator. */
+ * effects (lcr_peek_xlat()), plain RAM only (LCR_ACC_PLAIN: a device
+ * read has side effects, a device store could be refused after the VMM
+ * answered). 0, or -1 with v->stop set: a fault, or a terminator. */
 static int peek_xlat(lcr_vcpu *v, lcr_ectx *c, unsigned access, lcr_xlat *x)
 {
     const lcd_insn *in = c->in;
-    lcr_route *route = v->route;
-    uint8_t probe = v->probe;
-    int r;
 
-    v->route = NULL;
-    v->probe = LCR_PROBE_PEEK;
-    r = lcr_mem_xlat(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0),
-                     in->mem.bytes, access | LCR_ACC_PLAIN, x);
-    v->route = route;
-    v->probe = probe;
-    return r;
+    return lcr_peek_xlat(v, in->mem.seg, lcr_eff_addr(v, in, v->st->rip, 0),
+                         in->mem.bytes, access | LCR_ACC_PLAIN, x);
 }
 
 int lcr_ex_vmread(lcr_vcpu *v, lcr_ectx *c)

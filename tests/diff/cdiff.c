@@ -449,6 +449,24 @@ static int past_no_exit_ok(void)
     return e && strstr(e, "pastnoexit") != NULL;
 }
 
+/* Did Unicorn's trace index `t` store into the traced page `tgfn`? */
+static int wrote_traced(const run_result *ru, uint64_t tgfn, unsigned t)
+{
+    return tgfn < 32 && t < TRACE_MAX && ((ru->wpages[t] >> tgfn) & 1);
+}
+
+/* Did Unicorn's trace index `t` access the refused port of `k`? */
+static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
+{
+    for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
+        const dev_access *a = &ru->dev.log[j];
+        if (a->insn == t && a->kind == AK_PIO &&
+            a->addr == (uint64_t)k->rport)
+            return 1;
+    }
+    return 0;
+}
+
 /* Exiting instructions among the first `n` Unicorn executed, or -1.
  * `desc` lists the ones that are not plainly strongly exiting. */
 static int count_exits(const dcase *c, const run_result *ru, unsigned n,
@@ -476,7 +494,7 @@ static int count_exits(const dcase *c, const run_result *ru, unsigned n,
         int str = info.op == LC_OP_INS || info.op == LC_OP_OUTS;
         /* a store into the traced page exits (LC_EXIT_TRACED), whatever
          * makes it: an explicit operand, a PUSH's or a CALL's slot */
-        int traced = tgfn < 32 && ((ru->wpages[t] >> tgfn) & 1);
+        int traced = wrote_traced(ru, tgfn, t);
         if (info.exit_class == LC_CLASS_STRONG)
             cnt += str ? pio : 1;
         else
@@ -897,18 +915,6 @@ static int ran_trained(const dcase *c, const run_result *ru, unsigned pre,
     return 0;
 }
 
-/* Did Unicorn's trace index `t` access the refused port of `k`? */
-static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
-{
-    for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
-        const dev_access *a = &ru->dev.log[j];
-        if (a->insn == t && a->kind == AK_PIO &&
-            a->addr == (uint64_t)k->rport)
-            return 1;
-    }
-    return 0;
-}
-
 /* Check one call against Unicorn; `want1`: the call must run the exiting
  * instruction alone. Returns 1 if it agreed. */
 static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
@@ -926,7 +932,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         report(x, c, k, e, e->r, what, idx, NULL);
         return 0;
     }
-    if (e->traced_at >= 0 || e->r->dev.tstray) {
+    if (e->traced_at >= 0 || e->r->dev.nstray) {
         if (e->traced_at >= 0)
             snprintf(what, sizeof what, "traced page: the engine changed "
                      "gpa 0x%llx itself, not through traced_write()",
@@ -935,7 +941,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         else
             snprintf(what, sizeof what, "traced_write() for gpa 0x%llx, "
                      "outside the traced page 0x%llx",
-                     (unsigned long long)(e->r->dev.tstray & ~(1ull << 63)),
+                     (unsigned long long)e->r->dev.tstray,
                      (unsigned long long)k->tgfn << 12);
         report(x, c, k, e, e->r, what, idx, NULL);
         return 0;
@@ -964,25 +970,22 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         return 0;
     }
     if ((res->disposition != LC_HANDLED || res->insns == 0) && !pre &&
-        k->tgfn != DIFF_NO_TRACE && plain_store(c, 0) &&
+        (k->tgfn != DIFF_NO_TRACE || k->rport >= 0) &&
         !e->untouched_bad && !e->ram_touched) {
-        /* an exiting instruction whose store goes to the traced page,
-         * of a kind the engine runs only onto plain RAM (plain_store()):
-         * declined, the state untouched, the VMM emulates it */
+        /* a clean decline of an exiting instruction the engine must leave
+         * to the VMM: its access is the refused port's, or its store
+         * goes to the traced page and it is of a kind the engine runs
+         * only onto plain RAM (plain_store()) */
         run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
-        if (!err && r1->ntrace == 1 && ((r1->wpages[0] >> k->tgfn) & 1)) {
-            x->s.declined_traced++;
-            return 1;
-        }
-    }
-    if ((res->disposition != LC_HANDLED || res->insns == 0) && !pre &&
-        k->rport >= 0 && !e->untouched_bad && !e->ram_touched) {
-        /* the exiting instruction's access is the refused one: declined,
-         * the state untouched, the VMM handles the exit itself */
-        run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
-        if (!err && r1->ntrace == 1 && refused_at(r1, k, 0)) {
-            x->s.declined_refused++;
-            return 1;
+        if (!err && r1->ntrace == 1) {
+            if (refused_at(r1, k, 0)) {
+                x->s.declined_refused++;
+                return 1;
+            }
+            if (wrote_traced(r1, k->tgfn, 0) && plain_store(c, 0)) {
+                x->s.declined_traced++;
+                return 1;
+            }
         }
     }
     if (res->disposition != LC_HANDLED || res->insns == 0) {

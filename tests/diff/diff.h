@@ -207,9 +207,10 @@ typedef struct dev_side {
     /* Engine side, a traced page (cdiff.c, "traced pages"): the page's
      * frame number (DIFF_NO_TRACE: none), the page as the VMM keeps it
      * (the case's bytes, then every traced_write() applied), the writes
-     * delivered and the first one outside the page (gpa, or 0). */
+     * delivered, and those outside the page with the first one's gpa. */
     uint64_t   tgfn;
     uint32_t   twrites;
+    uint32_t   nstray;
     uint64_t   tstray;
     uint8_t    tshadow[4096];
     /* Engine side, a refused port (cdiff.c, "refused ports"): every
@@ -321,7 +322,7 @@ typedef struct uc_side uc_side;
 
 /* `watch_writes`: record the RAM pages each instruction stores to
  * (run_result.wpages), with a UC_HOOK_MEM_WRITE hook; its mere presence
- * changes the flags of some instructions (UNICORN_BUGS.md, 12). */
+ * changes the flags of some instructions (UNICORN_BUGS.md, 13). */
 uc_side *ucs_open(int mode, const uint8_t perm[16], int watch_writes);
 void ucs_close(uc_side *u);
 /* Run case `c`; fill `r`. Returns 0, or -1 on a harness (setup) error. */

@@ -93,8 +93,8 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
             return LC_CB_OK;        /* train(): no copy kept */
         if ((a->addr >> 12) != d->tgfn || (a->addr & 0xfff) + a->size > 4096 ||
             a->size > 8) {
-            if (!d->tstray)
-                d->tstray = a->addr | 1ull << 63;
+            if (d->nstray++ == 0)
+                d->tstray = a->addr;
             return LC_CB_OK;
         }
         memcpy(d->tshadow + (a->addr & 0xfff), &a->value, a->size);
