@@ -74,6 +74,9 @@
  *    VMM answers LC_CB_STOP for one port; a run stops right before an
  *    instruction that accesses it (LC_STOP_CALLBACK), and an exiting
  *    one is declined with the state untouched;
+ *  - refused MMIO (a quarter, pick_refused_mmio()): the same for one
+ *    MMIO quadword, except that the A/D bits the refused instruction's
+ *    walks set may stay (take_walk_bits());
  *  - V: a second vCPU of A's engine (its own translation and page-walk
  *    caches, the shared exit-tracking table) takes the same exit after
  *    A and must run what A ran (not with chained runs);
@@ -114,9 +117,11 @@ static uint8_t trained[GEN_MAX_INSNS];
  * its ops table says so (the engines of a case live within the case). */
 static uint8_t cur_wide;
 static lc_vm_ops ops_wide;
-/* The current case's refused port (ccfg.rport), given to its devices
- * (dev_side.refuse_port) at each call. */
+/* The current case's refused port and MMIO quadword (ccfg.rport,
+ * ccfg.rmmio), given to its devices (dev_side.refuse_port,
+ * dev_side.refuse_mmio) at each call. */
 static int cur_rport = -1;
+static uint64_t cur_rmmio = DIFF_NO_REFUSE;
 
 /* ---- per-case configuration ------------------------------------------------ */
 
@@ -131,6 +136,9 @@ typedef struct ccfg {
     int       refuse;         /* a refused port (one_case() picks it) */
     uint64_t  refuse_pick;
     int       rport;          /* the port picked, or -1 */
+    int       refuse_mmio;    /* a refused MMIO quadword (one_case()) */
+    uint64_t  rmmio_pick;
+    uint64_t  rmmio;          /* its gpa, or DIFF_NO_REFUSE */
     uint64_t  rng[4];
 } ccfg;
 
@@ -183,6 +191,11 @@ static void pick_config(const dcase *c, ccfg *k)
         k->refuse = xo_next(r2) % 4 == 0;
         k->refuse_pick = xo_next(r2);
         k->rport = -1;
+        /* and, in another quarter, an MMIO quadword the VMM refuses
+         * (pick_refused_mmio()) */
+        k->refuse_mmio = xo_next(r2) % 4 == 0;
+        k->rmmio_pick = xo_next(r2);
+        k->rmmio = DIFF_NO_REFUSE;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -197,7 +210,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u irq %d "
-             "wide 0x%x traced %s0x%llx refused port %d",
+             "wide 0x%x traced %s0x%llx refused port %d mmio %s0x%llx",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -210,7 +223,9 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              k->irq, k->wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
              k->tgfn == DIFF_NO_TRACE ? 0ull
                                       : (unsigned long long)k->tgfn << 12,
-             k->rport);
+             k->rport, k->rmmio == DIFF_NO_REFUSE ? "none " : "gpa ",
+             k->rmmio == DIFF_NO_REFUSE ? 0ull
+                                        : (unsigned long long)k->rmmio);
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -308,6 +323,7 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     dev_init(&r->dev, c);
     r->dev.wide = cur_wide;
     r->dev.refuse_port = cur_rport;
+    r->dev.refuse_mmio = cur_rmmio;
     if (x->traced_gfn != FVM_NONE) {
         r->dev.tgfn = x->traced_gfn;
         memcpy(r->dev.tshadow, c->ram + (x->traced_gfn << 12), 4096);
@@ -455,16 +471,56 @@ static int wrote_traced(const run_result *ru, uint64_t tgfn, unsigned t)
     return tgfn < 32 && t < TRACE_MAX && ((ru->wpages[t] >> tgfn) & 1);
 }
 
-/* Did Unicorn's trace index `t` access the refused port of `k`? */
+/* Does the case refuse an access (a port or an MMIO quadword)? */
+static int refuses(const ccfg *k)
+{
+    return k->rport >= 0 || k->rmmio != DIFF_NO_REFUSE;
+}
+
+/* Does `a` reach the MMIO quadword at `q`? */
+static int overlaps_q(const dev_access *a, uint64_t q)
+{
+    return a->kind == AK_MMIO && a->addr < q + 8 && a->addr + a->size > q;
+}
+
+/* Did Unicorn's trace index `t` access the refused port or MMIO
+ * quadword of `k`? */
 static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
 {
     for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &ru->dev.log[j];
-        if (a->insn == t && a->kind == AK_PIO &&
-            a->addr == (uint64_t)k->rport)
+        if (a->insn != t)
+            continue;
+        if (a->kind == AK_PIO && a->addr == (uint64_t)k->rport)
+            return 1;
+        if (k->rmmio != DIFF_NO_REFUSE && overlaps_q(a, k->rmmio))
             return 1;
     }
     return 0;
+}
+
+/* A refused mmio() leaves the accessed and dirty bits that the walks of
+ * the refused instruction made before it set (ops.h): where the engine's
+ * RAM `got` differs from Unicorn's before that instruction (`before`)
+ * only by bits 5 and 6 set in the low byte of a 4-byte-aligned entry
+ * (the A and D bits of a paging-structure entry) that Unicorn's
+ * execution of the instruction sets too (`after`), take Unicorn's byte.
+ * Any other difference stays, for the comparison to report. The number
+ * of bytes taken. */
+static int take_walk_bits(const uint8_t *before, const uint8_t *after,
+                          uint8_t *got)
+{
+    int n = 0;
+
+    for (uint64_t pa = 0; pa < RAM_SIZE; pa += 4) {
+        uint8_t set = (uint8_t)(got[pa] & ~before[pa]);
+        if (!set || (got[pa] ^ before[pa]) & ~0x60 ||
+            before[pa] & ~got[pa] || set & ~after[pa])
+            continue;
+        got[pa] = before[pa];
+        n++;
+    }
+    return n;
 }
 
 /* Exiting instructions among the first `n` Unicorn executed, or -1.
@@ -663,9 +719,12 @@ typedef struct cstats {
     uint64_t traced_runs;            /* agreed calls storing into it */
     uint64_t traced_writes;          /* ... traced_write() calls */
     uint64_t second_vcpu;            /* V calls agreed */
-    uint64_t refused_cases;          /* cases with a refused access */
+    uint64_t refused_cases;          /* cases with a refused port */
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
+    uint64_t refused_mmio_cases;     /* cases with a refused MMIO qword */
+    uint64_t refused_walk_bits;      /* calls that left a refused MMIO
+                                      * access's walk bits */
     uint64_t declined_traced;        /* first instruction refused: its
                                       * store would reach the traced page
                                       * (plain_store()) */
@@ -970,18 +1029,25 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         return 0;
     }
     if ((res->disposition != LC_HANDLED || res->insns == 0) && !pre &&
-        (k->tgfn != DIFF_NO_TRACE || k->rport >= 0) &&
-        !e->untouched_bad && !e->ram_touched) {
+        (k->tgfn != DIFF_NO_TRACE || refuses(k)) && !e->untouched_bad) {
         /* a clean decline of an exiting instruction the engine must leave
-         * to the VMM: its access is the refused port's, or its store
-         * goes to the traced page and it is of a kind the engine runs
-         * only onto plain RAM (plain_store()) */
+         * to the VMM: its access is a refused one (a refused MMIO access
+         * may leave its walk's A/D bits), or its store goes to the traced
+         * page and it is of a kind the engine runs only onto plain RAM
+         * (plain_store()) */
         run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
-        if (!err && r1->ntrace == 1) {
-            if (refused_at(r1, k, 0)) {
-                x->s.declined_refused++;
-                return 1;
-            }
+        int refused = !err && r1->ntrace == 1 && refused_at(r1, k, 0);
+        if (refused && e->ram_touched && k->rmmio != DIFF_NO_REFUSE &&
+            take_walk_bits(c->ram, r1->ram, e->r->ram) > 0 &&
+            ram_untouched(c, e->r->ram)) {
+            e->ram_touched = 0;
+            x->s.refused_walk_bits++;
+        }
+        if (refused && !e->ram_touched) {
+            x->s.declined_refused++;
+            return 1;
+        }
+        if (!err && r1->ntrace == 1 && !e->ram_touched) {
             if (wrote_traced(r1, k->tgfn, 0) && plain_store(c, 0)) {
                 x->s.declined_traced++;
                 return 1;
@@ -996,6 +1062,21 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         return 0;
     }
     x->s.stops[res->stop < LC_STOP_REASON_COUNT_ ? res->stop : 0]++;
+    if (res->stop == LC_STOP_CALLBACK && k->rmmio != DIFF_NO_REFUSE &&
+        n < TRACE_MAX) {
+        /* stopped right before a refused MMIO access: the A/D bits its
+         * walks set stay (take_walk_bits()); whether it was one is
+         * checked below */
+        int err2 = 0;
+        run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err2);
+        if (!err2 && rn1->ntrace > n && refused_at(rn1, k, n)) {
+            memcpy(x->scratch->ram, rn1->ram, RAM_SIZE);
+            run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
+            if (!err2 && take_walk_bits(rn->ram, x->scratch->ram,
+                                        e->r->ram) > 0)
+                x->s.refused_walk_bits++;
+        }
+    }
     run_result *ru = uc_get(x->u, &x->q, c, ver, n, &err);
     if (err) {
         x->s.setup_errors++;
@@ -1059,7 +1140,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
     /* a stop for a refused access: right before an instruction that
      * makes one (the other callbacks' refusals, VMREAD/VMWRITE the fake
      * VMM fails and MOV DR beyond DR3, are checked elsewhere) */
-    if (res->stop == LC_STOP_CALLBACK && k->rport >= 0 && n < TRACE_MAX) {
+    if (res->stop == LC_STOP_CALLBACK && refuses(k) && n < TRACE_MAX) {
         run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err);
         int kn = !err && rn1->ntrace > n ? dcase_insn_at(c, rn1->trace[n])
                                          : -1;
@@ -1069,7 +1150,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             if (!refused_at(rn1, k, n)) {
                 snprintf(what, sizeof what, "stop callback before "
                          "instruction #%u, which does not access the "
-                         "refused port %d", n, k->rport);
+                         "refused port %d or MMIO quadword 0x%llx", n,
+                         k->rport, (unsigned long long)k->rmmio);
                 report(x, c, k, e, ru, what, idx, NULL);
                 return 0;
             }
@@ -1132,7 +1214,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
          * a later backward branch) */
         if (res->insns < want && res->stop != LC_STOP_SMC &&
             !(res->stop == LC_STOP_IRQ && k->cfg.cflow == LC_CFLOW_M3) &&
-            !(res->stop == LC_STOP_CALLBACK && k->rport >= 0)) {
+            !(res->stop == LC_STOP_CALLBACK && refuses(k))) {
             snprintf(what, sizeof what, "the cluster ended early: %u "
                      "instructions run (stop %s), but straight code with a "
                      "strongly exiting instruction reaches to #%u", res->insns,
@@ -1276,8 +1358,7 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
  * answers LC_CB_STOP for every access to it, as lcvmm does for a port of
  * KVM's in-kernel devices: the run must stop right before the first
  * instruction that makes one (LC_STOP_CALLBACK), and a first one is
- * declined. Not an MMIO block: a refused mmio() leaves the A/D bits its
- * walk set (ops.h), which Unicorn, run up to the instruction, has not. */
+ * declined. MMIO: pick_refused_mmio(). */
 static void pick_refused(cctx *x, const dcase *c, ccfg *k)
 {
     int err = 0;
@@ -1319,6 +1400,69 @@ static void pick_refused(cctx *x, const dcase *c, ccfg *k)
         }
 }
 
+/* A refused MMIO quadword, for a case that draws one: an 8-aligned
+ * quadword of the MMIO page that the case accesses in Unicorn's first
+ * TRACE_MAX instructions, only by instructions without REP (a refused
+ * REP stops between iterations) whose first device access reaches it
+ * (ops.h: a device refuses an instruction at its first access or not at
+ * all; a MOVS from another MMIO quadword into it, an INS into it, would
+ * be refused after a part was done). The fake VMM answers LC_CB_STOP for
+ * every access that overlaps it, as lcvmm does for KVM's in-kernel LAPIC
+ * and IOAPIC. The run must stop right before the first instruction that
+ * makes one, leaving only the A/D bits that instruction's walks set
+ * (take_walk_bits()); a first one is declined. */
+static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
+{
+    int err = 0;
+    run_result *ru = uc_get(x->u, &x->q, c, 0, TRACE_MAX, &err);
+    uint64_t q[2 * DEV_LOG_MAX];
+    uint8_t ok[2 * DEV_LOG_MAX];
+    unsigned n = 0, m = 0;
+
+    if (err || ru->dev.overflow)
+        return;
+    for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
+        const dev_access *a = &ru->dev.log[j];
+        lc_insn_info info;
+        unsigned t = a->insn;
+        int ki = t < ru->ntrace && t < TRACE_MAX
+                 ? dcase_insn_at(c, ru->trace[t]) : -1;
+        int norep = ki >= 0 && decode_at(c, ki, &info) && !info.rep;
+        const dev_access *first = NULL;
+
+        if (a->kind != AK_MMIO)
+            continue;
+        /* the instruction's first device access */
+        for (unsigned f = 0; f <= j; f++) {
+            const dev_access *b = &ru->dev.log[f];
+            if (b->insn == t && (b->kind == AK_PIO || b->kind == AK_MMIO)) {
+                first = b;
+                break;
+            }
+        }
+        for (uint64_t p = a->addr & ~7ull; p < a->addr + a->size; p += 8) {
+            unsigned i;
+            for (i = 0; i < n && q[i] != p; i++)
+                ;
+            if (i == n) {
+                q[n] = p;
+                ok[n++] = 1;
+            }
+            ok[i] &= (uint8_t)(norep && first && overlaps_q(first, p));
+        }
+    }
+    for (unsigned i = 0; i < n; i++)
+        m += ok[i];
+    if (m == 0)
+        return;
+    unsigned want = (unsigned)(k->rmmio_pick % m);
+    for (unsigned i = 0; i < n; i++)
+        if (ok[i] && want-- == 0) {
+            k->rmmio = q[i];
+            return;
+        }
+}
+
 static void one_case(cctx *x, const dcase *c, uint64_t idx)
 {
     ccfg k;
@@ -1350,8 +1494,12 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     }
     if (k.refuse)
         pick_refused(x, c, &k);
+    if (k.refuse_mmio)
+        pick_refused_mmio(x, c, &k);
     cur_rport = k.rport;
+    cur_rmmio = k.rmmio;
     x->s.refused_cases += k.rport >= 0;
+    x->s.refused_mmio_cases += k.rmmio != DIFF_NO_REFUSE;
     ex.irq = k.irq;
     cur_wide = (uint8_t)k.wide;
     x->s.cases++;
@@ -1580,13 +1728,16 @@ int cdiff_main(const cdiff_opts *o)
                diff_merged_pairs - merged0);
         printf("  traced pages: %llu cases, %llu runs storing into one, "
                "%llu traced writes, %llu exits declined; refused ports: "
-               "%llu cases, %llu runs stopped before one, %llu exits "
-               "declined; %llu calls on a second vCPU\n",
+               "%llu cases, refused MMIO: %llu cases, %llu calls leaving "
+               "walk bits; %llu runs stopped before a refused access, "
+               "%llu exits declined; %llu calls on a second vCPU\n",
                (unsigned long long)s->traced_cases,
                (unsigned long long)s->traced_runs,
                (unsigned long long)s->traced_writes,
                (unsigned long long)s->declined_traced,
                (unsigned long long)s->refused_cases,
+               (unsigned long long)s->refused_mmio_cases,
+               (unsigned long long)s->refused_walk_bits,
                (unsigned long long)s->refused_stops,
                (unsigned long long)s->declined_refused,
                (unsigned long long)s->second_vcpu);

@@ -214,6 +214,7 @@ void dev_init(dev_side *d, const dcase *c)
     d->vmcs_valid = c->vmcs_valid;
     d->tgfn = DIFF_NO_TRACE;
     d->refuse_port = -1;
+    d->refuse_mmio = DIFF_NO_REFUSE;
     uint64_t x = c->dev_seed ^ 0x766d6373ull;
     for (int i = 0; i < VMX_NFIELDS; i++) {
         uint64_t v = splitmix64(&x);

@@ -216,7 +216,13 @@ typedef struct dev_side {
     /* Engine side, a refused port (cdiff.c, "refused ports"): every
      * access to it the device answers LC_CB_STOP; -1: none */
     int        refuse_port;
+    /* Engine side, a refused MMIO quadword (cdiff.c, "refused MMIO"):
+     * its 8-aligned gpa; every MMIO access that overlaps it the device
+     * answers LC_CB_STOP; DIFF_NO_REFUSE: none */
+    uint64_t   refuse_mmio;
 } dev_side;
+
+#define DIFF_NO_REFUSE (~0ull)
 
 #define DIFF_NO_TRACE (~0ull)
 

@@ -37,6 +37,11 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
         return LC_CB_OK;
     case 'r':
     case 'w':
+        /* a device register the VMM will not do inside a run (lcvmm:
+         * KVM's in-kernel LAPIC and IOAPIC) */
+        if (d->refuse_mmio != DIFF_NO_REFUSE &&
+            a->addr < d->refuse_mmio + 8 && a->addr + a->size > d->refuse_mmio)
+            return LC_CB_STOP;
         if (is_write && (a->size == 2 || a->size == 4 || a->size == 8) &&
             (d->wide & a->size)) {
             /* one write, or an exit pair's two merged, of a width the
