@@ -1761,26 +1761,38 @@ int lcr_write(lcr_vcpu *v, const lcr_xlat *x, const void *buf)
             v->ops->traced_write == NULL)
             return stop_term(v);
     }
-    for (i = 0; i < x->nfrag; i++) {
-        const lcr_frag *f = &x->frag[i];
-        int r = 0;
+    /* The VMM's pieces (MMIO, a traced page) first, in order, then the
+     * plain RAM: a callback may refuse (LC_CB_STOP) its first piece, and a
+     * store split across a page boundary must then leave nothing written,
+     * as the CPU's exit on it does (ops.h: a device refuses an
+     * instruction at its first access or not at all). */
+    for (int ram = 0; ram < 2; ram++) {
+        off = 0;
+        for (i = 0; i < x->nfrag; i++) {
+            const lcr_frag *f = &x->frag[i];
+            int plain = f->kind == LC_GPA_RAM && !f->traced, r = 0;
 
-        if (f->kind == LC_GPA_MMIO) {
-            r = mmio_frag(v, f, NULL, in + off);
-        } else {
-            pwc_store(v, f->gpa);       /* the guest edits a page table */
-            if (f->traced)
-                r = traced_frag(v, f, in + off);
-            else
-                lcr_ram_write(f->hva, in + off, f->len);
+            if (plain != ram) {
+                off += f->len;
+                continue;
+            }
+            if (f->kind == LC_GPA_MMIO) {
+                r = mmio_frag(v, f, NULL, in + off);
+            } else {
+                pwc_store(v, f->gpa);   /* the guest edits a page table */
+                if (f->traced)
+                    r = traced_frag(v, f, in + off);
+                else
+                    lcr_ram_write(f->hva, in + off, f->len);
+            }
+            if (r < 0)
+                return -1;
+            /* Section 7 of the paper: a store into the code being run
+             * completes, then the run stops. */
+            if (lcr_watched(v, f->gpa, f->len))
+                v->end_after = LC_STOP_SMC;
+            off += f->len;
         }
-        if (r < 0)
-            return -1;
-        /* Section 7 of the paper: a store into the code being run
-         * completes, then the run stops. */
-        if (lcr_watched(v, f->gpa, f->len))
-            v->end_after = LC_STOP_SMC;
-        off += f->len;
     }
     return 0;
 }

@@ -122,6 +122,9 @@ static lc_vm_ops ops_wide;
  * dev_side.refuse_mmio) at each call. */
 static int cur_rport = -1;
 static uint64_t cur_rmmio = DIFF_NO_REFUSE;
+/* ... and whether its VMM refuses the traced page's stores (ccfg.trefuse,
+ * dev_side.refuse_traced) */
+static int cur_trefuse;
 
 /* ---- per-case configuration ------------------------------------------------ */
 
@@ -139,6 +142,8 @@ typedef struct ccfg {
     int       refuse_mmio;    /* a refused MMIO quadword (one_case()) */
     uint64_t  rmmio_pick;
     uint64_t  rmmio;          /* its gpa, or DIFF_NO_REFUSE */
+    int       trefuse;        /* the traced page's stores refused (drawn;
+                               * pick_traced() keeps it where it can) */
     uint64_t  rng[4];
 } ccfg;
 
@@ -196,6 +201,9 @@ static void pick_config(const dcase *c, ccfg *k)
         k->refuse_mmio = xo_next(r2) % 4 == 0;
         k->rmmio_pick = xo_next(r2);
         k->rmmio = DIFF_NO_REFUSE;
+        /* and, in a quarter of the traced pages, every traced_write()
+         * refused */
+        k->trefuse = xo_next(r2) % 4 == 0;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -210,7 +218,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u irq %d "
-             "wide 0x%x traced %s0x%llx refused port %d mmio %s0x%llx",
+             "wide 0x%x traced %s0x%llx%s refused port %d mmio %s0x%llx",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -223,7 +231,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              k->irq, k->wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
              k->tgfn == DIFF_NO_TRACE ? 0ull
                                       : (unsigned long long)k->tgfn << 12,
-             k->rport, k->rmmio == DIFF_NO_REFUSE ? "none " : "gpa ",
+             k->trefuse ? " (refused)" : "", k->rport, k->rmmio == DIFF_NO_REFUSE ? "none " : "gpa ",
              k->rmmio == DIFF_NO_REFUSE ? 0ull
                                         : (unsigned long long)k->rmmio);
 }
@@ -324,6 +332,7 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     r->dev.wide = cur_wide;
     r->dev.refuse_port = cur_rport;
     r->dev.refuse_mmio = cur_rmmio;
+    r->dev.refuse_traced = (uint8_t)cur_trefuse;
     if (x->traced_gfn != FVM_NONE) {
         r->dev.tgfn = x->traced_gfn;
         memcpy(r->dev.tshadow, c->ram + (x->traced_gfn << 12), 4096);
@@ -474,7 +483,7 @@ static int wrote_traced(const run_result *ru, uint64_t tgfn, unsigned t)
 /* Does the case refuse an access (a port or an MMIO quadword)? */
 static int refuses(const ccfg *k)
 {
-    return k->rport >= 0 || k->rmmio != DIFF_NO_REFUSE;
+    return k->rport >= 0 || k->rmmio != DIFF_NO_REFUSE || k->trefuse;
 }
 
 /* Does `a` reach the MMIO quadword at `q`? */
@@ -484,9 +493,11 @@ static int overlaps_q(const dev_access *a, uint64_t q)
 }
 
 /* Did Unicorn's trace index `t` access the refused port or MMIO
- * quadword of `k`? */
+ * quadword of `k`, or store into its traced page if those are refused? */
 static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
 {
+    if (k->trefuse && wrote_traced(ru, k->tgfn, t))
+        return 1;
     for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &ru->dev.log[j];
         if (a->insn != t)
@@ -723,6 +734,7 @@ typedef struct cstats {
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
     uint64_t refused_mmio_cases;     /* cases with a refused MMIO qword */
+    uint64_t trefused_cases;         /* cases refusing traced stores */
     uint64_t refused_walk_bits;      /* calls that left a refused MMIO
                                       * access's walk bits */
     uint64_t declined_traced;        /* first instruction refused: its
@@ -1037,7 +1049,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
          * (plain_store()) */
         run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
         int refused = !err && r1->ntrace == 1 && refused_at(r1, k, 0);
-        if (refused && e->ram_touched && k->rmmio != DIFF_NO_REFUSE &&
+        if (refused && e->ram_touched &&
+            (k->rmmio != DIFF_NO_REFUSE || k->trefuse) &&
             take_walk_bits(c->ram, r1->ram, e->r->ram) > 0 &&
             ram_untouched(c, e->r->ram)) {
             e->ram_touched = 0;
@@ -1062,11 +1075,11 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         return 0;
     }
     x->s.stops[res->stop < LC_STOP_REASON_COUNT_ ? res->stop : 0]++;
-    if (res->stop == LC_STOP_CALLBACK && k->rmmio != DIFF_NO_REFUSE &&
-        n < TRACE_MAX) {
-        /* stopped right before a refused MMIO access: the A/D bits its
-         * walks set stay (take_walk_bits()); whether it was one is
-         * checked below */
+    if (res->stop == LC_STOP_CALLBACK &&
+        (k->rmmio != DIFF_NO_REFUSE || k->trefuse) && n < TRACE_MAX) {
+        /* stopped right before a refused MMIO access or traced store:
+         * the A/D bits its walks set stay (take_walk_bits()); whether it
+         * was one is checked below */
         int err2 = 0;
         run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err2);
         if (!err2 && rn1->ntrace > n && refused_at(rn1, k, n)) {
@@ -1150,8 +1163,9 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             if (!refused_at(rn1, k, n)) {
                 snprintf(what, sizeof what, "stop callback before "
                          "instruction #%u, which does not access the "
-                         "refused port %d or MMIO quadword 0x%llx", n,
-                         k->rport, (unsigned long long)k->rmmio);
+                         "refused port %d, MMIO quadword 0x%llx or traced "
+                         "page%s", n, k->rport, (unsigned long long)k->rmmio,
+                         k->trefuse ? "" : " (not refused)");
                 report(x, c, k, e, ru, what, idx, NULL);
                 return 0;
             }
@@ -1347,8 +1361,25 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
     for (unsigned g = 0; g < 32; g++)
         if (((pages >> g) & 1) && want-- == 0) {
             k->tgfn = g;
-            return;
+            break;
         }
+    /* Its stores refused only where each instruction storing into it
+     * makes no other device access (ops.h: a device refuses an
+     * instruction at its first access or not at all) and has no REP (a
+     * refused REP stops between iterations). */
+    for (unsigned t = 0; k->trefuse && t < ru->ntrace && t < TRACE_MAX;
+         t++) {
+        int ki = dcase_insn_at(c, ru->trace[t]);
+        lc_insn_info info;
+        if (!wrote_traced(ru, k->tgfn, t))
+            continue;
+        if (ki < 0 || !decode_at(c, ki, &info) || info.rep ||
+            ru->dev.overflow)
+            k->trefuse = 0;
+        for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++)
+            if (ru->dev.log[j].insn == t)
+                k->trefuse = 0;
+    }
 }
 
 /* A refused port, for a case that draws one: a port that the case
@@ -1492,6 +1523,9 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
         ex.traced_gfn = k.tgfn;
         x->s.traced_cases++;
     }
+    k.trefuse &= k.tgfn != DIFF_NO_TRACE;
+    cur_trefuse = k.trefuse;
+    x->s.trefused_cases += k.trefuse;
     if (k.refuse)
         pick_refused(x, c, &k);
     if (k.refuse_mmio)
@@ -1728,15 +1762,17 @@ int cdiff_main(const cdiff_opts *o)
                diff_merged_pairs - merged0);
         printf("  traced pages: %llu cases, %llu runs storing into one, "
                "%llu traced writes, %llu exits declined; refused ports: "
-               "%llu cases, refused MMIO: %llu cases, %llu calls leaving "
-               "walk bits; %llu runs stopped before a refused access, "
-               "%llu exits declined; %llu calls on a second vCPU\n",
+               "%llu cases, refused MMIO: %llu cases, refused traced "
+               "stores: %llu cases, %llu calls leaving walk bits; %llu "
+               "runs stopped before a refused access, %llu exits "
+               "declined; %llu calls on a second vCPU\n",
                (unsigned long long)s->traced_cases,
                (unsigned long long)s->traced_runs,
                (unsigned long long)s->traced_writes,
                (unsigned long long)s->declined_traced,
                (unsigned long long)s->refused_cases,
                (unsigned long long)s->refused_mmio_cases,
+               (unsigned long long)s->trefused_cases,
                (unsigned long long)s->refused_walk_bits,
                (unsigned long long)s->refused_stops,
                (unsigned long long)s->declined_refused,

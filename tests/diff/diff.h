@@ -220,6 +220,9 @@ typedef struct dev_side {
      * its 8-aligned gpa; every MMIO access that overlaps it the device
      * answers LC_CB_STOP; DIFF_NO_REFUSE: none */
     uint64_t   refuse_mmio;
+    /* Engine side: every traced_write() into the traced page answered
+     * LC_CB_STOP (cdiff.c, "refused traced stores") */
+    uint8_t    refuse_traced;
 } dev_side;
 
 #define DIFF_NO_REFUSE (~0ull)

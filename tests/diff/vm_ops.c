@@ -102,6 +102,9 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
                 d->tstray = a->addr;
             return LC_CB_OK;
         }
+        /* a shadow-paging VMM that emulates the store in its own exit */
+        if (d->refuse_traced)
+            return LC_CB_STOP;
         memcpy(d->tshadow + (a->addr & 0xfff), &a->value, a->size);
         d->twrites++;
         return LC_CB_OK;

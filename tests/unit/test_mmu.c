@@ -40,6 +40,7 @@ static uint64_t next_pt;            /* page-table allocator */
 static lc_cb_result mmio_answer;
 static unsigned mmio_answer_at;     /* 1-based call that gets mmio_answer */
 static unsigned nmmio;
+static lc_cb_result traced_answer;  /* what traced writes get */
 
 /* A device byte at `gpa` reads as this. */
 static uint8_t dev_byte(uint64_t gpa)
@@ -50,8 +51,10 @@ static uint8_t dev_byte(uint64_t gpa)
 static lc_cb_result mmu_device(fvm *f, fvm_access *a)
 {
     (void)f;
+    if (a->kind == 't')
+        return traced_answer;       /* traced writes: logged only */
     if (a->kind != 'r' && a->kind != 'w')
-        return LC_CB_OK;            /* traced writes: logged only */
+        return LC_CB_OK;
     nmmio++;
     if (mmio_answer_at == nmmio)
         return mmio_answer;
@@ -75,6 +78,7 @@ static void setup(void)
     mmio_answer = LC_CB_OK;
     mmio_answer_at = 0;
     nmmio = 0;
+    traced_answer = LC_CB_OK;
     OPS = (lc_vm_ops){ FVM_OPS_DEVICES, .traced_write = fvm_traced };
     memset(&S, 0, sizeof(S));
     memset(&V, 0, sizeof(V));
@@ -1292,6 +1296,53 @@ START_TEST(traced_rom_smc)
 }
 END_TEST
 
+/* A store split across a page boundary whose second piece the VMM
+ * refuses (an mmio() or traced_write() answering LC_CB_STOP) leaves its
+ * first piece, plain RAM, unwritten: the guest's own execution takes
+ * the exit on the whole store (found by lc-diff --engine's refused
+ * traced stores, --mode real --seed 11). */
+START_TEST(split_store_refused_writes_nothing)
+{
+    uint64_t la = 0x00007f0000040000ull, val = 0x11223344;
+    lcr_xlat x;
+
+    paging(PM_4L, 0);
+    set_mode(LC_MODE_LONG64, 0);
+    map4k(la, 0x38000, F_P | F_RW);
+    map4k(la + 0x1000, MMIO_BASE, F_P | F_RW);
+    map4k(la + 0x2000, 0x39000, F_P | F_RW);
+    map4k(la + 0x3000, 0x3a000, F_P | F_RW);
+    T.traced_gfn = 0x3a;
+    wr(0x38ffe, 2, 0xbbaa);
+    wr(0x39ffe, 2, 0xddcc);
+
+    /* RAM, then MMIO refused */
+    xl(la + 0xffe, 4, W, &x, __LINE__);
+    mmio_answer = LC_CB_STOP;
+    mmio_answer_at = nmmio + 1;
+    expect_stop(lcr_write(&V, &x, &val), LC_STOP_CALLBACK, __LINE__);
+    ck_assert_uint_eq(rd(0x38ffe, 2), 0xbbaa);
+    /* accepted, both pieces are done */
+    V.stop = LC_STOP_NONE;
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(rd(0x38ffe, 2), 0x3344);
+
+    /* RAM, then a traced page refused */
+    xl(la + 0x2ffe, 4, W, &x, __LINE__);
+    ck_assert_uint_eq(x.frag[1].traced, 1);
+    traced_answer = LC_CB_STOP;
+    T.nlog = 0;
+    expect_stop(lcr_write(&V, &x, &val), LC_STOP_CALLBACK, __LINE__);
+    ck_assert_uint_eq(rd(0x39ffe, 2), 0xddcc);
+    traced_answer = LC_CB_OK;
+    V.stop = LC_STOP_NONE;
+    ck_assert_int_eq(lcr_write(&V, &x, &val), 0);
+    ck_assert_uint_eq(rd(0x39ffe, 2), 0x3344);
+    ck_assert_uint_eq(T.log[T.nlog - 1].addr, 0x3a000);
+    ck_assert_uint_eq(T.log[T.nlog - 1].value, 0x1122);
+}
+END_TEST
+
 /* ---- instruction fetch -------------------------------------------------- */
 
 /* ---- the page-walk cache (paper section 11) ----------------------------- */
@@ -2316,6 +2367,7 @@ static Suite *mmu_suite(void)
     tcase_add_test(t, mmio_split_across_pages);
     tcase_add_test(t, ram_mmio_mixed_and_callbacks);
     tcase_add_test(t, traced_rom_smc);
+    tcase_add_test(t, split_store_refused_writes_nothing);
     tcase_add_test(t, ram_access_every_alignment);
     suite_add_tcase(s, t);
 
