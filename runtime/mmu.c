@@ -877,11 +877,14 @@ static mres map_frag(lcr_vcpu *v, uint64_t gpa, unsigned len,
 static mres commit_ad(lcr_vcpu *v, walk *w, unsigned nw)
 {
     /* A look (v->probe) never stores: the CPU sets A/D bits only for
-     * accesses it makes. A peek succeeds without them (the caller makes
-     * the real access later, or none); a strict look fails. */
-    if (v->probe == LCR_PROBE_PEEK)
-        return M_OK;
-    if (v->probe)
+     * accesses it makes. A strict look fails where one is needed; a peek
+     * succeeds without them (the caller makes the real access later, or
+     * none) if the real access could set them: an entry in ROM or a
+     * traced page (a shadow-paging VMM's copy of a guest page table) ends
+     * the peek as it would end the access, before any callback the caller
+     * makes between the two (a VMWRITE's, lc-diff --engine with a traced
+     * PDPT, --mode pae --seed 11 --case 2995). */
+    if (v->probe == LCR_PROBE_STRICT)
         for (unsigned i = 0; i < nw; i++)
             for (unsigned j = 0; j < w[i].nref; j++)
                 if (w[i].ref[j].set)
@@ -899,6 +902,8 @@ static mres commit_ad(lcr_vcpu *v, walk *w, unsigned nw)
             r->hva = m.hva;
         }
     }
+    if (v->probe == LCR_PROBE_PEEK)
+        return M_OK;
     /* Root first, as the CPU walks: an entry changed since the walk ends
      * it there (the upper entries' A bits set stay set, as on the CPU,
      * which sets them for entries it used before a fault) */

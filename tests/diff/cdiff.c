@@ -480,6 +480,27 @@ static int wrote_traced(const run_result *ru, uint64_t tgfn, unsigned t)
     return tgfn < 32 && t < TRACE_MAX && ((ru->wpages[t] >> tgfn) & 1);
 }
 
+/* Is the case's traced page one of its paging structures? */
+static int pt_traced(const dcase *c, uint64_t tgfn)
+{
+    return (c->mode == DM_PAE || c->mode == DM_LONG64) &&
+           tgfn >= PT_PML4_PA >> 12 && tgfn <= PT_PT1_PA >> 12;
+}
+
+/* Did an instruction (Unicorn's RAM before it and after it, `before`
+ * and `after`) set an accessed or dirty bit in the traced page, which
+ * only the guest's own execution may do? */
+static int sets_traced_bits(const uint8_t *before, const uint8_t *after,
+                            uint64_t tgfn)
+{
+    const uint8_t *a = before + (tgfn << 12), *b = after + (tgfn << 12);
+
+    for (unsigned i = 0; i < 4096; i++)
+        if (a[i] != b[i] && !((a[i] ^ b[i]) & ~0x60) && !(a[i] & ~b[i]))
+            return 1;
+    return 0;
+}
+
 /* Does the case refuse an access (a port or an MMIO quadword)? */
 static int refuses(const ccfg *k)
 {
@@ -735,6 +756,10 @@ typedef struct cstats {
     uint64_t declined_refused;       /* first instruction's refused */
     uint64_t refused_mmio_cases;     /* cases with a refused MMIO qword */
     uint64_t trefused_cases;         /* cases refusing traced stores */
+    uint64_t pt_traced_cases;        /* cases tracing a paging structure */
+    uint64_t pt_stops;               /* runs ended early before an A/D
+                                      * bit in it (pt_traced_stop()) */
+    uint64_t declined_pt;            /* first instruction needing one */
     uint64_t refused_walk_bits;      /* calls that left a refused MMIO
                                       * access's walk bits */
     uint64_t declined_traced;        /* first instruction refused: its
@@ -759,6 +784,28 @@ typedef struct cctx {
     cstats      s;
     int         verbose_case;
 } cctx;
+
+/* With a traced paging structure, did Unicorn's instruction `n` of the
+ * current case set an A or D bit in it (sets_traced_bits())? Then the
+ * engine rightly stops before it. Unicorn's runs of n and n + 1
+ * instructions may leave the cache: the caller gets its own again. */
+static int pt_traced_stop(cctx *x, const dcase *c, const ccfg *k, int ver,
+                          unsigned n)
+{
+    int err = 0;
+    uint64_t pg = k->tgfn << 12;
+
+    if (!pt_traced(c, k->tgfn) || n >= TRACE_MAX)
+        return 0;
+    run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err);
+    if (err || rn1->ntrace <= n)
+        return 0;
+    memcpy(x->scratch->ram + pg, rn1->ram + pg, 4096);
+    run_result *rn = n ? uc_get(x->u, &x->q, c, ver, n, &err) : NULL;
+    if (err)
+        return 0;
+    return sets_traced_bits(rn ? rn->ram : c->ram, x->scratch->ram, k->tgfn);
+}
 
 static void report(cctx *x, const dcase *c, const ccfg *k, const ecall *e,
                    const run_result *ru, const char *what, uint64_t idx,
@@ -1065,6 +1112,11 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
                 x->s.declined_traced++;
                 return 1;
             }
+            /* its walk needs a bit in the traced paging structure */
+            if (pt_traced_stop(x, c, k, ver, 0)) {
+                x->s.declined_pt++;
+                return 1;
+            }
         }
     }
     if (res->disposition != LC_HANDLED || res->insns == 0) {
@@ -1226,6 +1278,12 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         /* (an interrupt may stop it at any loop head, which method 3
          * has: also at one that straight code falls into, the target of
          * a later backward branch) */
+        if (res->insns < want && res->stop == LC_STOP_TERMINATOR &&
+            pt_traced_stop(x, c, k, ver, n)) {
+            x->s.pt_stops++;
+            want = 0;
+        }
+        ru = uc_get(x->u, &x->q, c, ver, n, &err);   /* (the cache's) */
         if (res->insns < want && res->stop != LC_STOP_SMC &&
             !(res->stop == LC_STOP_IRQ && k->cfg.cflow == LC_CFLOW_M3) &&
             !(res->stop == LC_STOP_CALLBACK && refuses(k))) {
@@ -1351,9 +1409,17 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
             pages &= ~ru->wpages[t];
     }
     pages &= ~(1u << (MMIO_PA >> 12) | 1u << (GDT_PA >> 12));
-    if (c->mode == DM_PAE || c->mode == DM_LONG64)
+    /* With paging, in half the cases one of the paging structures
+     * instead, stored to or not, as a shadow-paging VMM traces the
+     * guest's page tables: the engine sets no accessed or dirty bit in a
+     * traced page (commit_ad() in runtime/mmu.c) and stops before the
+     * instruction whose walk would (pt_traced_stop()). */
+    if ((c->mode == DM_PAE || c->mode == DM_LONG64) &&
+        (k->trace_pick >> 32) % 2) {
+        pages = 0;
         for (uint32_t pa = PT_PML4_PA; pa <= PT_PT1_PA; pa += 0x1000)
-            pages &= ~(1u << (pa >> 12));
+            pages |= 1u << (pa >> 12);
+    }
     unsigned n = (unsigned)__builtin_popcount(pages);
     if (n == 0)
         return;
@@ -1526,6 +1592,7 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     k.trefuse &= k.tgfn != DIFF_NO_TRACE;
     cur_trefuse = k.trefuse;
     x->s.trefused_cases += k.trefuse;
+    x->s.pt_traced_cases += pt_traced(c, k.tgfn);
     if (k.refuse)
         pick_refused(x, c, &k);
     if (k.refuse_mmio)
@@ -1760,13 +1827,18 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->declined_past,
                (unsigned long long)s->declined_vmfail,
                diff_merged_pairs - merged0);
-        printf("  traced pages: %llu cases, %llu runs storing into one, "
+        printf("  traced pages: %llu cases (%llu paging structures: %llu "
+               "runs ended before an A/D bit in one, %llu exits declined), "
+               "%llu runs storing into one, "
                "%llu traced writes, %llu exits declined; refused ports: "
                "%llu cases, refused MMIO: %llu cases, refused traced "
                "stores: %llu cases, %llu calls leaving walk bits; %llu "
                "runs stopped before a refused access, %llu exits "
                "declined; %llu calls on a second vCPU\n",
                (unsigned long long)s->traced_cases,
+               (unsigned long long)s->pt_traced_cases,
+               (unsigned long long)s->pt_stops,
+               (unsigned long long)s->declined_pt,
                (unsigned long long)s->traced_runs,
                (unsigned long long)s->traced_writes,
                (unsigned long long)s->declined_traced,

@@ -263,6 +263,21 @@ START_TEST(vmwrite_fail_leaves_no_accessed_bit)
     ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
     ck_assert_mem_eq(&before, &s, sizeof s);
     ck_assert_uint_eq(f.nlog, 0);
+    /* the source's PDE, its A bit clear, in a traced page (a shadow-paging
+     * VMM's copy of the page directory): the read could not set it, so
+     * the peek ends the run before the VMM is asked, not after (lc-diff
+     * --engine --mode pae --seed 11 --case 2995) */
+    memcpy(f.ram + pd, &pde0, 8);
+    f.traced_gfn = pd >> 12;
+    s.gpr[LC_RDI] = 0x200100;
+    before = s;
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
+    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
+    ck_assert_mem_eq(&before, &s, sizeof s);
+    ck_assert_uint_eq(f.nlog, 0);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde, pde0);
     fvm_fini(&f);
 }
 END_TEST
