@@ -756,6 +756,8 @@ typedef struct cstats {
     uint64_t declined_refused;       /* first instruction's refused */
     uint64_t refused_mmio_cases;     /* cases with a refused MMIO qword */
     uint64_t trefused_cases;         /* cases refusing traced stores */
+    uint64_t refused_shadow;         /* refused_stops before the opener
+                                      * of an interrupt shadow */
     uint64_t pt_traced_cases;        /* cases tracing a paging structure */
     uint64_t pt_stops;               /* runs ended early before an A/D
                                       * bit in it (pt_traced_stop()) */
@@ -849,6 +851,72 @@ static int decode_at(const dcase *c, int k, lc_insn_info *info)
 {
     return lc_decode(dmode_cpu_mode(c->mode), c->code + c->insn[k].off,
                      c->insn[k].len, info) == LC_OK;
+}
+
+static int opens_shadow(const dcase *c, int k);
+
+/* Does the case's instruction `ki`, run with RFLAGS `rflags`, open an
+ * interrupt shadow (SDM vol. 3 6.8.3: STI with IF clear, a load of SS)?
+ * The engine never stops between it and the next instruction
+ * (runtime/exec.c, shadow_run()). */
+static int shadow_opened(const dcase *c, int ki, uint64_t rflags)
+{
+    lc_insn_info info;
+
+    if (ki < 0 || !decode_at(c, ki, &info) || !opens_shadow(c, ki))
+        return 0;
+    return info.op != LC_OP_STI || !(rflags & LC_RFLAGS_IF);
+}
+
+/* The instruction a run that stopped after `n` stopped before: Unicorn's
+ * n-th, or the next when that one opens an interrupt shadow. Its index,
+ * or -1 (Unicorn ran no such instruction). */
+static int stopped_index(cctx *x, const dcase *c, int ver, unsigned n)
+{
+    int err = 0;
+
+    if (n + 2 > TRACE_MAX)
+        return -1;
+    run_result *r2 = uc_get(x->u, &x->q, c, ver, n + 2, &err);
+    if (err || r2->ntrace <= n)
+        return -1;
+    int ki = dcase_insn_at(c, r2->trace[n]);
+    if (r2->ntrace <= n + 1)
+        return (int)n;
+    run_result *r0 = uc_get(x->u, &x->q, c, ver, n, &err);
+    if (err)
+        return -1;
+    return shadow_opened(c, ki, r0->rflags) ? (int)n + 1 : (int)n;
+}
+
+/* Its operation (LC_OP_OTHER if none). */
+static unsigned stopped_op(cctx *x, const dcase *c, int ver, unsigned n)
+{
+    int m = stopped_index(x, c, ver, n), err = 0;
+
+    if (m < 0)
+        return LC_OP_OTHER;
+    run_result *r = uc_get(x->u, &x->q, c, ver, (unsigned)m + 1, &err);
+    int ki = !err && r->ntrace > (unsigned)m
+             ? dcase_insn_at(c, r->trace[m]) : -1;
+    return ki >= 0 ? c->insn[ki].op : LC_OP_OTHER;
+}
+
+/* The refused instruction a callback stop after `n` stopped before
+ * (stopped_index()), or -1 if it makes no refused access. Unicorn's RAM
+ * after it is left in x->scratch->ram. */
+static int refused_insn(cctx *x, const dcase *c, const ccfg *k, int ver,
+                        unsigned n)
+{
+    int m = stopped_index(x, c, ver, n), err = 0;
+
+    if (m < 0)
+        return -1;
+    run_result *r = uc_get(x->u, &x->q, c, ver, (unsigned)m + 1, &err);
+    if (err || r->ntrace <= (unsigned)m || !refused_at(r, k, (unsigned)m))
+        return -1;
+    memcpy(x->scratch->ram, r->ram, RAM_SIZE);
+    return m;
 }
 
 /* The paper's control-flow methods (s6) on the executed path of a
@@ -1127,20 +1195,14 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         return 0;
     }
     x->s.stops[res->stop < LC_STOP_REASON_COUNT_ ? res->stop : 0]++;
-    if (res->stop == LC_STOP_CALLBACK &&
-        (k->rmmio != DIFF_NO_REFUSE || k->trefuse) && n < TRACE_MAX) {
-        /* stopped right before a refused MMIO access or traced store:
-         * the A/D bits its walks set stay (take_walk_bits()); whether it
-         * was one is checked below */
+    if (res->stop == LC_STOP_CALLBACK && refuses(k) &&
+        refused_insn(x, c, k, ver, n) >= 0) {
+        /* stopped right before a refused access: the A/D bits the walks
+         * of the refused instruction set stay (take_walk_bits()) */
         int err2 = 0;
-        run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err2);
-        if (!err2 && rn1->ntrace > n && refused_at(rn1, k, n)) {
-            memcpy(x->scratch->ram, rn1->ram, RAM_SIZE);
-            run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
-            if (!err2 && take_walk_bits(rn->ram, x->scratch->ram,
-                                        e->r->ram) > 0)
-                x->s.refused_walk_bits++;
-        }
+        run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
+        if (!err2 && take_walk_bits(rn->ram, x->scratch->ram, e->r->ram) > 0)
+            x->s.refused_walk_bits++;
     }
     run_result *ru = uc_get(x->u, &x->q, c, ver, n, &err);
     if (err) {
@@ -1206,13 +1268,13 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
      * makes one (the other callbacks' refusals, VMREAD/VMWRITE the fake
      * VMM fails and MOV DR beyond DR3, are checked elsewhere) */
     if (res->stop == LC_STOP_CALLBACK && refuses(k) && n < TRACE_MAX) {
-        run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err);
-        int kn = !err && rn1->ntrace > n ? dcase_insn_at(c, rn1->trace[n])
-                                         : -1;
-        unsigned op = kn >= 0 ? c->insn[kn].op : LC_OP_OTHER;
-        if (!err && op != LC_OP_VMREAD && op != LC_OP_VMWRITE &&
+        /* (in an interrupt shadow, the instruction after the one that
+         * opens it) */
+        unsigned op = stopped_op(x, c, ver, n);
+        if (op != LC_OP_VMREAD && op != LC_OP_VMWRITE &&
             op != LC_OP_MOV_DR) {
-            if (!refused_at(rn1, k, n)) {
+            int m = refused_insn(x, c, k, ver, n);
+            if (m < 0) {
                 snprintf(what, sizeof what, "stop callback before "
                          "instruction #%u, which does not access the "
                          "refused port %d, MMIO quadword 0x%llx or traced "
@@ -1222,6 +1284,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
                 return 0;
             }
             x->s.refused_stops++;
+            x->s.refused_shadow += m == (int)n + 1;
         }
         ru = uc_get(x->u, &x->q, c, ver, n, &err);  /* (the cache's) */
     }
@@ -1833,8 +1896,9 @@ int cdiff_main(const cdiff_opts *o)
                "%llu traced writes, %llu exits declined; refused ports: "
                "%llu cases, refused MMIO: %llu cases, refused traced "
                "stores: %llu cases, %llu calls leaving walk bits; %llu "
-               "runs stopped before a refused access, %llu exits "
-               "declined; %llu calls on a second vCPU\n",
+               "runs stopped before a refused access (%llu before the "
+               "shadow it lies in), %llu exits declined; %llu calls on a "
+               "second vCPU\n",
                (unsigned long long)s->traced_cases,
                (unsigned long long)s->pt_traced_cases,
                (unsigned long long)s->pt_stops,
@@ -1847,6 +1911,7 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->trefused_cases,
                (unsigned long long)s->refused_walk_bits,
                (unsigned long long)s->refused_stops,
+               (unsigned long long)s->refused_shadow,
                (unsigned long long)s->declined_refused,
                (unsigned long long)s->second_vcpu);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",

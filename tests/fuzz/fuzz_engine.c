@@ -46,6 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         lc_vcpu_create(e, 0, &f.vm, &v) != LC_OK)
         abort();
     for (int i = 0; i < 24; i++) {
+        static uint8_t ram0[RAM_SIZE];
         lc_cpu_state s = s0, before;
         lc_exit x;
         lc_result r;
@@ -66,13 +67,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             x.insn_rip = s.rip - (take(&f, 1) & 0x1f);
         before = s;
         f.vm.nlog = 0;
+        memcpy(ram0, f.vm.ram, RAM_SIZE);
         st = lc_vcpu_handle_exit(v, &s, &x, &r);
         if (st != LC_OK && st != LC_ERR_CALLBACK && st != LC_ERR_NOMEM)
             abort();
-        /* Declined means untouched: the state, and no device or service
-         * callback done (the guest will do that access itself). */
+        /* Declined means untouched: the state, the RAM but for A/D bits,
+         * and no device or service callback done (the guest will do that
+         * access itself). */
         if (r.disposition == LC_DECLINED &&
-            (memcmp(&before, &s, sizeof s) || f.vm.nlog != 0))
+            (memcmp(&before, &s, sizeof s) || f.vm.nlog != 0 ||
+             !fz_ram_untouched(&f, ram0)))
             abort();
         if (r.exits_saved > r.exits_done || r.stop >= LC_STOP_REASON_COUNT_)
             abort();

@@ -47,18 +47,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lcr_begin(&v, &s, &fvm_ops, &f.vm);
     memset(&in, 0, sizeof in);
     for (int i = 0; i < 64; i++) {
+        static uint8_t ram0[RAM_SIZE];
         lc_cpu_state before = s;
         int r;
 
         f.vm.nlog = 0;
+        memcpy(ram0, f.vm.ram, RAM_SIZE);
         r = lcr_step(&v, &in);
-        /* A stop is before the instruction: nothing changed, no callback
-         * done; only a REP of a row that says so (LCR_ROW_REP_PARTIAL)
-         * may stop between iterations. */
+        /* A stop is before the instruction: nothing changed but A/D bits,
+         * no callback done; only a REP of a row that says so
+         * (LCR_ROW_REP_PARTIAL) may stop between iterations. */
         if (r == LCR_STOP &&
             !(in.info.rep && (unsigned)in.info.op < LC_OP_COUNT_ &&
               (lcr_op_rows[in.info.op].flags & LCR_ROW_REP_PARTIAL)) &&
-            (memcmp(&before, &s, sizeof s) || f.vm.nlog != 0))
+            (memcmp(&before, &s, sizeof s) || f.vm.nlog != 0 ||
+             !fz_ram_untouched(&f, ram0)))
             abort();
         if (r != LCR_DONE || v.stop != LC_STOP_NONE)
             break;

@@ -88,6 +88,24 @@ static inline lc_cb_result fz_device(fvm *vm, fvm_access *a)
     return LC_CB_OK;
 }
 
+/* After a stop before an instruction or a decline, may the RAM differ
+ * from `before` as it does? Only by accessed and dirty bits (bits 5 and
+ * 6 of the low byte of a 4-byte-aligned paging entry) set: the walks the
+ * CPU makes before it faults or exits set them too; nothing else may be
+ * left, in particular no piece of a store split across pages whose other
+ * piece was refused. */
+static inline int fz_ram_untouched(const fz *f, const uint8_t *before)
+{
+    const uint8_t *now = f->vm.ram;
+
+    for (uint32_t pa = 0; pa < RAM_SIZE; pa++)
+        if (now[pa] != before[pa] &&
+            (pa % 4 || (now[pa] ^ before[pa]) & ~0x60 ||
+             before[pa] & ~now[pa]))
+            return 0;
+    return 1;
+}
+
 /* Sets up `f` for one input. Returns -1 if RAM cannot be allocated. */
 static inline int fz_open(fz *f, const uint8_t *data, size_t size)
 {
