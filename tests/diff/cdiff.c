@@ -762,6 +762,8 @@ typedef struct cstats {
     uint64_t pt_stops;               /* runs ended early before an A/D
                                       * bit in it (pt_traced_stop()) */
     uint64_t declined_pt;            /* first instruction needing one */
+    uint64_t pt_walk_bits;           /* ... runs that left earlier walks'
+                                      * bits (take_walk_bits()) */
     uint64_t refused_walk_bits;      /* calls that left a refused MMIO
                                       * access's walk bits */
     uint64_t declined_traced;        /* first instruction refused: its
@@ -789,20 +791,24 @@ typedef struct cctx {
 
 /* With a traced paging structure, did Unicorn's instruction `n` of the
  * current case set an A or D bit in it (sets_traced_bits())? Then the
- * engine rightly stops before it. Unicorn's runs of n and n + 1
- * instructions may leave the cache: the caller gets its own again. */
+ * engine rightly stops before it, keeping the bits that the walks of the
+ * instruction's earlier accesses set (a POP to memory reads the stack
+ * first): a stop for what the VMM says of a page, which the guest's own
+ * execution reaches after those walks too (ops.h). Unicorn's RAM after
+ * the instruction is left in x->scratch->ram for take_walk_bits().
+ * Unicorn's runs of n and n + 1 instructions may leave the cache: the
+ * caller gets its own again. */
 static int pt_traced_stop(cctx *x, const dcase *c, const ccfg *k, int ver,
                           unsigned n)
 {
     int err = 0;
-    uint64_t pg = k->tgfn << 12;
 
     if (!pt_traced(c, k->tgfn) || n >= TRACE_MAX)
         return 0;
     run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err);
     if (err || rn1->ntrace <= n)
         return 0;
-    memcpy(x->scratch->ram + pg, rn1->ram + pg, 4096);
+    memcpy(x->scratch->ram, rn1->ram, RAM_SIZE);
     run_result *rn = n ? uc_get(x->u, &x->q, c, ver, n, &err) : NULL;
     if (err)
         return 0;
@@ -902,9 +908,38 @@ static unsigned stopped_op(cctx *x, const dcase *c, int ver, unsigned n)
     return ki >= 0 ? c->insn[ki].op : LC_OP_OTHER;
 }
 
+/* With merged exit pairs (ccfg.wide), may Unicorn's instructions m and
+ * m + 1 have been one wide MMIO write that reaches the refused quadword
+ * through the second's half? The VMM refuses the merged access, and the
+ * engine stops before the first of the two (paper section 3: the pair is
+ * one access). If so, Unicorn's RAM after both is left in
+ * x->scratch->ram. */
+static int pair_refused(cctx *x, const dcase *c, const ccfg *k, int ver,
+                        unsigned m)
+{
+    int err = 0, w0 = 0, w1 = 0;
+
+    if (!k->wide || k->rmmio == DIFF_NO_REFUSE || m + 2 > TRACE_MAX)
+        return 0;
+    run_result *r = uc_get(x->u, &x->q, c, ver, m + 2, &err);
+    if (err || r->ntrace <= m + 1)
+        return 0;
+    for (unsigned j = 0; j < r->dev.nlog && j < DEV_LOG_MAX; j++) {
+        const dev_access *a = &r->dev.log[j];
+        if (a->kind != AK_MMIO || !a->is_write)
+            continue;
+        w0 |= a->insn == m;
+        w1 |= a->insn == m + 1 && overlaps_q(a, k->rmmio);
+    }
+    if (w0 && w1)
+        memcpy(x->scratch->ram, r->ram, RAM_SIZE);
+    return w0 && w1;
+}
+
 /* The refused instruction a callback stop after `n` stopped before
- * (stopped_index()), or -1 if it makes no refused access. Unicorn's RAM
- * after it is left in x->scratch->ram. */
+ * (stopped_index()), or -1 if it makes no refused access (nor, merged
+ * with the next, one: pair_refused()). Unicorn's RAM after it is left in
+ * x->scratch->ram. */
 static int refused_insn(cctx *x, const dcase *c, const ccfg *k, int ver,
                         unsigned n)
 {
@@ -913,8 +948,10 @@ static int refused_insn(cctx *x, const dcase *c, const ccfg *k, int ver,
     if (m < 0)
         return -1;
     run_result *r = uc_get(x->u, &x->q, c, ver, (unsigned)m + 1, &err);
-    if (err || r->ntrace <= (unsigned)m || !refused_at(r, k, (unsigned)m))
+    if (err || r->ntrace <= (unsigned)m)
         return -1;
+    if (!refused_at(r, k, (unsigned)m))
+        return pair_refused(x, c, k, ver, (unsigned)m) ? m : -1;
     memcpy(x->scratch->ram, r->ram, RAM_SIZE);
     return m;
 }
@@ -1164,9 +1201,15 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
          * (plain_store()) */
         run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
         int refused = !err && r1->ntrace == 1 && refused_at(r1, k, 0);
+        if (refused)
+            memcpy(x->scratch->ram, r1->ram, RAM_SIZE);
+        else if (!err && r1->ntrace == 1 && pair_refused(x, c, k, ver, 0))
+            refused = 1;    /* (its RAM in scratch) */
+        if (!err)
+            r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
         if (refused && e->ram_touched &&
             (k->rmmio != DIFF_NO_REFUSE || k->trefuse) &&
-            take_walk_bits(c->ram, r1->ram, e->r->ram) > 0 &&
+            take_walk_bits(c->ram, x->scratch->ram, e->r->ram) > 0 &&
             ram_untouched(c, e->r->ram)) {
             e->ram_touched = 0;
             x->s.refused_walk_bits++;
@@ -1175,13 +1218,18 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             x->s.declined_refused++;
             return 1;
         }
-        if (!err && r1->ntrace == 1 && !e->ram_touched) {
-            if (wrote_traced(r1, k->tgfn, 0) && plain_store(c, 0)) {
-                x->s.declined_traced++;
-                return 1;
-            }
-            /* its walk needs a bit in the traced paging structure */
-            if (pt_traced_stop(x, c, k, ver, 0)) {
+        if (!err && r1->ntrace == 1 && !e->ram_touched &&
+            wrote_traced(r1, k->tgfn, 0) && plain_store(c, 0)) {
+            x->s.declined_traced++;
+            return 1;
+        }
+        /* its walk needs a bit in the traced paging structure */
+        if (!err && r1->ntrace == 1 && pt_traced_stop(x, c, k, ver, 0)) {
+            if (e->ram_touched &&
+                take_walk_bits(c->ram, x->scratch->ram, e->r->ram) > 0 &&
+                ram_untouched(c, e->r->ram))
+                e->ram_touched = 0;
+            if (!e->ram_touched) {
                 x->s.declined_pt++;
                 return 1;
             }
@@ -1203,6 +1251,14 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
         if (!err2 && take_walk_bits(rn->ram, x->scratch->ram, e->r->ram) > 0)
             x->s.refused_walk_bits++;
+    } else if (res->stop == LC_STOP_TERMINATOR &&
+               pt_traced_stop(x, c, k, ver, n)) {
+        /* the same before a walk needing a bit in a traced paging
+         * structure */
+        int err2 = 0;
+        run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
+        if (!err2 && take_walk_bits(rn->ram, x->scratch->ram, e->r->ram) > 0)
+            x->s.pt_walk_bits++;
     }
     run_result *ru = uc_get(x->u, &x->q, c, ver, n, &err);
     if (err) {
@@ -1891,7 +1947,8 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->declined_vmfail,
                diff_merged_pairs - merged0);
         printf("  traced pages: %llu cases (%llu paging structures: %llu "
-               "runs ended before an A/D bit in one, %llu exits declined), "
+               "runs ended before an A/D bit in one, %llu of them leaving "
+               "an earlier walk's bits, %llu exits declined), "
                "%llu runs storing into one, "
                "%llu traced writes, %llu exits declined; refused ports: "
                "%llu cases, refused MMIO: %llu cases, refused traced "
@@ -1902,6 +1959,7 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->traced_cases,
                (unsigned long long)s->pt_traced_cases,
                (unsigned long long)s->pt_stops,
+               (unsigned long long)s->pt_walk_bits,
                (unsigned long long)s->declined_pt,
                (unsigned long long)s->traced_runs,
                (unsigned long long)s->traced_writes,
