@@ -31,12 +31,13 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run "ASan+UBSan build" build/asan --no-suite install
 
 # Concurrency under ThreadSanitizer: the multi-vCPU suites, the engine's
-# (threads) and lcvmm's SMP guests on KVM (smp: skipped without /dev/kvm).
+# (threads: its thread tests and lc-diff's concurrent vCPUs) and lcvmm's
+# SMP guests on KVM (smp: skipped without /dev/kvm).
 lc_setup build/tsan -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
     -Dbuildtype=debugoptimized || exit 1
 rm -f build/tsan/meson-logs/testlog.json
 echo "== ThreadSanitizer build: building build/tsan (threads and smp suites)"
-if ninja -C build/tsan tests/test_threads examples/vmm/lcvmm \
+if ninja -C build/tsan tests/test_threads tests/diff/lc-diff examples/vmm/lcvmm \
         examples/guests/guest-smp-nic.bin examples/guests/guest-smp-smc.bin \
         examples/guests/guest-smp-bar.bin examples/guests/guest-smp-reboot.bin \
         >build/tsan.build.log 2>&1; then

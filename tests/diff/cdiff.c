@@ -80,6 +80,9 @@
  *  - V: a second vCPU of A's engine (its own translation and page-walk
  *    caches, the shared exit-tracking table) takes the same exit after
  *    A and must run what A ran (not with chained runs);
+ *  - W1, W2 (a quarter of the cases): two more vCPUs of A's engine take
+ *    the same exit at once, on two threads, each on its own copy of the
+ *    RAM, each checked against Unicorn (concurrent_calls());
  *  - P (cases starting with OUT): the VMM completed the OUT itself and
  *    calls with LC_EXIT_RIP_PAST; a decline must leave the state alone, a
  *    run must agree with Unicorn over 1 + res.insns instructions with
@@ -91,6 +94,8 @@
  * the engine is known to, and accepts RIP-past runs that save nothing, so
  * that other differences show.
  */
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +149,7 @@ typedef struct ccfg {
     uint64_t  rmmio;          /* its gpa, or DIFF_NO_REFUSE */
     int       trefuse;        /* the traced page's stores refused (drawn;
                                * pick_traced() keeps it where it can) */
+    int       concurrent;     /* calls W1 and W2 (concurrent_calls()) */
     uint64_t  rng[4];
 } ccfg;
 
@@ -204,6 +210,8 @@ static void pick_config(const dcase *c, ccfg *k)
         /* and, in a quarter of the traced pages, every traced_write()
          * refused */
         k->trefuse = xo_next(r2) % 4 == 0;
+        /* and, in another quarter, two vCPUs at once */
+        k->concurrent = xo_next(r2) % 4 == 0;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -305,7 +313,8 @@ static void code_walk_accessed(const dcase *c, uint8_t *ram, uint64_t la)
  * data access's bits (a VMWRITE's memory source) count. */
 static int ram_untouched(const dcase *c, const uint8_t *ram)
 {
-    static uint8_t want[RAM_SIZE], got[RAM_SIZE];
+    /* (per thread: calls W1 and W2 run at once) */
+    static _Thread_local uint8_t want[RAM_SIZE], got[RAM_SIZE];
 
     memcpy(want, c->ram, RAM_SIZE);
     memcpy(got, ram, RAM_SIZE);
@@ -751,6 +760,7 @@ typedef struct cstats {
     uint64_t traced_runs;            /* agreed calls storing into it */
     uint64_t traced_writes;          /* ... traced_write() calls */
     uint64_t second_vcpu;            /* V calls agreed */
+    uint64_t concurrent;             /* W1, W2 calls agreed */
     uint64_t refused_cases;          /* cases with a refused port */
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
@@ -782,9 +792,11 @@ typedef struct cctx {
     uc_side    *uc[2];           /* without, with the write hook */
     ucache      q;
     dcase      *c2;
-    run_result *re[8];
+    run_result *re[10];
     run_result *scratch;
     uint8_t    *vmram;           /* the guest RAM the engine sees */
+    uint8_t    *wram[2];         /* ... W1's and W2's copies of it */
+    struct wpool *pool;          /* their threads (concurrent_calls()) */
     cstats      s;
     int         verbose_case;
 } cctx;
@@ -1474,6 +1486,109 @@ static int make_engine(const lc_config *cfg, eng_ctx *x, lc_engine **eng,
     return 0;
 }
 
+/* Calls W1 and W2 run on two worker threads that live as long as lc-diff
+ * (a thread made per case costs more than the calls), started together
+ * by a semaphore each. */
+typedef struct wcall {
+    lc_vcpu     *vc;
+    eng_ctx     *ex;
+    const dcase *c;
+    ecall       *e;
+} wcall;
+
+typedef struct wpool wpool;
+typedef struct wslot {
+    wpool *w;
+    int    i;
+} wslot;
+
+struct wpool {
+    pthread_t th[2];
+    sem_t     go[2], done;
+    wcall     job[2];
+    wslot     slot[2];
+    int       up[2], quit;
+};
+
+static void *wpool_worker(void *p)
+{
+    wpool *w = ((wslot *)p)->w;
+    int i = ((wslot *)p)->i;
+
+    for (;;) {
+        while (sem_wait(&w->go[i]) != 0)
+            ;
+        if (__atomic_load_n(&w->quit, __ATOMIC_ACQUIRE))
+            return NULL;
+        eng_call(w->job[i].vc, w->job[i].ex, w->job[i].c, w->job[i].e);
+        sem_post(&w->done);
+    }
+}
+
+static int wpool_start(wpool *w)
+{
+    memset(w, 0, sizeof *w);
+    if (sem_init(&w->go[0], 0, 0) || sem_init(&w->go[1], 0, 0) ||
+        sem_init(&w->done, 0, 0))
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        w->slot[i] = (wslot){ w, i };
+        w->up[i] = pthread_create(&w->th[i], NULL, wpool_worker,
+                                  &w->slot[i]) == 0;
+    }
+    return w->up[0] && w->up[1] ? 0 : -1;
+}
+
+static void wpool_stop(wpool *w)
+{
+    if (!w)
+        return;
+    __atomic_store_n(&w->quit, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        if (w->up[i]) {
+            sem_post(&w->go[i]);
+            pthread_join(w->th[i], NULL);
+        }
+}
+
+static void concurrent_calls(cctx *x, const dcase *c, ccfg *k,
+                             lc_engine *eng, const eng_ctx *ex, uint64_t idx)
+{
+    ecall e[2] = {
+        { "W1", 0, 0, { 0 }, 0, x->re[8], 0, -1 },
+        { "W2", 0, 0, { 0 }, 0, x->re[9], 0, -1 },
+    };
+    eng_ctx wx[2];
+    wpool *w = x->pool;
+    int n = 0;
+
+    for (int i = 0; i < 2; i++) {
+        diff_vm_init(&wx[i], x->wram[i]);
+        wx[i].traced_gfn = ex->traced_gfn;
+        wx[i].irq = ex->irq;
+        w->job[i] = (wcall){ NULL, &wx[i], c, &e[i] };
+        if (lc_vcpu_create(eng, 2 + (unsigned)i, &wx[i], &w->job[i].vc) !=
+            LC_OK) {
+            x->s.setup_errors++;
+            w->job[i].vc = NULL;
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (w->job[i].vc) {
+            sem_post(&w->go[i]);
+            n++;
+        }
+    while (n > 0)
+        if (sem_wait(&w->done) == 0)
+            n--;
+    for (int i = 0; i < 2; i++) {
+        if (w->job[i].vc && check_call(x, c, 0, k, &e[i], idx, 0))
+            x->s.concurrent++;
+        if (w->job[i].vc)
+            lc_vcpu_destroy(w->job[i].vc);
+    }
+}
+
 static void free_engine(lc_engine *eng, lc_vcpu *vc)
 {
     lc_vcpu_destroy(vc);
@@ -1763,6 +1878,14 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
         x->s.setup_errors++;
     }
 
+    /* W1, W2: two more vCPUs of the same engine take the same exit at
+     * the same time, each on a thread of its own with its own copy of the
+     * RAM: the shared exit-tracking table under two writers, each run
+     * checked against Unicorn as every call is (not against A: what they
+     * run depends on which of them updates the table first) */
+    if (k.concurrent)
+        concurrent_calls(x, c, &k, eng, &ex, idx);
+
     /* code replacement on the same engine */
     if (a_ok && k.replace && !c->xfirst_declined) {
         char what[128];
@@ -1873,9 +1996,15 @@ int cdiff_main(const cdiff_opts *o)
     x.c2 = malloc(sizeof *x.c2);
     x.scratch = malloc(sizeof *x.scratch);
     x.vmram = malloc(RAM_SIZE);
-    if (!c || !x.c2 || !x.scratch || !x.vmram)
+    x.wram[0] = malloc(RAM_SIZE);
+    x.wram[1] = malloc(RAM_SIZE);
+    x.pool = malloc(sizeof *x.pool);
+    if (!c || !x.c2 || !x.scratch || !x.vmram || !x.wram[0] || !x.wram[1] ||
+        !x.pool || wpool_start(x.pool) < 0) {
+        fprintf(stderr, "lc-diff: out of memory or threads\n");
         return 2;
-    for (unsigned i = 0; i < 8; i++)
+    }
+    for (unsigned i = 0; i < 10; i++)
         if (!(x.re[i] = malloc(sizeof *x.re[i])))
             return 2;
     for (unsigned i = 0; i < UCACHE; i++)
@@ -1955,7 +2084,7 @@ int cdiff_main(const cdiff_opts *o)
                "stores: %llu cases, %llu calls leaving walk bits; %llu "
                "runs stopped before a refused access (%llu before the "
                "shadow it lies in), %llu exits declined; %llu calls on a "
-               "second vCPU\n",
+               "second vCPU, %llu on two more at once\n",
                (unsigned long long)s->traced_cases,
                (unsigned long long)s->pt_traced_cases,
                (unsigned long long)s->pt_stops,
@@ -1971,7 +2100,8 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->refused_stops,
                (unsigned long long)s->refused_shadow,
                (unsigned long long)s->declined_refused,
-               (unsigned long long)s->second_vcpu);
+               (unsigned long long)s->second_vcpu,
+               (unsigned long long)s->concurrent);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],
@@ -1992,8 +2122,12 @@ int cdiff_main(const cdiff_opts *o)
         total_err += s->setup_errors;
         close_ucs(&x);
     }
-    for (unsigned i = 0; i < 8; i++)
+    for (unsigned i = 0; i < 10; i++)
         free(x.re[i]);
+    free(x.wram[0]);
+    free(x.wram[1]);
+    wpool_stop(x.pool);
+    free(x.pool);
     for (unsigned i = 0; i < UCACHE; i++)
         free(x.q.r[i]);
     free(x.scratch);
