@@ -66,8 +66,8 @@ void lcx_pair_mark(lcx_cluster *out, unsigned n, const lc_config *cfg,
  * holds) as one store of twice the width, delivered to the VMM as one
  * access. LCR_DONE with both completed and RIP after b; LCR_STOP as
  * lcr_exec(); or -1 with nothing done when the two addresses turn out not
- * to be adjacent and aligned at run time (the caller then runs them one
- * by one). */
+ * to be adjacent and aligned at run time, or the VMM refuses the merged
+ * store (the caller then runs them one by one). */
 static int exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
 {
     lc_cpu_state *s = v->st;
@@ -96,8 +96,17 @@ static int exec_pair(lcr_vcpu *v, const lcd_insn *a, const lcd_insn *b)
     vb = lcr_src_value(v, &b->opnd[1]);
     memcpy(buf + (ea_a - lo), &va, w);
     memcpy(buf + (ea_b - lo), &vb, w);
-    if (lcr_write(v, &x, buf) < 0)
+    if (lcr_write(v, &x, buf) < 0) {
+        /* The VMM refused the merged store (LC_CB_STOP, no error): it
+         * refuses at an access's first piece (ops.h), so nothing was
+         * done but the walk's A/D bits, which the guest's own stores set
+         * too. Run the two one by one: it may take the narrow first. */
+        if (v->stop == LC_STOP_CALLBACK && v->error == LC_OK) {
+            lcr_stop_forget(v);
+            return -1;
+        }
         return LCR_STOP;
+    }
     v->exits_done += 2;            /* two exiting instructions ran */
     v->exit_insns = v->insns + 1;
     s->rip += a->info.length + b->info.length;

@@ -761,6 +761,8 @@ typedef struct cstats {
     uint64_t traced_writes;          /* ... traced_write() calls */
     uint64_t second_vcpu;            /* V calls agreed */
     uint64_t concurrent;             /* W1, W2 calls agreed */
+    uint64_t refused_pairs;          /* stops before a merged pair the VMM
+                                      * refused (pair_refused()) */
     uint64_t refused_cases;          /* cases with a refused port */
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
@@ -929,7 +931,8 @@ static unsigned stopped_op(cctx *x, const dcase *c, int ver, unsigned n)
 static int pair_refused(cctx *x, const dcase *c, const ccfg *k, int ver,
                         unsigned m)
 {
-    int err = 0, w0 = 0, w1 = 0;
+    const dev_access *w0 = NULL, *w1 = NULL;
+    int err = 0, n0 = 0, n1 = 0;
 
     if (!k->wide || k->rmmio == DIFF_NO_REFUSE || m + 2 > TRACE_MAX)
         return 0;
@@ -940,12 +943,26 @@ static int pair_refused(cctx *x, const dcase *c, const ccfg *k, int ver,
         const dev_access *a = &r->dev.log[j];
         if (a->kind != AK_MMIO || !a->is_write)
             continue;
-        w0 |= a->insn == m;
-        w1 |= a->insn == m + 1 && overlaps_q(a, k->rmmio);
+        if (a->insn == m) {
+            w0 = a;
+            n0++;
+        } else if (a->insn == m + 1) {
+            w1 = a;
+            n1++;
+        }
     }
-    if (w0 && w1)
-        memcpy(x->scratch->ram, r->ram, RAM_SIZE);
-    return w0 && w1;
+    if (n0 != 1 || n1 != 1)     /* one write each, as two MOVs make */
+        return 0;
+    /* as the engine merges them (translator/pair.c): adjacent, of one
+     * width the VMM takes doubled, the lower naturally aligned to it */
+    uint64_t lo = w0->addr < w1->addr ? w0->addr : w1->addr;
+    unsigned w = w0->size;
+    if (w1->size != w || w > 4 || !(k->wide & (2 * w)) ||
+        (w0->addr > w1->addr ? w0->addr - w1->addr : w1->addr - w0->addr) !=
+            w || (lo & (2 * w - 1)) || !overlaps_q(w1, k->rmmio))
+        return 0;
+    memcpy(x->scratch->ram, r->ram, RAM_SIZE);
+    return 1;
 }
 
 /* The refused instruction a callback stop after `n` stopped before
@@ -1353,6 +1370,9 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             }
             x->s.refused_stops++;
             x->s.refused_shadow += m == (int)n + 1;
+            x->s.refused_pairs += m == (int)n &&
+                                  !refused_at(uc_get(x->u, &x->q, c, ver,
+                                                     n + 1, &err), k, n);
         }
         ru = uc_get(x->u, &x->q, c, ver, n, &err);  /* (the cache's) */
     }
@@ -2083,8 +2103,9 @@ int cdiff_main(const cdiff_opts *o)
                "%llu cases, refused MMIO: %llu cases, refused traced "
                "stores: %llu cases, %llu calls leaving walk bits; %llu "
                "runs stopped before a refused access (%llu before the "
-               "shadow it lies in), %llu exits declined; %llu calls on a "
-               "second vCPU, %llu on two more at once\n",
+               "shadow it lies in, %llu before a refused merged pair), "
+               "%llu exits declined; %llu calls on a second vCPU, %llu on "
+               "two more at once\n",
                (unsigned long long)s->traced_cases,
                (unsigned long long)s->pt_traced_cases,
                (unsigned long long)s->pt_stops,
@@ -2099,6 +2120,7 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->refused_walk_bits,
                (unsigned long long)s->refused_stops,
                (unsigned long long)s->refused_shadow,
+               (unsigned long long)s->refused_pairs,
                (unsigned long long)s->declined_refused,
                (unsigned long long)s->second_vcpu,
                (unsigned long long)s->concurrent);

@@ -402,10 +402,20 @@ END_TEST
 
 /* ---- running clusters -------------------------------------------------- */
 
+/* A VMM that refuses 8-byte traced writes and takes narrower ones. */
+static lc_cb_result refuse_wide(fvm *f, fvm_access *a)
+{
+    (void)f;
+    return a->kind == 't' && a->size == 8 ? LC_CB_STOP : LC_CB_OK;
+}
+
 /* Section 3, the double-width delivery (translator/pair.c): the PAE pair
  * runs as one naturally aligned 8-byte store when the VMM takes that
  * width; it does nothing (the caller runs the stores one by one) when the
- * VMM does not, or when the addresses turn out misaligned at run time. */
+ * VMM does not, when the addresses turn out misaligned at run time, or
+ * when the VMM refuses the merged store (LC_CB_STOP: it may take the
+ * halves; found by lc-diff --engine's refused MMIO, --mode pae --seed
+ * 391131 --case 9113). */
 START_TEST(pair_delivery)
 {
     fvm f; lc_cpu_state s; lcr_vcpu v; lc_config c;
@@ -424,18 +434,25 @@ START_TEST(pair_delivery)
     s.rip = 0x7000;
     s.gpr[LC_RSI] = 0x80000000;         /* top half: NX */
     s.gpr[LC_RBX] = 0x12345067;         /* bottom half */
-    for (int k = 0; k < 3; k++) {
-        /* k 0: the VMM takes no 8-byte access; 1: misaligned; 2: merged */
+    for (int k = 0; k < 4; k++) {
+        /* k 0: the VMM takes no 8-byte access; 1: misaligned; 2: the
+         * page traced, the VMM refusing the merged store; 3: merged */
         ops.accepts_wide = k ? LC_WIDE_8 : 0;
         s.gpr[LC_RCX] = k == 1 ? 0x5000c : 0x50008;
+        f.traced_gfn = k == 2 ? 0x50 : FVM_NONE;
+        f.device = k == 2 ? refuse_wide : NULL;
         memset(&v, 0, sizeof v);
         v.insn_budget = 100;
         v.rep_budget = 1;
         lcr_begin(&v, &s, &ops, &f);
-        if (k < 2) {
+        if (k < 3) {
             ck_assert_int_eq(lcx_pair_run(&cl, &v, &done, &why), -1);
             ck_assert_uint_eq(s.rip, 0x7000);
             ck_assert_uint_eq(v.insns, 0);
+            ck_assert_int_eq(v.stop, LC_STOP_NONE);
+            ck_assert_uint_eq(v.exits_done, 0);
+            memcpy(&q, f.ram + 0x50008, 8);
+            ck_assert_uint_eq(q, 0);
             continue;
         }
         ck_assert_int_eq(lcx_pair_run(&cl, &v, &done, &why), 0);
