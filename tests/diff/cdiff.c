@@ -1370,9 +1370,11 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             }
             x->s.refused_stops++;
             x->s.refused_shadow += m == (int)n + 1;
-            x->s.refused_pairs += m == (int)n &&
-                                  !refused_at(uc_get(x->u, &x->q, c, ver,
-                                                     n + 1, &err), k, n);
+            if (m == (int)n) {
+                int err2 = 0;
+                run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err2);
+                x->s.refused_pairs += !err2 && !refused_at(rn1, k, n);
+            }
         }
         ru = uc_get(x->u, &x->q, c, ver, n, &err);  /* (the cache's) */
     }
