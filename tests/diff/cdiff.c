@@ -1704,6 +1704,45 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
     }
 }
 
+/* Candidates for a refusal (a port, an MMIO quadword), each kept while
+ * every access to it qualifies: the picks below. */
+typedef struct cands {
+    uint64_t key[2 * DEV_LOG_MAX];
+    uint8_t  ok[2 * DEV_LOG_MAX];
+    unsigned n;
+} cands;
+
+static void cand_see(cands *s, uint64_t key, int ok)
+{
+    unsigned i;
+
+    for (i = 0; i < s->n && s->key[i] != key; i++)
+        ;
+    if (i == s->n) {
+        if (s->n == 2 * DEV_LOG_MAX)
+            return;
+        s->key[s->n] = key;
+        s->ok[s->n++] = 1;
+    }
+    s->ok[i] &= (uint8_t)(ok != 0);
+}
+
+/* The `pick`-th (modulo their number) that still qualifies, or -1. */
+static int64_t cand_pick(const cands *s, uint64_t pick)
+{
+    unsigned m = 0;
+
+    for (unsigned i = 0; i < s->n; i++)
+        m += s->ok[i];
+    if (m == 0)
+        return -1;
+    pick %= m;
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->ok[i] && pick-- == 0)
+            return (int64_t)s->key[i];
+    return -1;
+}
+
 /* A refused port, for a case that draws one: a port that the case
  * accesses in Unicorn's first TRACE_MAX instructions, only through IN
  * and OUT (a refused REP INS/OUTS stops between iterations, where
@@ -1716,12 +1755,11 @@ static void pick_refused(cctx *x, const dcase *c, ccfg *k)
 {
     int err = 0;
     run_result *ru = uc_get(x->u, &x->q, c, 0, TRACE_MAX, &err);
-    uint16_t port[DEV_LOG_MAX];
-    uint8_t ok[DEV_LOG_MAX];
-    unsigned n = 0, m = 0;
+    static cands s;
 
     if (err || ru->dev.overflow)
         return;
+    s.n = 0;
     for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &ru->dev.log[j];
         lc_insn_info info;
@@ -1729,28 +1767,13 @@ static void pick_refused(cctx *x, const dcase *c, ccfg *k)
                  ? dcase_insn_at(c, ru->trace[a->insn]) : -1;
         int plain = ki >= 0 && decode_at(c, ki, &info) && !info.rep &&
                     (info.op == LC_OP_IN || info.op == LC_OP_OUT);
-        unsigned i;
 
-        if (a->kind != AK_PIO)
-            continue;
-        for (i = 0; i < n && port[i] != a->addr; i++)
-            ;
-        if (i == n) {
-            port[n] = (uint16_t)a->addr;
-            ok[n++] = 1;
-        }
-        ok[i] &= (uint8_t)plain;
+        if (a->kind == AK_PIO)
+            cand_see(&s, a->addr, plain);
     }
-    for (unsigned i = 0; i < n; i++)
-        m += ok[i];
-    if (m == 0)
-        return;
-    unsigned want = (unsigned)(k->refuse_pick % m);
-    for (unsigned i = 0; i < n; i++)
-        if (ok[i] && want-- == 0) {
-            k->rport = port[i];
-            return;
-        }
+    int64_t port = cand_pick(&s, k->refuse_pick);
+    if (port >= 0)
+        k->rport = (int)port;
 }
 
 /* A refused MMIO quadword, for a case that draws one: an 8-aligned
@@ -1768,12 +1791,11 @@ static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
 {
     int err = 0;
     run_result *ru = uc_get(x->u, &x->q, c, 0, TRACE_MAX, &err);
-    uint64_t q[2 * DEV_LOG_MAX];
-    uint8_t ok[2 * DEV_LOG_MAX];
-    unsigned n = 0, m = 0;
+    static cands s;
 
     if (err || ru->dev.overflow)
         return;
+    s.n = 0;
     for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &ru->dev.log[j];
         lc_insn_info info;
@@ -1793,27 +1815,12 @@ static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
                 break;
             }
         }
-        for (uint64_t p = a->addr & ~7ull; p < a->addr + a->size; p += 8) {
-            unsigned i;
-            for (i = 0; i < n && q[i] != p; i++)
-                ;
-            if (i == n) {
-                q[n] = p;
-                ok[n++] = 1;
-            }
-            ok[i] &= (uint8_t)(norep && first && overlaps_q(first, p));
-        }
+        for (uint64_t p = a->addr & ~7ull; p < a->addr + a->size; p += 8)
+            cand_see(&s, p, norep && first && overlaps_q(first, p));
     }
-    for (unsigned i = 0; i < n; i++)
-        m += ok[i];
-    if (m == 0)
-        return;
-    unsigned want = (unsigned)(k->rmmio_pick % m);
-    for (unsigned i = 0; i < n; i++)
-        if (ok[i] && want-- == 0) {
-            k->rmmio = q[i];
-            return;
-        }
+    int64_t q = cand_pick(&s, k->rmmio_pick);
+    if (q >= 0)
+        k->rmmio = (uint64_t)q;
 }
 
 static void one_case(cctx *x, const dcase *c, uint64_t idx)
