@@ -510,7 +510,8 @@ static int sets_traced_bits(const uint8_t *before, const uint8_t *after,
     return 0;
 }
 
-/* Does the case refuse an access (a port or an MMIO quadword)? */
+/* Does the case refuse an access (a port, an MMIO quadword, the traced
+ * page's stores)? */
 static int refuses(const ccfg *k)
 {
     return k->rport >= 0 || k->rmmio != DIFF_NO_REFUSE || k->trefuse;
@@ -540,8 +541,10 @@ static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
     return 0;
 }
 
-/* A refused mmio() leaves the accessed and dirty bits that the walks of
- * the refused instruction made before it set (ops.h): where the engine's
+/* A stop for what the VMM says of a page (an mmio() or traced_write()
+ * answering LC_CB_STOP, an entry of a traced paging structure) leaves the
+ * accessed and dirty bits that the walks of the instruction made before
+ * it set (ops.h), as the guest's own execution does: where the engine's
  * RAM `got` differs from Unicorn's before that instruction (`before`)
  * only by bits 5 and 6 set in the low byte of a 4-byte-aligned entry
  * (the A and D bits of a paging-structure entry) that Unicorn's
