@@ -408,12 +408,14 @@ static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c);
 
 /* A look at an access the instruction will make (lcr_peek_xlat()): 1 if
  * it reaches plain RAM only (no MMIO; for a store, no traced page), 0 if
- * not, -1 if the translation stops (a fault), with that stop forgotten:
- * the real access makes it again, in the CPU's order. For the instructions whose later access must be
- * plain when an earlier one is not: the engine refuses them before the
- * first access sets an A or D bit, as a stop that is the engine's and
- * not the CPU's must leave the state as it was before the instruction
- * (a fault's stop keeps what the CPU sets before it faults). */
+ * not, -1 if the translation stops (a fault, or a paging entry whose A
+ * or D bit it could not set), with that stop forgotten: the real access
+ * makes it again, in the CPU's order. For the instructions whose later
+ * access must be plain when an earlier one is not: the engine refuses
+ * them before the first access sets an A or D bit, as a stop that is the
+ * engine's and not the CPU's must leave the state as it was before the
+ * instruction (a fault's stop keeps what the CPU sets before it
+ * faults). */
 static int peek_plain(lcr_vcpu *v, unsigned seg, uint64_t ea, unsigned n,
                       unsigned access)
 {

@@ -117,19 +117,11 @@ typedef diff_vm eng_ctx;   /* callbacks: vm_ops.c */
  * table may then rightly predict them as exiting even where they hit RAM
  * (section 5's predictor is allowed to be wrong). */
 static uint8_t trained[GEN_MAX_INSNS];
-/* The current case's VMM takes merged pairs of these widths (ccfg.wide,
- * LC_WIDE_* bits): its device logs what may be one (dev_side.wide), and
- * its ops table says so (the engines of a case live within the case). */
-static uint8_t cur_wide;
+/* What the current case's VMM merges and refuses (ccfg.vmm), given to its
+ * devices at each call (dev_side.vmm); its ops table takes merged pairs of
+ * those widths (the engines of a case live within the case). */
+static diff_vmm cur_vmm;
 static lc_vm_ops ops_wide;
-/* The current case's refused port and MMIO quadword (ccfg.rport,
- * ccfg.rmmio), given to its devices (dev_side.refuse_port,
- * dev_side.refuse_mmio) at each call. */
-static int cur_rport = -1;
-static uint64_t cur_rmmio = DIFF_NO_REFUSE;
-/* ... and whether its VMM refuses the traced page's stores (ccfg.trefuse,
- * dev_side.refuse_traced) */
-static int cur_trefuse;
 
 /* ---- per-case configuration ------------------------------------------------ */
 
@@ -137,18 +129,18 @@ typedef struct ccfg {
     lc_config cfg;
     int       replace;        /* do the code-replacement calls */
     int       irq;            /* diff_irq_due()'s key, 0: no interrupts */
-    int       wide;           /* accepts_wide: LC_WIDE_2/4/8 bits */
+    diff_vmm  vmm;            /* merges and refusals: accepts_wide's
+                               * LC_WIDE_2/4/8 bits (drawn), the port
+                               * and MMIO quadword picked (or none), the
+                               * traced page's stores refused (drawn;
+                               * pick_traced() keeps it where it can) */
     int       trace;          /* a traced page (one_case() picks it) */
     uint64_t  trace_pick;
     uint64_t  tgfn;           /* the page picked, or DIFF_NO_TRACE */
     int       refuse;         /* a refused port (one_case() picks it) */
     uint64_t  refuse_pick;
-    int       rport;          /* the port picked, or -1 */
     int       refuse_mmio;    /* a refused MMIO quadword (one_case()) */
     uint64_t  rmmio_pick;
-    uint64_t  rmmio;          /* its gpa, or DIFF_NO_REFUSE */
-    int       trefuse;        /* the traced page's stores refused (drawn;
-                               * pick_traced() keeps it where it can) */
     int       concurrent;     /* calls W1 and W2 (concurrent_calls()) */
     uint64_t  rng[4];
 } ccfg;
@@ -189,9 +181,9 @@ static void pick_config(const dcase *c, ccfg *k)
         k->irq = xo_next(r2) % 4 != 0 ? 0
                  : xo_next(r2) % 4 == 0 ? DIFF_IRQ_ALWAYS
                  : 1 + (int)(xo_next(r2) % (1u << 20));
-        k->wide = xo_next(r2) % 4 == 0
-                  ? (int)(1 + xo_next(r2) % 7) << 1     /* LC_WIDE_2/4/8 */
-                  : 0;
+        k->vmm.wide = xo_next(r2) % 4 == 0
+                      ? (uint8_t)((1 + xo_next(r2) % 7) << 1) /* 2/4/8 */
+                      : 0;
         /* and, in a quarter, a traced page among those the case stores
          * to (pick_traced()) */
         k->trace = xo_next(r2) % 4 == 0;
@@ -201,15 +193,15 @@ static void pick_config(const dcase *c, ccfg *k)
          * (pick_refused()) */
         k->refuse = xo_next(r2) % 4 == 0;
         k->refuse_pick = xo_next(r2);
-        k->rport = -1;
+        k->vmm.refuse_port = -1;
         /* and, in another quarter, an MMIO quadword the VMM refuses
          * (pick_refused_mmio()) */
         k->refuse_mmio = xo_next(r2) % 4 == 0;
         k->rmmio_pick = xo_next(r2);
-        k->rmmio = DIFF_NO_REFUSE;
+        k->vmm.refuse_mmio = DIFF_NO_REFUSE;
         /* and, in a quarter of the traced pages, every traced_write()
          * refused */
-        k->trefuse = xo_next(r2) % 4 == 0;
+        k->vmm.refuse_traced = xo_next(r2) % 4 == 0;
         /* and, in another quarter, two vCPUs at once */
         k->concurrent = xo_next(r2) % 4 == 0;
     }
@@ -236,12 +228,12 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              f->max_cluster_insns, lcx_window(f), f->max_mem_gap_fillers,
              f->exit_cost_ns,
              f->weak_backedge_cap, f->insn_budget, f->translate_threshold,
-             k->irq, k->wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
+             k->irq, k->vmm.wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
              k->tgfn == DIFF_NO_TRACE ? 0ull
                                       : (unsigned long long)k->tgfn << 12,
-             k->trefuse ? " (refused)" : "", k->rport, k->rmmio == DIFF_NO_REFUSE ? "none " : "gpa ",
-             k->rmmio == DIFF_NO_REFUSE ? 0ull
-                                        : (unsigned long long)k->rmmio);
+             k->vmm.refuse_traced ? " (refused)" : "", k->vmm.refuse_port, k->vmm.refuse_mmio == DIFF_NO_REFUSE ? "none " : "gpa ",
+             k->vmm.refuse_mmio == DIFF_NO_REFUSE ? 0ull
+                                        : (unsigned long long)k->vmm.refuse_mmio);
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -338,10 +330,7 @@ static void eng_call(lc_vcpu *vc, eng_ctx *x, const dcase *c, ecall *e)
     r->ntrace = 0;
     memcpy(x->ram, c->ram, RAM_SIZE);
     dev_init(&r->dev, c);
-    r->dev.wide = cur_wide;
-    r->dev.refuse_port = cur_rport;
-    r->dev.refuse_mmio = cur_rmmio;
-    r->dev.refuse_traced = (uint8_t)cur_trefuse;
+    r->dev.vmm = cur_vmm;
     if (x->traced_gfn != FVM_NONE) {
         r->dev.tgfn = x->traced_gfn;
         memcpy(r->dev.tshadow, c->ram + (x->traced_gfn << 12), 4096);
@@ -514,7 +503,7 @@ static int sets_traced_bits(const uint8_t *before, const uint8_t *after,
  * page's stores)? */
 static int refuses(const ccfg *k)
 {
-    return k->rport >= 0 || k->rmmio != DIFF_NO_REFUSE || k->trefuse;
+    return k->vmm.refuse_port >= 0 || k->vmm.refuse_mmio != DIFF_NO_REFUSE || k->vmm.refuse_traced;
 }
 
 /* Does `a` reach the MMIO quadword at `q`? */
@@ -527,15 +516,15 @@ static int overlaps_q(const dev_access *a, uint64_t q)
  * quadword of `k`, or store into its traced page if those are refused? */
 static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
 {
-    if (k->trefuse && wrote_traced(ru, k->tgfn, t))
+    if (k->vmm.refuse_traced && wrote_traced(ru, k->tgfn, t))
         return 1;
     for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &ru->dev.log[j];
         if (a->insn != t)
             continue;
-        if (a->kind == AK_PIO && a->addr == (uint64_t)k->rport)
+        if (a->kind == AK_PIO && a->addr == (uint64_t)k->vmm.refuse_port)
             return 1;
-        if (k->rmmio != DIFF_NO_REFUSE && overlaps_q(a, k->rmmio))
+        if (k->vmm.refuse_mmio != DIFF_NO_REFUSE && overlaps_q(a, k->vmm.refuse_mmio))
             return 1;
     }
     return 0;
@@ -898,9 +887,10 @@ static int stopped_index(cctx *x, const dcase *c, int ver, unsigned n)
 {
     int err = 0;
 
-    if (n + 2 > TRACE_MAX)
+    if (n + 1 > TRACE_MAX)
         return -1;
-    run_result *r2 = uc_get(x->u, &x->q, c, ver, n + 2, &err);
+    run_result *r2 = uc_get(x->u, &x->q, c, ver,
+                            n + 2 <= TRACE_MAX ? n + 2 : n + 1, &err);
     if (err || r2->ntrace <= n)
         return -1;
     int ki = dcase_insn_at(c, r2->trace[n]);
@@ -937,7 +927,7 @@ static int pair_refused(cctx *x, const dcase *c, const ccfg *k, int ver,
     const dev_access *w0 = NULL, *w1 = NULL;
     int err = 0, n0 = 0, n1 = 0;
 
-    if (!k->wide || k->rmmio == DIFF_NO_REFUSE || m + 2 > TRACE_MAX)
+    if (!k->vmm.wide || k->vmm.refuse_mmio == DIFF_NO_REFUSE || m + 2 > TRACE_MAX)
         return 0;
     run_result *r = uc_get(x->u, &x->q, c, ver, m + 2, &err);
     if (err || r->ntrace <= m + 1)
@@ -960,9 +950,9 @@ static int pair_refused(cctx *x, const dcase *c, const ccfg *k, int ver,
      * width the VMM takes doubled, the lower naturally aligned to it */
     uint64_t lo = w0->addr < w1->addr ? w0->addr : w1->addr;
     unsigned w = w0->size;
-    if (w1->size != w || w > 4 || !(k->wide & (2 * w)) ||
+    if (w1->size != w || w > 4 || !(k->vmm.wide & (2 * w)) ||
         (w0->addr > w1->addr ? w0->addr - w1->addr : w1->addr - w0->addr) !=
-            w || (lo & (2 * w - 1)) || !overlaps_q(w1, k->rmmio))
+            w || (lo & (2 * w - 1)) || !overlaps_q(w1, k->vmm.refuse_mmio))
         return 0;
     memcpy(x->scratch->ram, r->ram, RAM_SIZE);
     return 1;
@@ -970,20 +960,23 @@ static int pair_refused(cctx *x, const dcase *c, const ccfg *k, int ver,
 
 /* The refused instruction a callback stop after `n` stopped before
  * (stopped_index()), or -1 if it makes no refused access (nor, merged
- * with the next, one: pair_refused()). Unicorn's RAM after it is left in
- * x->scratch->ram. */
+ * with the next, one: pair_refused(), then *pair is set). Unicorn's RAM
+ * after it is left in x->scratch->ram. */
 static int refused_insn(cctx *x, const dcase *c, const ccfg *k, int ver,
-                        unsigned n)
+                        unsigned n, int *pair)
 {
-    int m = stopped_index(x, c, ver, n), err = 0;
+    int m = refuses(k) ? stopped_index(x, c, ver, n) : -1, err = 0;
 
+    *pair = 0;
     if (m < 0)
         return -1;
     run_result *r = uc_get(x->u, &x->q, c, ver, (unsigned)m + 1, &err);
     if (err || r->ntrace <= (unsigned)m)
         return -1;
-    if (!refused_at(r, k, (unsigned)m))
-        return pair_refused(x, c, k, ver, (unsigned)m) ? m : -1;
+    if (!refused_at(r, k, (unsigned)m)) {
+        *pair = pair_refused(x, c, k, ver, (unsigned)m);
+        return *pair ? m : -1;
+    }
     memcpy(x->scratch->ram, r->ram, RAM_SIZE);
     return m;
 }
@@ -1231,40 +1224,27 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
          * may leave its walk's A/D bits), or its store goes to the traced
          * page and it is of a kind the engine runs only onto plain RAM
          * (plain_store()) */
-        run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
-        int refused = !err && r1->ntrace == 1 && refused_at(r1, k, 0);
-        if (refused)
-            memcpy(x->scratch->ram, r1->ram, RAM_SIZE);
-        else if (!err && r1->ntrace == 1 && pair_refused(x, c, k, ver, 0))
-            refused = 1;    /* (its RAM in scratch) */
-        if (!err)
-            r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
-        if (refused && e->ram_touched &&
-            (k->rmmio != DIFF_NO_REFUSE || k->trefuse) &&
+        int pair, held = refused_insn(x, c, k, ver, 0, &pair) == 0 ? 1
+                         : pt_traced_stop(x, c, k, ver, 0) ? 2 : 0;
+        /* (a refusal, or a walk needing a bit in the traced paging
+         * structure, may leave the A/D bits of the instruction's walks:
+         * take_walk_bits()) */
+        if (held && e->ram_touched &&
             take_walk_bits(c->ram, x->scratch->ram, e->r->ram) > 0 &&
             ram_untouched(c, e->r->ram)) {
             e->ram_touched = 0;
-            x->s.refused_walk_bits++;
+            x->s.refused_walk_bits += held == 1;
         }
-        if (refused && !e->ram_touched) {
-            x->s.declined_refused++;
+        if (held && !e->ram_touched) {
+            x->s.declined_refused += held == 1;
+            x->s.declined_pt += held == 2;
             return 1;
         }
+        run_result *r1 = uc_get(x->u, &x->q, c, ver, 1, &err);
         if (!err && r1->ntrace == 1 && !e->ram_touched &&
             wrote_traced(r1, k->tgfn, 0) && plain_store(c, 0)) {
             x->s.declined_traced++;
             return 1;
-        }
-        /* its walk needs a bit in the traced paging structure */
-        if (!err && r1->ntrace == 1 && pt_traced_stop(x, c, k, ver, 0)) {
-            if (e->ram_touched &&
-                take_walk_bits(c->ram, x->scratch->ram, e->r->ram) > 0 &&
-                ram_untouched(c, e->r->ram))
-                e->ram_touched = 0;
-            if (!e->ram_touched) {
-                x->s.declined_pt++;
-                return 1;
-            }
         }
     }
     if (res->disposition != LC_HANDLED || res->insns == 0) {
@@ -1275,22 +1255,21 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         return 0;
     }
     x->s.stops[res->stop < LC_STOP_REASON_COUNT_ ? res->stop : 0]++;
-    if (res->stop == LC_STOP_CALLBACK && refuses(k) &&
-        refused_insn(x, c, k, ver, n) >= 0) {
-        /* stopped right before a refused access: the A/D bits the walks
-         * of the refused instruction set stay (take_walk_bits()) */
+    /* stopped right before a refused access (m, in Unicorn's trace), or
+     * before a walk needing a bit in a traced paging structure: the A/D
+     * bits the walks of that instruction set stay (take_walk_bits()) */
+    int pair = 0;
+    int m = res->stop == LC_STOP_CALLBACK && n < TRACE_MAX
+            ? refused_insn(x, c, k, ver, n, &pair) : -1;
+    int pt = res->stop == LC_STOP_TERMINATOR &&
+             pt_traced_stop(x, c, k, ver, n);
+    if (m >= 0 || pt) {
         int err2 = 0;
         run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
-        if (!err2 && take_walk_bits(rn->ram, x->scratch->ram, e->r->ram) > 0)
-            x->s.refused_walk_bits++;
-    } else if (res->stop == LC_STOP_TERMINATOR &&
-               pt_traced_stop(x, c, k, ver, n)) {
-        /* the same before a walk needing a bit in a traced paging
-         * structure */
-        int err2 = 0;
-        run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
-        if (!err2 && take_walk_bits(rn->ram, x->scratch->ram, e->r->ram) > 0)
-            x->s.pt_walk_bits++;
+        int kept = !err2 &&
+                   take_walk_bits(rn->ram, x->scratch->ram, e->r->ram) > 0;
+        x->s.pt_walk_bits += kept && pt;
+        x->s.refused_walk_bits += kept && !pt;
     }
     run_result *ru = uc_get(x->u, &x->q, c, ver, n, &err);
     if (err) {
@@ -1355,32 +1334,29 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
     /* a stop for a refused access: right before an instruction that
      * makes one (the other callbacks' refusals, VMREAD/VMWRITE the fake
      * VMM fails and MOV DR beyond DR3, are checked elsewhere) */
-    if (res->stop == LC_STOP_CALLBACK && refuses(k) && n < TRACE_MAX) {
+    if (m >= 0) {
+        x->s.refused_stops++;
+        x->s.refused_shadow += m == (int)n + 1;
+        x->s.refused_pairs += pair;
+    } else if (res->stop == LC_STOP_CALLBACK && refuses(k) &&
+               n < TRACE_MAX) {
         /* (in an interrupt shadow, the instruction after the one that
          * opens it) */
         unsigned op = stopped_op(x, c, ver, n);
         if (op != LC_OP_VMREAD && op != LC_OP_VMWRITE &&
             op != LC_OP_MOV_DR) {
-            int m = refused_insn(x, c, k, ver, n);
-            if (m < 0) {
-                snprintf(what, sizeof what, "stop callback before "
-                         "instruction #%u, which does not access the "
-                         "refused port %d, MMIO quadword 0x%llx or traced "
-                         "page%s", n, k->rport, (unsigned long long)k->rmmio,
-                         k->trefuse ? "" : " (not refused)");
-                report(x, c, k, e, ru, what, idx, NULL);
-                return 0;
-            }
-            x->s.refused_stops++;
-            x->s.refused_shadow += m == (int)n + 1;
-            if (m == (int)n) {
-                int err2 = 0;
-                run_result *rn1 = uc_get(x->u, &x->q, c, ver, n + 1, &err2);
-                x->s.refused_pairs += !err2 && !refused_at(rn1, k, n);
-            }
+            snprintf(what, sizeof what, "stop callback before instruction "
+                     "#%u, which does not access the refused port %d, MMIO "
+                     "quadword 0x%llx or traced page%s", n,
+                     k->vmm.refuse_port,
+                     (unsigned long long)k->vmm.refuse_mmio,
+                     k->vmm.refuse_traced ? "" : " (not refused)");
+            report(x, c, k, e, uc_get(x->u, &x->q, c, ver, n, &err), what,
+                   idx, NULL);
+            return 0;
         }
-        ru = uc_get(x->u, &x->q, c, ver, n, &err);  /* (the cache's) */
     }
+    ru = uc_get(x->u, &x->q, c, ver, n, &err);      /* (the cache's) */
     int smc = first_smc(c, ru, n);
     if (res->stop == LC_STOP_SMC && n > 0 && n - 1 < TRACE_MAX) {
         int last = dcase_insn_at(c, ru->trace[n - 1]);
@@ -1434,12 +1410,10 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         /* (an interrupt may stop it at any loop head, which method 3
          * has: also at one that straight code falls into, the target of
          * a later backward branch) */
-        if (res->insns < want && res->stop == LC_STOP_TERMINATOR &&
-            pt_traced_stop(x, c, k, ver, n)) {
+        if (res->insns < want && pt) {
             x->s.pt_stops++;
             want = 0;
         }
-        ru = uc_get(x->u, &x->q, c, ver, n, &err);   /* (the cache's) */
         if (res->insns < want && res->stop != LC_STOP_SMC &&
             !(res->stop == LC_STOP_IRQ && k->cfg.cflow == LC_CFLOW_M3) &&
             !(res->stop == LC_STOP_CALLBACK && refuses(k))) {
@@ -1501,7 +1475,7 @@ static int make_engine(const lc_config *cfg, eng_ctx *x, lc_engine **eng,
                        lc_vcpu **vc)
 {
     ops_wide = diff_vm_ops;
-    ops_wide.accepts_wide = cur_wide;
+    ops_wide.accepts_wide = cur_vmm.wide;
     if (lc_engine_create(cfg, &ops_wide, eng) != LC_OK)
         return -1;
     if (lc_vcpu_create(*eng, 0, x, vc) != LC_OK) {
@@ -1692,7 +1666,7 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
      * makes no other device access (ops.h: a device refuses an
      * instruction at its first access or not at all) and has no REP (a
      * refused REP stops between iterations). */
-    for (unsigned t = 0; k->trefuse && t < ru->ntrace && t < TRACE_MAX;
+    for (unsigned t = 0; k->vmm.refuse_traced && t < ru->ntrace && t < TRACE_MAX;
          t++) {
         int ki = dcase_insn_at(c, ru->trace[t]);
         lc_insn_info info;
@@ -1700,10 +1674,10 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
             continue;
         if (ki < 0 || !decode_at(c, ki, &info) || info.rep ||
             ru->dev.overflow)
-            k->trefuse = 0;
+            k->vmm.refuse_traced = 0;
         for (unsigned j = 0; j < ru->dev.nlog && j < DEV_LOG_MAX; j++)
             if (ru->dev.log[j].insn == t)
-                k->trefuse = 0;
+                k->vmm.refuse_traced = 0;
     }
 }
 
@@ -1776,7 +1750,7 @@ static void pick_refused(cctx *x, const dcase *c, ccfg *k)
     }
     int64_t port = cand_pick(&s, k->refuse_pick);
     if (port >= 0)
-        k->rport = (int)port;
+        k->vmm.refuse_port = (int)port;
 }
 
 /* A refused MMIO quadword, for a case that draws one: an 8-aligned
@@ -1823,7 +1797,7 @@ static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
     }
     int64_t q = cand_pick(&s, k->rmmio_pick);
     if (q >= 0)
-        k->rmmio = (uint64_t)q;
+        k->vmm.refuse_mmio = (uint64_t)q;
 }
 
 static void one_case(cctx *x, const dcase *c, uint64_t idx)
@@ -1855,20 +1829,17 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
         ex.traced_gfn = k.tgfn;
         x->s.traced_cases++;
     }
-    k.trefuse &= k.tgfn != DIFF_NO_TRACE;
-    cur_trefuse = k.trefuse;
-    x->s.trefused_cases += k.trefuse;
+    k.vmm.refuse_traced &= k.tgfn != DIFF_NO_TRACE;
+    x->s.trefused_cases += k.vmm.refuse_traced;
     x->s.pt_traced_cases += pt_traced(c, k.tgfn);
     if (k.refuse)
         pick_refused(x, c, &k);
     if (k.refuse_mmio)
         pick_refused_mmio(x, c, &k);
-    cur_rport = k.rport;
-    cur_rmmio = k.rmmio;
-    x->s.refused_cases += k.rport >= 0;
-    x->s.refused_mmio_cases += k.rmmio != DIFF_NO_REFUSE;
+    x->s.refused_cases += k.vmm.refuse_port >= 0;
+    x->s.refused_mmio_cases += k.vmm.refuse_mmio != DIFF_NO_REFUSE;
     ex.irq = k.irq;
-    cur_wide = (uint8_t)k.wide;
+    cur_vmm = k.vmm;
     x->s.cases++;
 
     /* A: translate at the first exit */

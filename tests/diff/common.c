@@ -213,8 +213,8 @@ void dev_init(dev_side *d, const dcase *c)
     d->long64 = c->mode == DM_LONG64;
     d->vmcs_valid = c->vmcs_valid;
     d->tgfn = DIFF_NO_TRACE;
-    d->refuse_port = -1;
-    d->refuse_mmio = DIFF_NO_REFUSE;
+    d->vmm.refuse_port = -1;
+    d->vmm.refuse_mmio = DIFF_NO_REFUSE;
     uint64_t x = c->dev_seed ^ 0x766d6373ull;
     for (int i = 0; i < VMX_NFIELDS; i++) {
         uint64_t v = splitmix64(&x);

@@ -188,6 +188,25 @@ typedef struct dev_access {
  * half its size, in either order, that make its bytes. */
 #define DEV_WIDE_WRITE 2
 
+#define DIFF_NO_REFUSE (~0ull)
+
+/* What the engine side's fake VMM merges and refuses, the same for every
+ * call of a case (cdiff.c draws it with the case). */
+typedef struct diff_vmm {
+    uint8_t  wide;           /* the widths it takes merged exit pairs of
+                              * (accepts_wide, LC_WIDE_n = n); its MMIO
+                              * writes of those sizes are logged as
+                              * DEV_WIDE_WRITE (diff_compare()) */
+    uint8_t  refuse_traced;  /* every traced_write() into the traced page
+                              * answered LC_CB_STOP ("refused traced
+                              * stores") */
+    int      refuse_port;    /* every access to it answered LC_CB_STOP
+                              * ("refused ports"); -1: none */
+    uint64_t refuse_mmio;    /* an 8-aligned gpa: every MMIO access that
+                              * overlaps its quadword answered LC_CB_STOP
+                              * ("refused MMIO"); DIFF_NO_REFUSE: none */
+} diff_vmm;
+
 typedef struct dev_side {
     uint64_t   rng[4];    /* answer stream */
     unsigned   nlog;
@@ -197,11 +216,6 @@ typedef struct dev_side {
     uint64_t   tsc;       /* the next RDTSC's answer (monotonic) */
     uint64_t   dr[4];     /* DR0..DR3 (MOV DR; start at 0) */
     uint8_t    long64;            /* the case's mode is long64 */
-    uint8_t    wide;              /* engine side: the widths the VMM
-                                   * takes merged exit pairs of
-                                   * (accepts_wide, LC_WIDE_n = n); its
-                                   * MMIO writes of those sizes are logged
-                                   * as DEV_WIDE_WRITE (diff_compare()) */
     uint8_t    vmcs_valid;        /* the fake VMCS (see vmx_*) */
     uint64_t   vmcs[16];
     /* Engine side, a traced page (cdiff.c, "traced pages"): the page's
@@ -213,19 +227,8 @@ typedef struct dev_side {
     uint32_t   nstray;
     uint64_t   tstray;
     uint8_t    tshadow[4096];
-    /* Engine side, a refused port (cdiff.c, "refused ports"): every
-     * access to it the device answers LC_CB_STOP; -1: none */
-    int        refuse_port;
-    /* Engine side, a refused MMIO quadword (cdiff.c, "refused MMIO"):
-     * its 8-aligned gpa; every MMIO access that overlaps it the device
-     * answers LC_CB_STOP; DIFF_NO_REFUSE: none */
-    uint64_t   refuse_mmio;
-    /* Engine side: every traced_write() into the traced page answered
-     * LC_CB_STOP (cdiff.c, "refused traced stores") */
-    uint8_t    refuse_traced;
+    diff_vmm   vmm;               /* engine side: merges and refusals */
 } dev_side;
-
-#define DIFF_NO_REFUSE (~0ull)
 
 #define DIFF_NO_TRACE (~0ull)
 
@@ -441,7 +444,7 @@ static inline int diff_irq_due(int key, uint64_t linear_rip)
 }
 
 /* accepts_wide 0; the engine side copies it with the widths of the case
- * (cdiff.c), its devices logging with dev_side.wide set to them. */
+ * (cdiff.c), its devices logging with dev_side.vmm.wide set to them. */
 extern const lc_vm_ops diff_vm_ops;
 
 #endif /* LC_TESTS_DIFF_H */

@@ -29,7 +29,8 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
     case 'o':
         /* a port the VMM will not do inside a run (lcvmm: one of KVM's
          * in-kernel devices): the instruction is the guest's to do */
-        if (d->refuse_port >= 0 && a->addr == (uint64_t)d->refuse_port)
+        if (d->vmm.refuse_port >= 0 &&
+            a->addr == (uint64_t)d->vmm.refuse_port)
             return LC_CB_STOP;
         if (!is_write)
             a->value = dev_answer(d, a->size);
@@ -39,11 +40,12 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
     case 'w':
         /* a device register the VMM will not do inside a run (lcvmm:
          * KVM's in-kernel LAPIC and IOAPIC) */
-        if (d->refuse_mmio != DIFF_NO_REFUSE &&
-            a->addr < d->refuse_mmio + 8 && a->addr + a->size > d->refuse_mmio)
+        if (d->vmm.refuse_mmio != DIFF_NO_REFUSE &&
+            a->addr < d->vmm.refuse_mmio + 8 &&
+            a->addr + a->size > d->vmm.refuse_mmio)
             return LC_CB_STOP;
         if (is_write && (a->size == 2 || a->size == 4 || a->size == 8) &&
-            (d->wide & a->size)) {
+            (d->vmm.wide & a->size)) {
             /* one write, or an exit pair's two merged, of a width the
              * VMM takes (LC_WIDE_n is n; diff_compare) */
             dev_log(d, AK_MMIO, DEV_WIDE_WRITE, a->size, a->addr, a->value);
@@ -103,7 +105,7 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
             return LC_CB_OK;
         }
         /* a shadow-paging VMM that emulates the store in its own exit */
-        if (d->refuse_traced)
+        if (d->vmm.refuse_traced)
             return LC_CB_STOP;
         memcpy(d->tshadow + (a->addr & 0xfff), &a->value, a->size);
         d->twrites++;

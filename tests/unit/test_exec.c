@@ -25,6 +25,22 @@ static void begin(lcr_vcpu *v, fvm *f, lc_cpu_state *s)
     lcr_begin(v, s, &fvm_ops, f);
 }
 
+/* One step from *s that must stop before the instruction for `why`,
+ * leaving the state as it was (line: the caller's, for the report). */
+static void step_stops(fvm *f, lc_cpu_state *s, lc_stop_reason why,
+                       int line)
+{
+    lc_cpu_state before = *s;
+    lcr_vcpu v;
+    lcd_insn in;
+
+    begin(&v, f, s);
+    ck_assert_msg(lcr_step(&v, &in) == LCR_STOP && v.stop == why,
+                  "line %d: stop %d, wanted %d", line, v.stop, why);
+    ck_assert_msg(!memcmp(&before, s, sizeof *s), "line %d: state changed",
+                  line);
+}
+
 /* Step until RIP == end; every step must complete. */
 static void run_to(lcr_vcpu *v, uint64_t end, unsigned max)
 {
@@ -174,7 +190,7 @@ static lc_cb_result vmx_fails(fvm *f, fvm_access *a)
 START_TEST(vmread_fail_leaves_no_dirty_bit)
 {
     static const uint8_t code[] = { 0x0f, 0x78, 0x1f };  /* vmread [rdi], rbx */
-    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
     uint64_t pde, pde0;
     const uint64_t pd = 0x3000 + (0x200000 >> 21) * 8;  /* maps 2..4 MiB */
 
@@ -188,11 +204,7 @@ START_TEST(vmread_fail_leaves_no_dirty_bit)
     ck_assert_uint_eq(pde0 & 0x60, 0);            /* A and D clear */
     vmx_fail_kind = 'v';
     f.device = vmx_fails;
-    before = s;
-    begin(&v, &f, &s);
-    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
-    ck_assert_int_eq(v.stop, LC_STOP_CALLBACK);
-    ck_assert_mem_eq(&before, &s, sizeof s);
+    step_stops(&f, &s, LC_STOP_CALLBACK, __LINE__);
     memcpy(&pde, f.ram + pd, 8);
     ck_assert_uint_eq(pde, pde0);
     /* the VMM answers: the value is stored, A and D set */
@@ -219,7 +231,7 @@ END_TEST
 START_TEST(vmwrite_fail_leaves_no_accessed_bit)
 {
     static const uint8_t code[] = { 0x0f, 0x79, 0x1f };  /* vmwrite rbx, [rdi] */
-    fvm f; lc_cpu_state s, before; lcr_vcpu v; lcd_insn in;
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
     uint64_t pde, pde0, src = 0x1122334455667788ull;
     const uint64_t pd = 0x3000 + (0x200000 >> 21) * 8;  /* maps 2..4 MiB */
 
@@ -234,11 +246,7 @@ START_TEST(vmwrite_fail_leaves_no_accessed_bit)
     ck_assert_uint_eq(pde0 & 0x60, 0);            /* A and D clear */
     vmx_fail_kind = 'V';
     f.device = vmx_fails;
-    before = s;
-    begin(&v, &f, &s);
-    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
-    ck_assert_int_eq(v.stop, LC_STOP_CALLBACK);
-    ck_assert_mem_eq(&before, &s, sizeof s);
+    step_stops(&f, &s, LC_STOP_CALLBACK, __LINE__);
     memcpy(&pde, f.ram + pd, 8);
     ck_assert_uint_eq(pde, pde0);
     ck_assert_uint_eq(f.nlog, 0);
@@ -257,11 +265,7 @@ START_TEST(vmwrite_fail_leaves_no_accessed_bit)
     f.nlog = 0;
     s.rip = 0x8000;
     s.gpr[LC_RDI] = FVM_MMIO + 0x100;
-    before = s;
-    begin(&v, &f, &s);
-    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
-    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
-    ck_assert_mem_eq(&before, &s, sizeof s);
+    step_stops(&f, &s, LC_STOP_TERMINATOR, __LINE__);
     ck_assert_uint_eq(f.nlog, 0);
     /* the source's PDE, its A bit clear, in a traced page (a shadow-paging
      * VMM's copy of the page directory): the read could not set it, so
@@ -270,11 +274,7 @@ START_TEST(vmwrite_fail_leaves_no_accessed_bit)
     memcpy(f.ram + pd, &pde0, 8);
     f.traced_gfn = pd >> 12;
     s.gpr[LC_RDI] = 0x200100;
-    before = s;
-    begin(&v, &f, &s);
-    ck_assert_int_eq(lcr_step(&v, &in), LCR_STOP);
-    ck_assert_int_eq(v.stop, LC_STOP_TERMINATOR);
-    ck_assert_mem_eq(&before, &s, sizeof s);
+    step_stops(&f, &s, LC_STOP_TERMINATOR, __LINE__);
     ck_assert_uint_eq(f.nlog, 0);
     memcpy(&pde, f.ram + pd, 8);
     ck_assert_uint_eq(pde, pde0);
