@@ -75,8 +75,10 @@
  *    instruction that accesses it (LC_STOP_CALLBACK), and an exiting
  *    one is declined with the state untouched;
  *  - refused MMIO (a quarter, pick_refused_mmio()): the same for one
- *    MMIO quadword, except that the A/D bits the refused instruction's
- *    walks set may stay (take_walk_bits());
+ *    MMIO quadword or dword, except that the A/D bits the refused
+ *    instruction's walks set may stay (take_walk_bits()); a merged exit
+ *    pair refused through its second half alone runs its first store
+ *    (pair_split());
  *  - V: a second vCPU of A's engine (its own translation and page-walk
  *    caches, the shared exit-tracking table) takes the same exit after
  *    A and must run what A ran (not with chained runs);
@@ -131,7 +133,7 @@ typedef struct ccfg {
     int       irq;            /* diff_irq_due()'s key, 0: no interrupts */
     diff_vmm  vmm;            /* merges and refusals: accepts_wide's
                                * LC_WIDE_2/4/8 bits (drawn), the port
-                               * and MMIO quadword picked (or none), the
+                               * and MMIO bytes picked (or none), the
                                * traced page's stores refused (drawn;
                                * pick_traced() keeps it where it can) */
     int       trace;          /* a traced page (one_case() picks it) */
@@ -139,7 +141,7 @@ typedef struct ccfg {
     uint64_t  tgfn;           /* the page picked, or DIFF_NO_TRACE */
     int       refuse;         /* a refused port (one_case() picks it) */
     uint64_t  refuse_pick;
-    int       refuse_mmio;    /* a refused MMIO quadword (one_case()) */
+    int       refuse_mmio;    /* refused MMIO bytes (one_case()) */
     uint64_t  rmmio_pick;
     int       concurrent;     /* calls W1 and W2 (concurrent_calls()) */
     uint64_t  rng[4];
@@ -204,6 +206,11 @@ static void pick_config(const dcase *c, ccfg *k)
         k->vmm.refuse_traced = xo_next(r2) % 4 == 0;
         /* and, in another quarter, two vCPUs at once */
         k->concurrent = xo_next(r2) % 4 == 0;
+        /* the refused MMIO bytes: a quadword, or in half the cases a
+         * dword, so that an aligned 8-byte merged pair can reach them
+         * through its second half alone (the first is the VMM's to take:
+         * translator/pair.c runs a refused merged pair as two stores) */
+        k->vmm.refuse_len = xo_next(r2) % 2 ? 4 : 8;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -218,7 +225,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u irq %d "
-             "wide 0x%x traced %s0x%llx%s refused port %d mmio %s0x%llx",
+             "wide 0x%x traced %s0x%llx%s refused port %d mmio %s0x%llx%s",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -233,7 +240,9 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
                                       : (unsigned long long)k->tgfn << 12,
              k->vmm.refuse_traced ? " (refused)" : "", k->vmm.refuse_port, k->vmm.refuse_mmio == DIFF_NO_REFUSE ? "none " : "gpa ",
              k->vmm.refuse_mmio == DIFF_NO_REFUSE ? 0ull
-                                        : (unsigned long long)k->vmm.refuse_mmio);
+                                        : (unsigned long long)k->vmm.refuse_mmio,
+             k->vmm.refuse_mmio != DIFF_NO_REFUSE && k->vmm.refuse_len == 4
+             ? " (dword)" : "");
 }
 
 /* ---- engine calls ------------------------------------------------------------ */
@@ -499,21 +508,21 @@ static int sets_traced_bits(const uint8_t *before, const uint8_t *after,
     return 0;
 }
 
-/* Does the case refuse an access (a port, an MMIO quadword, the traced
+/* Does the case refuse an access (a port, MMIO bytes, the traced
  * page's stores)? */
 static int refuses(const ccfg *k)
 {
     return k->vmm.refuse_port >= 0 || k->vmm.refuse_mmio != DIFF_NO_REFUSE || k->vmm.refuse_traced;
 }
 
-/* Does `a` reach the MMIO quadword at `q`? */
-static int overlaps_q(const dev_access *a, uint64_t q)
+/* Does `a` reach the refused MMIO bytes of `k`? */
+static int mmio_refused(const dev_access *a, const ccfg *k)
 {
-    return a->kind == AK_MMIO && a->addr < q + 8 && a->addr + a->size > q;
+    return a->kind == AK_MMIO && diff_mmio_refused(&k->vmm, a->addr, a->size);
 }
 
 /* Did Unicorn's trace index `t` access the refused port or MMIO
- * quadword of `k`, or store into its traced page if those are refused? */
+ * bytes of `k`, or store into its traced page if those are refused? */
 static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
 {
     if (k->vmm.refuse_traced && wrote_traced(ru, k->tgfn, t))
@@ -524,7 +533,7 @@ static int refused_at(const run_result *ru, const ccfg *k, unsigned t)
             continue;
         if (a->kind == AK_PIO && a->addr == (uint64_t)k->vmm.refuse_port)
             return 1;
-        if (k->vmm.refuse_mmio != DIFF_NO_REFUSE && overlaps_q(a, k->vmm.refuse_mmio))
+        if (mmio_refused(a, k))
             return 1;
     }
     return 0;
@@ -753,8 +762,11 @@ typedef struct cstats {
     uint64_t traced_writes;          /* ... traced_write() calls */
     uint64_t second_vcpu;            /* V calls agreed */
     uint64_t concurrent;             /* W1, W2 calls agreed */
-    uint64_t refused_pairs;          /* stops before a merged pair the VMM
-                                      * refused (pair_refused()) */
+    uint64_t refused_splits;         /* stops between the halves of a
+                                      * merged pair the VMM refused
+                                      * (pair_split()) */
+    uint64_t split_picks;            /* refused dwords picked as such a
+                                      * pair's second half */
     uint64_t refused_cases;          /* cases with a refused port */
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
@@ -915,68 +927,69 @@ static unsigned stopped_op(cctx *x, const dcase *c, int ver, unsigned n)
     return ki >= 0 ? c->insn[ki].op : LC_OP_OTHER;
 }
 
-/* With merged exit pairs (ccfg.wide), may Unicorn's instructions m and
- * m + 1 have been one wide MMIO write that reaches the refused quadword
- * through the second's half? The VMM refuses the merged access, and the
- * engine stops before the first of the two (paper section 3: the pair is
- * one access). If so, Unicorn's RAM after both is left in
- * x->scratch->ram. */
-static int pair_refused(cctx *x, const dcase *c, const ccfg *k, int ver,
-                        unsigned m)
+/* With merged exit pairs (ccfg.wide): are instructions m - 1 and m of
+ * Unicorn's run `r` two MMIO writes the engine may merge
+ * (translator/pair.c: one write each, adjacent, of one width the VMM
+ * takes doubled, the lower naturally aligned to the double)? Their
+ * writes in *w0 and *w1. */
+static int mergeable(const run_result *r, const ccfg *k, unsigned m,
+                     const dev_access **w0, const dev_access **w1)
 {
-    const dev_access *w0 = NULL, *w1 = NULL;
-    int err = 0, n0 = 0, n1 = 0;
+    int n0 = 0, n1 = 0;
 
-    if (!k->vmm.wide || k->vmm.refuse_mmio == DIFF_NO_REFUSE || m + 2 > TRACE_MAX)
-        return 0;
-    run_result *r = uc_get(x->u, &x->q, c, ver, m + 2, &err);
-    if (err || r->ntrace <= m + 1)
+    if (!k->vmm.wide || m == 0 || r->ntrace <= m)
         return 0;
     for (unsigned j = 0; j < r->dev.nlog && j < DEV_LOG_MAX; j++) {
         const dev_access *a = &r->dev.log[j];
         if (a->kind != AK_MMIO || !a->is_write)
             continue;
-        if (a->insn == m) {
-            w0 = a;
+        if (a->insn == m - 1) {
+            *w0 = a;
             n0++;
-        } else if (a->insn == m + 1) {
-            w1 = a;
+        } else if (a->insn == m) {
+            *w1 = a;
             n1++;
         }
     }
     if (n0 != 1 || n1 != 1)     /* one write each, as two MOVs make */
         return 0;
-    /* as the engine merges them (translator/pair.c): adjacent, of one
-     * width the VMM takes doubled, the lower naturally aligned to it */
-    uint64_t lo = w0->addr < w1->addr ? w0->addr : w1->addr;
-    unsigned w = w0->size;
-    if (w1->size != w || w > 4 || !(k->vmm.wide & (2 * w)) ||
-        (w0->addr > w1->addr ? w0->addr - w1->addr : w1->addr - w0->addr) !=
-            w || (lo & (2 * w - 1)) || !overlaps_q(w1, k->vmm.refuse_mmio))
+    uint64_t a0 = (*w0)->addr, a1 = (*w1)->addr, lo = a0 < a1 ? a0 : a1;
+    unsigned w = (*w0)->size;
+    return (*w1)->size == w && w <= 4 && (k->vmm.wide & (2 * w)) &&
+           (a0 > a1 ? a0 - a1 : a1 - a0) == w && !(lo & (2 * w - 1));
+}
+
+/* Is the refused instruction m the second of a mergeable pair whose first
+ * the VMM takes (a refused dword reached through the merged access's
+ * second half)? The engine then runs the two as two stores, the first
+ * done, and stops before the second; a stop before the first is a
+ * mismatch (the first is no refused access). */
+static int pair_split(cctx *x, const dcase *c, const ccfg *k, int ver,
+                      unsigned m)
+{
+    const dev_access *w0, *w1;
+    int err = 0;
+
+    if (k->vmm.refuse_mmio == DIFF_NO_REFUSE || m + 1 > TRACE_MAX)
         return 0;
-    memcpy(x->scratch->ram, r->ram, RAM_SIZE);
-    return 1;
+    run_result *r = uc_get(x->u, &x->q, c, ver, m + 1, &err);
+    return !err && mergeable(r, k, m, &w0, &w1) && !mmio_refused(w0, k) &&
+           mmio_refused(w1, k);
 }
 
 /* The refused instruction a callback stop after `n` stopped before
- * (stopped_index()), or -1 if it makes no refused access (nor, merged
- * with the next, one: pair_refused(), then *pair is set). Unicorn's RAM
+ * (stopped_index()), or -1 if it makes no refused access. Unicorn's RAM
  * after it is left in x->scratch->ram. */
 static int refused_insn(cctx *x, const dcase *c, const ccfg *k, int ver,
-                        unsigned n, int *pair)
+                        unsigned n)
 {
     int m = refuses(k) ? stopped_index(x, c, ver, n) : -1, err = 0;
 
-    *pair = 0;
     if (m < 0)
         return -1;
     run_result *r = uc_get(x->u, &x->q, c, ver, (unsigned)m + 1, &err);
-    if (err || r->ntrace <= (unsigned)m)
+    if (err || r->ntrace <= (unsigned)m || !refused_at(r, k, (unsigned)m))
         return -1;
-    if (!refused_at(r, k, (unsigned)m)) {
-        *pair = pair_refused(x, c, k, ver, (unsigned)m);
-        return *pair ? m : -1;
-    }
     memcpy(x->scratch->ram, r->ram, RAM_SIZE);
     return m;
 }
@@ -1224,7 +1237,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
          * may leave its walk's A/D bits), or its store goes to the traced
          * page and it is of a kind the engine runs only onto plain RAM
          * (plain_store()) */
-        int pair, held = refused_insn(x, c, k, ver, 0, &pair) == 0 ? 1
+        int held = refused_insn(x, c, k, ver, 0) == 0 ? 1
                          : pt_traced_stop(x, c, k, ver, 0) ? 2 : 0;
         /* (a refusal, or a walk needing a bit in the traced paging
          * structure, may leave the A/D bits of the instruction's walks:
@@ -1258,9 +1271,8 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
     /* stopped right before a refused access (m, in Unicorn's trace), or
      * before a walk needing a bit in a traced paging structure: the A/D
      * bits the walks of that instruction set stay (take_walk_bits()) */
-    int pair = 0;
     int m = res->stop == LC_STOP_CALLBACK && n < TRACE_MAX
-            ? refused_insn(x, c, k, ver, n, &pair) : -1;
+            ? refused_insn(x, c, k, ver, n) : -1;
     int pt = res->stop == LC_STOP_TERMINATOR &&
              pt_traced_stop(x, c, k, ver, n);
     if (m >= 0 || pt) {
@@ -1337,7 +1349,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
     if (m >= 0) {
         x->s.refused_stops++;
         x->s.refused_shadow += m == (int)n + 1;
-        x->s.refused_pairs += pair;
+        x->s.refused_splits += pair_split(x, c, k, ver, (unsigned)m);
     } else if (res->stop == LC_STOP_CALLBACK && refuses(k) &&
                n < TRACE_MAX) {
         /* (in an interrupt shadow, the instruction after the one that
@@ -1347,7 +1359,7 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
             op != LC_OP_MOV_DR) {
             snprintf(what, sizeof what, "stop callback before instruction "
                      "#%u, which does not access the refused port %d, MMIO "
-                     "quadword 0x%llx or traced page%s", n,
+                     "bytes at 0x%llx or traced page%s", n,
                      k->vmm.refuse_port,
                      (unsigned long long)k->vmm.refuse_mmio,
                      k->vmm.refuse_traced ? "" : " (not refused)");
@@ -1704,6 +1716,14 @@ static void cand_see(cands *s, uint64_t key, int ok)
     s->ok[i] &= (uint8_t)(ok != 0);
 }
 
+static int cand_ok(const cands *s, uint64_t key)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->key[i] == key)
+            return s->ok[i];
+    return 0;
+}
+
 /* The `pick`-th (modulo their number) that still qualifies, or -1. */
 static int64_t cand_pick(const cands *s, uint64_t pick)
 {
@@ -1753,9 +1773,9 @@ static void pick_refused(cctx *x, const dcase *c, ccfg *k)
         k->vmm.refuse_port = (int)port;
 }
 
-/* A refused MMIO quadword, for a case that draws one: an 8-aligned
- * quadword of the MMIO page that the case accesses in Unicorn's first
- * TRACE_MAX instructions, only by instructions without REP (a refused
+/* A refused MMIO quadword or dword (k->vmm.refuse_len), for a case that
+ * draws one: naturally aligned bytes of the MMIO page that the case
+ * accesses in Unicorn's first TRACE_MAX instructions, only by instructions without REP (a refused
  * REP stops between iterations) whose first device access reaches it
  * (ops.h: a device refuses an instruction at its first access or not at
  * all; a MOVS from another MMIO quadword into it, an INS into it, would
@@ -1769,6 +1789,7 @@ static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
     int err = 0;
     run_result *ru = uc_get(x->u, &x->q, c, 0, TRACE_MAX, &err);
     static cands s;
+    unsigned len = k->vmm.refuse_len;
 
     if (err || ru->dev.overflow)
         return;
@@ -1792,10 +1813,28 @@ static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
                 break;
             }
         }
-        for (uint64_t p = a->addr & ~7ull; p < a->addr + a->size; p += 8)
-            cand_see(&s, p, norep && first && overlaps_q(first, p));
+        for (uint64_t p = a->addr & ~(uint64_t)(len - 1);
+             p < a->addr + a->size; p += len)
+            cand_see(&s, p, norep && first && first->kind == AK_MMIO &&
+                            first->addr < p + len &&
+                            first->addr + first->size > p);
     }
-    int64_t q = cand_pick(&s, k->rmmio_pick);
+    int64_t q = k->refuse_mmio ? cand_pick(&s, k->rmmio_pick) : -1;
+    /* The second half of a pair the engine may merge into 8 bytes, if
+     * the case makes one (pair_split()): in half the cases that refuse a
+     * dword, and in every other case with a dword (rare otherwise: the
+     * generator makes such pairs at a first exit only). */
+    for (unsigned m = 1; len == 4 && (!k->refuse_mmio ||
+                                      (k->rmmio_pick >> 32) % 2) &&
+                         m < ru->ntrace && m < TRACE_MAX; m++) {
+        const dev_access *w0, *w1;
+        if (mergeable(ru, k, m, &w0, &w1) && w0->size == 4 &&
+            cand_ok(&s, w1->addr)) {
+            q = (int64_t)w1->addr;
+            x->s.split_picks++;
+            break;
+        }
+    }
     if (q >= 0)
         k->vmm.refuse_mmio = (uint64_t)q;
 }
@@ -1834,7 +1873,9 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     x->s.pt_traced_cases += pt_traced(c, k.tgfn);
     if (k.refuse)
         pick_refused(x, c, &k);
-    if (k.refuse_mmio)
+    /* (with a dword, also where no refusal was drawn: a mergeable
+     * pair's second half, if the case makes one) */
+    if (k.refuse_mmio || k.vmm.refuse_len == 4)
         pick_refused_mmio(x, c, &k);
     x->s.refused_cases += k.vmm.refuse_port >= 0;
     x->s.refused_mmio_cases += k.vmm.refuse_mmio != DIFF_NO_REFUSE;
@@ -2086,7 +2127,9 @@ int cdiff_main(const cdiff_opts *o)
                "%llu cases, refused MMIO: %llu cases, refused traced "
                "stores: %llu cases, %llu calls leaving walk bits; %llu "
                "runs stopped before a refused access (%llu before the "
-               "shadow it lies in, %llu before a refused merged pair), "
+               "shadow it lies in, %llu after the first half of a merged "
+               "pair refused through its second, in %llu cases picking "
+               "such a dword), "
                "%llu exits declined; %llu calls on a second vCPU, %llu on "
                "two more at once\n",
                (unsigned long long)s->traced_cases,
@@ -2103,7 +2146,8 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->refused_walk_bits,
                (unsigned long long)s->refused_stops,
                (unsigned long long)s->refused_shadow,
-               (unsigned long long)s->refused_pairs,
+               (unsigned long long)s->refused_splits,
+               (unsigned long long)s->split_picks,
                (unsigned long long)s->declined_refused,
                (unsigned long long)s->second_vcpu,
                (unsigned long long)s->concurrent);

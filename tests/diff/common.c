@@ -215,6 +215,7 @@ void dev_init(dev_side *d, const dcase *c)
     d->tgfn = DIFF_NO_TRACE;
     d->vmm.refuse_port = -1;
     d->vmm.refuse_mmio = DIFF_NO_REFUSE;
+    d->vmm.refuse_len = 8;
     uint64_t x = c->dev_seed ^ 0x766d6373ull;
     for (int i = 0; i < VMX_NFIELDS; i++) {
         uint64_t v = splitmix64(&x);

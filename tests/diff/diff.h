@@ -202,10 +202,24 @@ typedef struct diff_vmm {
                               * stores") */
     int      refuse_port;    /* every access to it answered LC_CB_STOP
                               * ("refused ports"); -1: none */
-    uint64_t refuse_mmio;    /* an 8-aligned gpa: every MMIO access that
-                              * overlaps its quadword answered LC_CB_STOP
-                              * ("refused MMIO"); DIFF_NO_REFUSE: none */
+    uint64_t refuse_mmio;    /* a gpa aligned to refuse_len: every MMIO
+                              * access that overlaps those bytes answered
+                              * LC_CB_STOP ("refused MMIO");
+                              * DIFF_NO_REFUSE: none */
+    uint8_t  refuse_len;     /* 8 (a quadword) or 4 (a dword, which an
+                              * aligned 8-byte merged pair can reach
+                              * through its second half alone) */
 } diff_vmm;
+
+/* Does an access of `size` bytes at `gpa` reach the refused MMIO bytes
+ * of `v`? */
+static inline int diff_mmio_refused(const diff_vmm *v, uint64_t gpa,
+                                    unsigned size)
+{
+    return v->refuse_mmio != DIFF_NO_REFUSE &&
+           gpa < v->refuse_mmio + v->refuse_len &&
+           gpa + size > v->refuse_mmio;
+}
 
 typedef struct dev_side {
     uint64_t   rng[4];    /* answer stream */

@@ -40,9 +40,7 @@ static lc_cb_result diff_device(fvm *f, fvm_access *a)
     case 'w':
         /* a device register the VMM will not do inside a run (lcvmm:
          * KVM's in-kernel LAPIC and IOAPIC) */
-        if (d->vmm.refuse_mmio != DIFF_NO_REFUSE &&
-            a->addr < d->vmm.refuse_mmio + 8 &&
-            a->addr + a->size > d->vmm.refuse_mmio)
+        if (diff_mmio_refused(&d->vmm, a->addr, a->size))
             return LC_CB_STOP;
         if (is_write && (a->size == 2 || a->size == 4 || a->size == 8) &&
             (d->vmm.wide & a->size)) {
