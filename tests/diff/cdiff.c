@@ -137,6 +137,8 @@ typedef struct ccfg {
                                * traced page's stores refused (drawn;
                                * pick_traced() keeps it where it can) */
     int       trace;          /* a traced page (one_case() picks it) */
+    int       warm;           /* warm_tables() (if it traces a paging
+                               * structure: one_case()) */
     uint64_t  trace_pick;
     uint64_t  tgfn;           /* the page picked, or DIFF_NO_TRACE */
     int       refuse;         /* a refused port (one_case() picks it) */
@@ -211,6 +213,10 @@ static void pick_config(const dcase *c, ccfg *k)
          * through its second half alone (the first is the VMM's to take:
          * translator/pair.c runs a refused merged pair as two stores) */
         k->vmm.refuse_len = xo_next(r2) % 2 ? 4 : 8;
+        /* and, in half the cases tracing a paging structure, tables
+         * whose entries have their accessed and dirty bits set
+         * (warm_tables()) */
+        k->warm = xo_next(r2) % 2;
     }
     /* a store onto code bytes is only coherent with the SMC check on */
     for (uint32_t i = 0; i < c->ninsns; i++)
@@ -225,7 +231,7 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
     static const char *const cf[4] = { "none", "m1", "m2", "m3" };
     snprintf(b, n, "cflow %s techniques 0x%x%s%s%s%s%s window %u (%u) gapcap %u "
              "exitcost %u backedgecap %u budget %u threshold %u irq %d "
-             "wide 0x%x traced %s0x%llx%s refused port %d mmio %s0x%llx%s",
+             "wide 0x%x traced %s0x%llx%s%s refused port %d mmio %s0x%llx%s",
              cf[f->cflow & 3], f->techniques,
              f->techniques & LC_TECH_SINGLE ? " single" : "",
              f->techniques & LC_TECH_PAIRS ? " pairs" : "",
@@ -238,7 +244,8 @@ static void fmt_config(char *b, size_t n, const ccfg *k)
              k->irq, k->vmm.wide, k->tgfn == DIFF_NO_TRACE ? "none " : "gpa ",
              k->tgfn == DIFF_NO_TRACE ? 0ull
                                       : (unsigned long long)k->tgfn << 12,
-             k->vmm.refuse_traced ? " (refused)" : "", k->vmm.refuse_port, k->vmm.refuse_mmio == DIFF_NO_REFUSE ? "none " : "gpa ",
+             k->vmm.refuse_traced ? " (refused)" : "",
+             k->warm ? " (warm tables)" : "", k->vmm.refuse_port, k->vmm.refuse_mmio == DIFF_NO_REFUSE ? "none " : "gpa ",
              k->vmm.refuse_mmio == DIFF_NO_REFUSE ? 0ull
                                         : (unsigned long long)k->vmm.refuse_mmio,
              k->vmm.refuse_mmio != DIFF_NO_REFUSE && k->vmm.refuse_len == 4
@@ -1623,6 +1630,41 @@ static int mem_shift(const dcase *c)
     return 0;
 }
 
+/* Will pick_traced() trace one of the case's paging structures? */
+static int traces_tables(const dcase *c, const ccfg *k)
+{
+    return k->trace && (c->mode == DM_PAE || c->mode == DM_LONG64) &&
+           (k->trace_pick >> 32) % 2;
+}
+
+/* Set the accessed bit of every present entry of the case's paging
+ * structures, and the dirty bit of every leaf, as a guest's tables are
+ * once it has used them: the generator sets each in 15% and 10% of the
+ * entries, so a walk through a traced paging structure nearly always
+ * needs a bit there and the run stops (or its first exit is declined)
+ * before it. With warm tables runs go on through the traced structure,
+ * reading it in their walks and storing into it. PAE's PDPTEs have no
+ * such bits (reserved) and are left alone. */
+static void warm_tables(dcase *c)
+{
+    int lm = c->mode == DM_LONG64;
+
+    for (uint32_t pa = lm ? PT_PML4_PA : PT_PDLO_PA; pa <= PT_PT1_PA;
+         pa += 0x1000) {
+        int pt = pa >= PT_PT0_PA, pd = pa == PT_PDLO_PA || pa == PT_PDHI_PA;
+        for (uint32_t i = 0; i < 512; i++) {
+            uint64_t e;
+            memcpy(&e, c->ram + pa + i * 8, 8);
+            if (!(e & 1))
+                continue;
+            e |= 0x20;
+            if (pt || (pd && (e & 0x80)))
+                e |= 0x40;
+            memcpy(c->ram + pa + i * 8, &e, 8);
+        }
+    }
+}
+
 /* A traced page, for a case that draws one: a RAM page the case stores
  * to on Unicorn's side in its first TRACE_MAX instructions (data, stack
  * or code), chosen by k->trace_pick. Never MMIO, the GDT's page or,
@@ -1659,8 +1701,7 @@ static void pick_traced(cctx *x, const dcase *c, ccfg *k)
      * guest's page tables: the engine sets no accessed or dirty bit in a
      * traced page (commit_ad() in runtime/mmu.c) and stops before the
      * instruction whose walk would (pt_traced_stop()). */
-    if ((c->mode == DM_PAE || c->mode == DM_LONG64) &&
-        (k->trace_pick >> 32) % 2) {
+    if (traces_tables(c, k)) {
         pages = 0;
         for (uint32_t pa = PT_PML4_PA; pa <= PT_PT1_PA; pa += 0x1000)
             pages |= 1u << (pa >> 12);
@@ -1839,7 +1880,7 @@ static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
         k->vmm.refuse_mmio = (uint64_t)q;
 }
 
-static void one_case(cctx *x, const dcase *c, uint64_t idx)
+static void one_case(cctx *x, dcase *c, uint64_t idx)
 {
     ccfg k;
     eng_ctx ex;
@@ -1860,8 +1901,11 @@ static void one_case(cctx *x, const dcase *c, uint64_t idx)
     diff_vm_init(&ex, x->vmram);
     pick_config(c, &k);
     x->u = x->uc[0];
+    k.warm &= k.trace && !mem_shift(c) && traces_tables(c, &k);
     if (k.trace && !mem_shift(c)) {
         x->u = x->uc[1];
+        if (k.warm)
+            warm_tables(c);
         pick_traced(x, c, &k);
     }
     if (k.tgfn != DIFF_NO_TRACE) {
