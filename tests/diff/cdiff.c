@@ -1816,13 +1816,13 @@ static void pick_refused(cctx *x, const dcase *c, ccfg *k)
 
 /* A refused MMIO quadword or dword (k->vmm.refuse_len), for a case that
  * draws one: naturally aligned bytes of the MMIO page that the case
- * accesses in Unicorn's first TRACE_MAX instructions, only by instructions without REP (a refused
- * REP stops between iterations) whose first device access reaches it
- * (ops.h: a device refuses an instruction at its first access or not at
- * all; a MOVS from another MMIO quadword into it, an INS into it, would
- * be refused after a part was done). The fake VMM answers LC_CB_STOP for
- * every access that overlaps it, as lcvmm does for KVM's in-kernel LAPIC
- * and IOAPIC. The run must stop right before the first instruction that
+ * accesses in Unicorn's first TRACE_MAX instructions, only by
+ * instructions without REP (a refused REP stops between iterations)
+ * whose first device access reaches them (ops.h: a device refuses an
+ * instruction at its first access or not at all; a MOVS from other MMIO
+ * bytes into them, an INS into them, would be refused after a part was
+ * done). The fake VMM answers LC_CB_STOP for every access that overlaps
+ * them, as lcvmm does for KVM's in-kernel LAPIC and IOAPIC. The run must stop right before the first instruction that
  * makes one, leaving only the A/D bits that instruction's walks set
  * (take_walk_bits()); a first one is declined. */
 static void pick_refused_mmio(cctx *x, const dcase *c, ccfg *k)
