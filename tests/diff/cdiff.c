@@ -774,6 +774,12 @@ typedef struct cstats {
                                       * (pair_split()) */
     uint64_t split_picks;            /* refused dwords picked as such a
                                       * pair's second half */
+    uint64_t max_unasked;            /* the longest stretch of a run
+                                      * without an irq_pending question,
+                                      * in window instructions
+                                      * (irq_unasked()) */
+    uint64_t asks_unmatched;         /* runs whose questions did not match
+                                      * Unicorn's trace */
     uint64_t refused_cases;          /* cases with a refused port */
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
@@ -999,6 +1005,122 @@ static int refused_insn(cctx *x, const dcase *c, const ccfg *k, int ver,
         return -1;
     memcpy(x->scratch->ram, r->ram, RAM_SIZE);
     return m;
+}
+
+/* Is instruction `info` one the walk follows without counting it against
+ * the window (a direct or indirect JMP, a CALL, a RET)? */
+static int followed_transfer(const lc_insn_info *info)
+{
+    return info->cflow == LC_CF_JMP_REL || info->cflow == LC_CF_JMP_IND ||
+           info->cflow == LC_CF_CALL_REL || info->cflow == LC_CF_CALL_IND ||
+           info->cflow == LC_CF_RET;
+}
+
+/* Interrupt latency (paper section 6: a loop checks for deliverable
+ * interrupts at its head). With irq_pending answered (k->irq), the engine
+ * asks at the head of every loop it lays out and before it chains into
+ * the next translation, whenever IF is set. Between two questions it
+ * therefore runs at most one translation's straight path: the window's
+ * instructions (lcx_window()) and the JMPs, CALLs and RETs the walk
+ * followed, which the window does not count. A loop it lays out unrolled
+ * (the walk predicted its count, or laid a branch's taken side out next)
+ * is part of that path. A longer stretch without a question that takes a
+ * backward branch (a JMP, Jcc, LOOP or indirect JMP to a target at or
+ * before itself), with IF set at every one, ran a loop past its head
+ * unasked: a due interrupt would wait for the loop's end.
+ *
+ * Where each question was asked is known by its RIP and RCX
+ * (dev_side.ask), which Unicorn's trace of the run's `n` instructions
+ * (`pre` of them the VMM's) has before each instruction: a loop's
+ * addresses recur, so a question may fit several places. Each gets the
+ * earliest place it can have (matching in order from the start) and the
+ * latest (from the end); a stretch is too long only if it is too long
+ * between the latest place of one question and the earliest of the next,
+ * so no reading of the questions makes it short enough. And a question
+ * answered yes must end the run where it was asked (*ran_on set if not).
+ * Returns the trace index of the instruction that made a stretch too
+ * long, or of the earliest place of a question answered yes that the run
+ * went on from, or -1 (also when the questions do not fit the trace:
+ * counted). Unicorn's cache may lose `ru` (the caller gets it again). */
+static int irq_unasked(cctx *x, const dcase *c, int ver, const ccfg *k,
+                       const dev_side *d, const run_result *ru,
+                       unsigned pre, unsigned n, int *ran_on)
+{
+    static uint64_t tr[TRACE_MAX + 1], cx[TRACE_MAX + 1];
+    static unsigned early[DIFF_ASK_MAX], late[DIFF_ASK_MAX];
+    unsigned na = d->nask, window = lcx_window(&k->cfg);
+    int q;
+
+    if (!k->irq || na > DIFF_ASK_MAX || n > TRACE_MAX || ru->ntrace < n)
+        return -1;
+    memcpy(tr, ru->trace, n * sizeof tr[0]);
+    memcpy(cx, ru->trace_cl, n * sizeof cx[0]);
+    tr[n] = ru->rip;
+    cx[n] = ru->gpr[LC_RCX];
+#define ASKED_AT(j, t) (d->ask[j] == tr[t] && d->ask_cx[j] == cx[t])
+    q = (int)pre;
+    for (unsigned j = 0; j < na; j++) {
+        while (q <= (int)n && !ASKED_AT(j, q))
+            q++;
+        if (q > (int)n) {
+            x->s.asks_unmatched++;
+            return -1;
+        }
+        early[j] = (unsigned)q;
+    }
+    q = (int)n;
+    for (unsigned j = na; j-- > 0;) {
+        while (q >= (int)pre && !ASKED_AT(j, q))
+            q--;
+        late[j] = (unsigned)q;      /* (found: the early places fit) */
+    }
+    /* A question answered yes ends the run there: at a loop head
+     * (LC_STOP_IRQ) or before chaining. */
+    for (unsigned j = 0; j < na; j++)
+        if (diff_irq_due(k->irq, d->ask[j]) &&
+            (j + 1 < na || !ASKED_AT(j, n))) {
+            *ran_on = 1;
+            return (int)early[j];
+        }
+#undef ASKED_AT
+    /* the stretches [from, to): before the first question, between two,
+     * after the last */
+    for (unsigned g = 0; g <= na; g++) {
+        unsigned from = g == 0 ? pre : late[g - 1];
+        unsigned to = g == na ? n : early[g];
+        unsigned len = 0;
+
+        for (unsigned t = from; t < to; t++) {
+            int ki = dcase_insn_at(c, tr[t]);
+            lc_insn_info info;
+            if (ki < 0 || !decode_at(c, ki, &info))
+                return -1;
+            len += !followed_transfer(&info);
+            if (len > x->s.max_unasked)
+                x->s.max_unasked = len;
+            if (len <= window + 1)
+                continue;
+            /* too long: a loop ran past its head, IF set there */
+            int back = 0;
+            for (unsigned u = from + 1; u <= t; u++) {
+                int kb = dcase_insn_at(c, tr[u - 1]), err = 0;
+                lc_insn_info bi;
+                if (kb < 0 || !decode_at(c, kb, &bi) ||
+                    (bi.cflow != LC_CF_JMP_REL &&
+                     bi.cflow != LC_CF_JCC_REL &&
+                     bi.cflow != LC_CF_JMP_IND) || tr[u] > tr[u - 1])
+                    continue;
+                run_result *r = uc_get(x->u, &x->q, c, ver, u, &err);
+                if (err || !(r->rflags & LC_RFLAGS_IF))
+                    return -1;
+                back = 1;
+            }
+            if (back)
+                return (int)t;
+            break;
+        }
+    }
+    return -1;
 }
 
 /* The paper's control-flow methods (s6) on the executed path of a
@@ -1452,6 +1574,27 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
                  "(interpreted), the engine ran %u instructions", res->insns);
         snprintf(extra, sizeof extra, "(translated %u)", res->translated);
         report(x, c, k, e, ru, what, idx, extra);
+        return 0;
+    }
+    int ran_on = 0;
+    int late = irq_unasked(x, c, ver, k, &e->r->dev, ru, pre, n, &ran_on);
+    ru = uc_get(x->u, &x->q, c, ver, n, &err);
+    uint64_t late_la = late >= 0 && (unsigned)late < n ? ru->trace[late]
+                                                       : ru->rip;
+    if (late >= 0 && ran_on) {
+        snprintf(what, sizeof what, "told an interrupt is due before "
+                 "instruction #%u at 0x%llx (its earliest place), the run "
+                 "went on", late, (unsigned long long)late_la);
+        report(x, c, k, e, ru, what, idx, NULL);
+        return 0;
+    }
+    if (late >= 0) {
+        snprintf(what, sizeof what, "a loop went on without asking for an "
+                 "interrupt: instruction #%u at 0x%llx makes a stretch longer "
+                 "than the window (%u) with no irq_pending question, "
+                 "through a backward branch with IF set", late,
+                 (unsigned long long)late_la, lcx_window(&k->cfg));
+        report(x, c, k, e, ru, what, idx, NULL);
         return 0;
     }
     /* statistics */
@@ -2195,6 +2338,11 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->declined_refused,
                (unsigned long long)s->second_vcpu,
                (unsigned long long)s->concurrent);
+        printf("  interrupts: the longest stretch of a run without an "
+               "irq_pending question %llu window instructions, %llu runs "
+               "whose questions did not match the trace\n",
+               (unsigned long long)s->max_unasked,
+               (unsigned long long)s->asks_unmatched);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],

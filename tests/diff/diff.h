@@ -221,6 +221,8 @@ static inline int diff_mmio_refused(const diff_vmm *v, uint64_t gpa,
            gpa + size > v->refuse_mmio;
 }
 
+#define DIFF_ASK_MAX 128
+
 typedef struct dev_side {
     uint64_t   rng[4];    /* answer stream */
     unsigned   nlog;
@@ -242,6 +244,12 @@ typedef struct dev_side {
     uint64_t   tstray;
     uint8_t    tshadow[4096];
     diff_vmm   vmm;               /* engine side: merges and refusals */
+    /* Engine side: the linear RIP and RCX of every irq_pending()
+     * question, in order (nask counts past DIFF_ASK_MAX; cdiff.c,
+     * irq_unasked()) */
+    uint32_t   nask;
+    uint64_t   ask[DIFF_ASK_MAX];
+    uint64_t   ask_cx[DIFF_ASK_MAX];
 } dev_side;
 
 #define DIFF_NO_TRACE (~0ull)

@@ -138,12 +138,20 @@ static lc_cb_result diff_rdtsc(void *o, uint64_t *tsc)
 /* Interrupts, when the case has a key for them (diff_irq_due()): the
  * engine stops a run at a loop head there (LC_STOP_IRQ), or does not
  * chain into the next translation. Unicorn's side needs no model: it
- * runs as many instructions as the engine did. */
+ * runs as many instructions as the engine did. Every question is logged
+ * (dev_side.ask) for the latency check (cdiff.c, irq_unasked()). */
 static int diff_irq(void *o, const lc_cpu_state *s)
 {
     fvm *f = o;
+    dev_side *d = f->ctx;
+    uint64_t la = s->seg[LC_CS].base + s->rip;
 
-    return diff_irq_due(f->irq, s->seg[LC_CS].base + s->rip);
+    if (d->nask < DIFF_ASK_MAX) {
+        d->ask[d->nask] = la;
+        d->ask_cx[d->nask] = s->gpr[LC_RCX];
+    }
+    d->nask++;
+    return diff_irq_due(f->irq, la);
 }
 
 /* VMCALL: the fake VMM's hypercall on the registers (common.c). */
