@@ -1210,8 +1210,14 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
  * with no interrupt check, and if that one stops the first one is taken
  * back (`save`), so the run stops before both and the CPU opens the
  * shadow itself on resume. A shadow opening inside a shadow is left to
- * the CPU. A taken-back SS load leaves nothing in memory (load_sreg
- * leaves a descriptor whose accessed bit is clear to the CPU). */
+ * the CPU. An SS load whose shadow's instruction the run cannot make (a
+ * terminator, seen by a look; no budget left) stops before its
+ * descriptor walk, so it leaves nothing in memory (load_sreg() leaves a
+ * descriptor whose accessed bit is clear to the CPU). One whose next
+ * instruction stops while it runs (a fault, an access the VMM refuses)
+ * is taken back after that walk: the page tables keep the accessed bits
+ * it set, as they keep a refused access's (ops.h), bits the CPU sets
+ * again when it runs the load. */
 typedef struct shadow_save {
     uint64_t   rip, rflags, rsp;
     lc_segment ss;
@@ -1283,6 +1289,24 @@ undo:
     return LCR_STOP;
 }
 
+/* Is the instruction after this one (c->next), the one an SS load's
+ * shadow would run, a terminator or not an instruction? 0 also when the
+ * look cannot fetch it whole (shadow_run() then fetches it for real). */
+static int shadow_next_terminates(lcr_vcpu *v, const lcr_ectx *c)
+{
+    uint8_t buf[LC_INSN_MAX_LEN];
+    uint64_t gfn[2];
+    unsigned ngfn = 0;
+    lcd_insn next;
+    size_t n = lcr_fetch_look(v, c->next, buf, sizeof buf, gfn, &ngfn);
+
+    if (n == 0)
+        return 0;
+    if (lcd_decode(v->mode, buf, n, &next) != LC_OK)
+        return n == sizeof buf;     /* (else perhaps cut short) */
+    return next.info.exit_class == LC_CLASS_TERMINATOR;
+}
+
 /* MOV Sreg, r/m16 and MOV r/m, Sreg. A load reads its selector first, so
  * a memory source must be RAM (the descriptor checks can still fault);
  * loading SS opens the interrupt shadow. A store of a selector writes 16
@@ -1301,6 +1325,10 @@ static int load_sreg(lcr_vcpu *v, lcr_ectx *c, unsigned seg, uint16_t sel,
      * walk sets any accessed bit in the page tables */
     if (seg == LC_SS && v->insns + 2 > v->insn_budget)
         return stop(v, LC_STOP_BUDGET);
+    /* nor when that instruction is one the run cannot make (shadow_run()
+     * would take the load back), seen by a look that sets no bit either */
+    if (seg == LC_SS && shadow_next_terminates(v, c))
+        return stop(v, LC_STOP_TERMINATOR);
     if (lcr_sreg_prepare(v, seg, sel, &ld) < 0)
         return LCR_STOP;
     /* A load of SS may be taken back with its shadow's instruction

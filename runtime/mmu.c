@@ -1924,6 +1924,18 @@ size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
     return got;
 }
 
+size_t lcr_fetch_look(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
+                      uint64_t gfn[2], unsigned *ngfn)
+{
+    size_t got;
+
+    v->probe = 1;
+    got = lcr_fetch_at(v, rip, buf, max, gfn, ngfn);
+    v->probe = 0;
+    lcr_stop_forget(v);
+    return got;
+}
+
 unsigned lcr_fetch_page_off(const lcr_fetch_rec *rec)
 {
     uint64_t la = rec->mode == LC_MODE_LONG64 ? rec->rip

@@ -928,6 +928,9 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
 size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
                           size_t max, uint64_t gfn[2], unsigned *ngfn,
                           lcr_fetch_rec *rec);
+/* The same look without a record. */
+size_t lcr_fetch_look(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
+                      uint64_t gfn[2], unsigned *ngfn);
 
 /* Does a fetch of `len` bytes at `rip` in the current state still produce
  * `expect`, by the record alone? 1 if every recorded entry still holds

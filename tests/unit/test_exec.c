@@ -1916,6 +1916,42 @@ START_TEST(push_pop_sreg)
 }
 END_TEST
 
+/* An SS load whose shadow's instruction is a terminator stops before the
+ * load, before its descriptor walk sets an accessed bit in the page
+ * tables (the run would take the load back: runtime/exec.c,
+ * shadow_next_terminates()); lc-diff --mode pae --seed 11 --case 186
+ * before the fix, `mov ss, dx; mov cr4, ebx`, the GDT page's entry left
+ * accessed. With a gap filler after it, the load runs and sets it. */
+START_TEST(ss_load_before_terminator_sets_no_accessed_bit)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
+    uint64_t pde, pde0;
+    const uint64_t pd = 0x3000 + (0x200000 >> 21) * 8;  /* maps 2..4 MiB */
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);
+    gdt_setup(&f, &s);
+    memcpy(f.ram + 0x200000, f.ram + 0x8000, 0x100);    /* the GDT there */
+    s.gdtr.base = 0x200000;
+    s.rip = 0x7000;
+    s.gpr[LC_RAX] = 0x10;
+    memcpy(&pde0, f.ram + pd, 8);
+    ck_assert_uint_eq(pde0 & 0x60, 0);
+    memcpy(f.ram + 0x7000, "\x8e\xd0\x0f\x22\xc0", 5); /* mov ss; mov cr0 */
+    step_stops(&f, &s, LC_STOP_TERMINATOR, __LINE__);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde, pde0);
+    memcpy(f.ram + 0x7000, "\x8e\xd0\x90", 3);        /* mov ss; nop */
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_uint_eq(v.insns, 2);
+    ck_assert_uint_eq(s.rip, 0x7003);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde & 0x20, 0x20);
+    fvm_fini(&f);
+}
+END_TEST
+
 /* The run loop's inline forms (lcr_exec_inline: MOV to and from RAM, near
  * CALL and RET, PUSH and POP, IN and OUT; the function lcr_inline_ram_fn()
  * gives for one of them but IN and OUT, called directly without the
@@ -2235,6 +2271,7 @@ static Suite *exec_suite(void)
     tcase_add_test(t, segment_loads);
     tcase_add_test(t, segment_load_compat_gdt_above_4g);
     tcase_add_test(t, push_pop_sreg);
+    tcase_add_test(t, ss_load_before_terminator_sets_no_accessed_bit);
     tcase_add_test(t, inline_segment_summary_forgotten);
     tcase_add_loop_test(t, inline_forms_match_dispatcher, 0,
                         (int)(sizeof inline_cases / sizeof inline_cases[0]));
