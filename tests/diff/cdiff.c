@@ -780,6 +780,8 @@ typedef struct cstats {
                                       * (irq_unasked()) */
     uint64_t asks_unmatched;         /* runs whose questions did not match
                                       * Unicorn's trace */
+    uint64_t shadow_pairs;           /* STI, MOV SS or POP SS run with the
+                                      * next instruction in agreed runs */
     uint64_t refused_cases;          /* cases with a refused port */
     uint64_t refused_stops;          /* runs stopped right before one */
     uint64_t declined_refused;       /* first instruction's refused */
@@ -1253,7 +1255,12 @@ static unsigned static_extent(const dcase *c, const lc_config *f,
             break;
         }
     }
-    return last + 1 < f->insn_budget ? last + 1 : f->insn_budget;
+    if (last + 1 <= f->insn_budget)
+        return last + 1;
+    /* the budget cuts the run: never between an instruction opening a
+     * shadow and the next, which need two of it together */
+    return f->insn_budget >= 1 && opens_shadow(c, (int)f->insn_budget - 1)
+           ? f->insn_budget - 1 : f->insn_budget;
 }
 
 /* Did the run end by falling through its last instruction (rather than a
@@ -1596,6 +1603,28 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
                  (unsigned long long)late_la, lcx_window(&k->cfg));
         report(x, c, k, e, ru, what, idx, NULL);
         return 0;
+    }
+    /* The interrupt shadow (SDM vol. 3 6.8.3): a run never ends between
+     * an instruction that opens one and the next (shadow_run() in
+     * runtime/exec.c runs the two together or takes the opener back), so
+     * the guest never takes a due interrupt between them on resume. */
+    for (unsigned t = pre; t < n && t < TRACE_MAX; t++) {
+        int ks = dcase_insn_at(c, ru->trace[t]);
+        if (ks < 0 || !opens_shadow(c, ks))
+            continue;
+        if (t + 1 < n) {
+            x->s.shadow_pairs++;    /* run with the next */
+            continue;
+        }
+        run_result *rb = uc_get(x->u, &x->q, c, ver, t, &err);
+        int open = !err && shadow_opened(c, ks, rb->rflags);
+        ru = uc_get(x->u, &x->q, c, ver, n, &err);
+        if (open) {
+            snprintf(what, sizeof what, "the run ended right after "
+                     "instruction #%u, which opens an interrupt shadow", t);
+            report(x, c, k, e, ru, what, idx, NULL);
+            return 0;
+        }
     }
     /* statistics */
     if (res->translated)
@@ -2340,9 +2369,11 @@ int cdiff_main(const cdiff_opts *o)
                (unsigned long long)s->concurrent);
         printf("  interrupts: the longest stretch of a run without an "
                "irq_pending question %llu window instructions, %llu runs "
-               "whose questions did not match the trace\n",
+               "whose questions did not match the trace; %llu STI, MOV SS "
+               "or POP SS run with the next instruction\n",
                (unsigned long long)s->max_unasked,
-               (unsigned long long)s->asks_unmatched);
+               (unsigned long long)s->asks_unmatched,
+               (unsigned long long)s->shadow_pairs);
         printf("  runs per cflow none/m1/m2/m3: %llu/%llu/%llu/%llu; stops:",
                (unsigned long long)s->cflow_runs[0],
                (unsigned long long)s->cflow_runs[1],

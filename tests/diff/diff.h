@@ -93,6 +93,12 @@ typedef struct gen_insn {
                            * stops before it, the VMM emulates it on the
                            * exit (rt_side.c) */
 #define GI_SMC_DATA 0x40u /* ... never onto code bytes (data beside code) */
+#define GI_SHADOW_STOP 0x80u /* STI, MOV SS or POP SS right before a
+                           * GI_STOP instruction: where it opens an
+                           * interrupt shadow (STI with IF clear) the
+                           * library takes it back, as the CPU runs the
+                           * two together (runtime/exec.c, shadow_run()),
+                           * and both sides end the run before it */
 
 #define GEN_MAX_INSNS 96
 

@@ -1585,13 +1585,19 @@ static int t_bt(gctx *g)
     return emit_m(g, &rq, ops[k].op, um ? &ms : NULL) < 0 ? -1 : 0;
 }
 
+static int t_hlt(gctx *g);
+static int t_movcr(gctx *g);
+
 /* The instruction after one that opens an interrupt shadow (STI, MOV SS,
- * POP SS): always there, so that no shadow reaches the end of the code. */
+ * POP SS; emitted right before): always there, so that no shadow reaches
+ * the end of the code. A gap filler, a HLT (run in the shadow, `sti;
+ * hlt`), or a MOV CR the library declines, before which it takes the
+ * opener back (GI_SHADOW_STOP). */
 static int emit_successor(gctx *g)
 {
     ZydisEncoderRequest rq;
 
-    switch (rn(g, 3)) {
+    switch (rn(g, 5)) {
     case 0:
         req_init(&rq, ZYDIS_MNEMONIC_NOP);
         return emit(g, &rq, LC_OP_NOP) < 0 ? -1 : 0;
@@ -1599,6 +1605,16 @@ static int emit_successor(gctx *g)
         req_init(&rq, ZYDIS_MNEMONIC_INC);
         op_reg(&rq, dst_reg(g, 32));
         return emit(g, &rq, LC_OP_INC) < 0 ? -1 : 0;
+    case 2:
+        return t_hlt(g);
+    case 3: {
+        /* (the opener is the instruction emitted last) */
+        gen_insn *o = &g->c->insn[g->c->ninsns - 1];
+        if (t_movcr(g) < 0)
+            return -1;
+        o->flags |= GI_SHADOW_STOP;
+        return 0;
+    }
     default:
         return t_mov(g);
     }

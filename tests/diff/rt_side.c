@@ -113,9 +113,10 @@ int rts_run(const dcase *c, run_result *r, unsigned max_insns)
             continue;
         }
         int k = dcase_insn_at(c, la);
-        if (k >= 0 && (c->insn[k].flags & GI_STOP)) {
-            /* the decline the case expects: Unicorn's side ends here
-             * too, and everything up to here must agree */
+        if (k >= 0 && (c->insn[k].flags & (GI_STOP | GI_SHADOW_STOP))) {
+            /* the decline the case expects (or, GI_SHADOW_STOP, the
+             * shadow over it): Unicorn's side ends here too, and
+             * everything up to here must agree */
             r->ntrace--;
             r->ok = 1;
             break;

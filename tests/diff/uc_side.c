@@ -192,6 +192,17 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
             uc_emu_stop(uc);
             return;
         }
+        if (k >= 0 && (u->c->insn[k].flags & GI_SHADOW_STOP)) {
+            /* it opens an interrupt shadow over the declined one (STI
+             * only with IF clear): the library takes both back */
+            uint64_t fl = 0;
+            uc_reg_read(uc, UC_X86_REG_EFLAGS, &fl);
+            if (u->c->insn[k].op != LC_OP_STI || !(fl & LC_RFLAGS_IF)) {
+                u->xstop = 1;
+                uc_emu_stop(uc);
+                return;
+            }
+        }
         if (k >= 0 && u->c->insn[k].op == LC_OP_HLT) {
             /* QEMU completes the HLT and leaves uc_emu_start with RIP
              * past it (EXCP_HLT); the fake VMM logs it as the runtime's
