@@ -1211,9 +1211,10 @@ static int ex_vmcall(lcr_vcpu *v, lcr_ectx *c)
  * back (`save`), so the run stops before both and the CPU opens the
  * shadow itself on resume. A shadow opening inside a shadow is left to
  * the CPU. An SS load whose shadow's instruction the run cannot make (a
- * terminator, seen by a look; no budget left) stops before its
- * descriptor walk, so it leaves nothing in memory (load_sreg() leaves a
- * descriptor whose accessed bit is clear to the CPU). One whose next
+ * terminator, seen by a look; no budget left) stops before it reads
+ * anything (ss_load_check()), so it leaves nothing in memory
+ * (load_sreg() leaves a descriptor whose accessed bit is clear to the
+ * CPU). One whose next
  * instruction stops while it runs (a fault, an access the VMM refuses)
  * is taken back after that walk: the page tables keep the accessed bits
  * it set, as they keep a refused access's (ops.h), bits the CPU sets
@@ -1289,22 +1290,35 @@ undo:
     return LCR_STOP;
 }
 
-/* Is the instruction after this one (c->next), the one an SS load's
- * shadow would run, a terminator or not an instruction? 0 also when the
- * look cannot fetch it whole (shadow_run() then fetches it for real). */
-static int shadow_next_terminates(lcr_vcpu *v, const lcr_ectx *c)
+/* An SS load (MOV SS, POP SS) opens the interrupt shadow: the next
+ * instruction runs with it (shadow_run()), or the load is taken back.
+ * Before the load reads anything (its source, its descriptor: their
+ * walks set accessed bits), stop where the outcome is known already:
+ * inside a shadow (left to the CPU), no budget for both, or a next
+ * instruction (c->next) the run cannot make, a terminator or no
+ * instruction at all, seen by a look that sets no bit. A next
+ * instruction the look cannot fetch whole is shadow_run()'s to fetch.
+ * LCR_DONE to go on. */
+static int ss_load_check(lcr_vcpu *v, const lcr_ectx *c)
 {
     uint8_t buf[LC_INSN_MAX_LEN];
     uint64_t gfn[2];
     unsigned ngfn = 0;
     lcd_insn next;
-    size_t n = lcr_fetch_look(v, c->next, buf, sizeof buf, gfn, &ngfn);
+    size_t n;
 
+    if (v->in_shadow)
+        return stop(v, LC_STOP_TERMINATOR);
+    if (v->insns + 2 > v->insn_budget)
+        return stop(v, LC_STOP_BUDGET);
+    n = lcr_fetch_look_rec(v, c->next, buf, sizeof buf, gfn, &ngfn, NULL);
     if (n == 0)
-        return 0;
+        return LCR_DONE;
     if (lcd_decode(v->mode, buf, n, &next) != LC_OK)
-        return n == sizeof buf;     /* (else perhaps cut short) */
-    return next.info.exit_class == LC_CLASS_TERMINATOR;
+        /* (cut short, it may be one) */
+        return n == sizeof buf ? stop(v, LC_STOP_TERMINATOR) : LCR_DONE;
+    return next.info.exit_class == LC_CLASS_TERMINATOR
+           ? stop(v, LC_STOP_TERMINATOR) : LCR_DONE;
 }
 
 /* MOV Sreg, r/m16 and MOV r/m, Sreg. A load reads its selector first, so
@@ -1319,16 +1333,7 @@ static int load_sreg(lcr_vcpu *v, lcr_ectx *c, unsigned seg, uint16_t sel,
     shadow_save sv = { 0 };   /* set before shadow_run() reads it; the
                                 * compiler cannot see the SS guard */
 
-    if (seg == LC_SS && v->in_shadow)
-        return stop(v, LC_STOP_TERMINATOR);
-    /* no budget for the shadow's instruction: stop before the descriptor
-     * walk sets any accessed bit in the page tables */
-    if (seg == LC_SS && v->insns + 2 > v->insn_budget)
-        return stop(v, LC_STOP_BUDGET);
-    /* nor when that instruction is one the run cannot make (shadow_run()
-     * would take the load back), seen by a look that sets no bit either */
-    if (seg == LC_SS && shadow_next_terminates(v, c))
-        return stop(v, LC_STOP_TERMINATOR);
+    /* (for SS its callers made ss_load_check()) */
     if (lcr_sreg_prepare(v, seg, sel, &ld) < 0)
         return LCR_STOP;
     /* A load of SS may be taken back with its shadow's instruction
@@ -1356,6 +1361,9 @@ static int ex_mov_sreg(lcr_vcpu *v, lcr_ectx *c)
     uint64_t a = 0;
 
     if (d->kind == LCD_OPND_REG && d->reg.cls == LCD_REG_SEG) {
+        int r = d->reg.num == LC_SS ? ss_load_check(v, c) : LCR_DONE;
+        if (r != LCR_DONE)
+            return r;
         if (src->kind == LCD_OPND_MEM) {
             if (operand_xlat(v, c, lcr_eff_addr(v, in, v->st->rip, 0), 2,
                              LCR_ACC_READ | LCR_ACC_PLAIN) < 0)
@@ -1422,7 +1430,10 @@ static int ex_pop_sreg(lcr_vcpu *v, lcr_ectx *c)
     unsigned sb = lcr_stack_bytes(v), n = in->info.operand_bits / 8;
     uint64_t sp = v->st->gpr[LC_RSP] & lcr_mask(sb), a;
     lcr_xlat sx;
+    int r = in->opnd[0].reg.num == LC_SS ? ss_load_check(v, c) : LCR_DONE;
 
+    if (r != LCR_DONE)
+        return r;
     if (lcr_mem_xlat(v, LC_SS, sp, n, LCR_ACC_READ | LCR_ACC_PLAIN, &sx) < 0)
         return LCR_STOP;
     if (lcr_xread(v, &sx, &a))

@@ -1918,19 +1918,8 @@ size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
     size_t got;
 
     v->probe = 1;
-    got = lcr_fetch_at_rec(v, rip, buf, max, gfn, ngfn, rec);
-    v->probe = 0;
-    lcr_stop_forget(v);
-    return got;
-}
-
-size_t lcr_fetch_look(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
-                      uint64_t gfn[2], unsigned *ngfn)
-{
-    size_t got;
-
-    v->probe = 1;
-    got = lcr_fetch_at(v, rip, buf, max, gfn, ngfn);
+    got = rec ? lcr_fetch_at_rec(v, rip, buf, max, gfn, ngfn, rec)
+              : lcr_fetch_at(v, rip, buf, max, gfn, ngfn);
     v->probe = 0;
     lcr_stop_forget(v);
     return got;

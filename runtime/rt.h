@@ -924,13 +924,11 @@ size_t lcr_fetch_at_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
 /* lcr_fetch_at_rec() of code the run may never reach (a callee, a
  * predicted return site: translator/calls.c, libcluster/coherency.c): a
  * look, which sets no accessed bit (a page whose bits are still clear is
- * not fetched from) and reports nothing, a fault included. */
+ * not fetched from) and reports nothing, a fault included. `rec` may be
+ * NULL (no record: runtime/exec.c, ss_load_check()). */
 size_t lcr_fetch_look_rec(lcr_vcpu *v, uint64_t rip, uint8_t *buf,
                           size_t max, uint64_t gfn[2], unsigned *ngfn,
                           lcr_fetch_rec *rec);
-/* The same look without a record. */
-size_t lcr_fetch_look(lcr_vcpu *v, uint64_t rip, uint8_t *buf, size_t max,
-                      uint64_t gfn[2], unsigned *ngfn);
 
 /* Does a fetch of `len` bytes at `rip` in the current state still produce
  * `expect`, by the record alone? 1 if every recorded entry still holds

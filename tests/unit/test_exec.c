@@ -1917,11 +1917,12 @@ START_TEST(push_pop_sreg)
 END_TEST
 
 /* An SS load whose shadow's instruction is a terminator stops before the
- * load, before its descriptor walk sets an accessed bit in the page
- * tables (the run would take the load back: runtime/exec.c,
- * shadow_next_terminates()); lc-diff --mode pae --seed 11 --case 186
- * before the fix, `mov ss, dx; mov cr4, ebx`, the GDT page's entry left
- * accessed. With a gap filler after it, the load runs and sets it. */
+ * load reads anything, before its descriptor walk or its source's sets
+ * an accessed bit in the page tables (the run would take the load back:
+ * runtime/exec.c, ss_load_check()); lc-diff --mode pae --seed 11 --case
+ * 186 before the fix, `mov ss, dx; mov cr4, ebx`, the GDT page's entry
+ * left accessed. With a gap filler after it, the load runs and sets it.
+ * And a load from memory, whose source's page is not accessed yet. */
 START_TEST(ss_load_before_terminator_sets_no_accessed_bit)
 {
     fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
@@ -1945,6 +1946,23 @@ START_TEST(ss_load_before_terminator_sets_no_accessed_bit)
     begin(&v, &f, &s);
     ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
     ck_assert_uint_eq(v.insns, 2);
+    ck_assert_uint_eq(s.rip, 0x7003);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde & 0x20, 0x20);
+    /* mov ss, [rbx]; mov cr0: the GDT back low, the source in 2..4 MiB,
+     * read before the descriptor */
+    memcpy(f.ram + pd, &pde0, 8);
+    s.gdtr.base = 0x8000;
+    s.rip = 0x7000;
+    s.gpr[LC_RBX] = 0x200800;
+    memcpy(f.ram + 0x200800, "\x10\0", 2);
+    memcpy(f.ram + 0x7000, "\x8e\x13\x0f\x22\xc0", 5);
+    step_stops(&f, &s, LC_STOP_TERMINATOR, __LINE__);
+    memcpy(&pde, f.ram + pd, 8);
+    ck_assert_uint_eq(pde, pde0);
+    memcpy(f.ram + 0x7000, "\x8e\x13\x90", 3);   /* mov ss, [rbx]; nop */
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
     ck_assert_uint_eq(s.rip, 0x7003);
     memcpy(&pde, f.ram + pd, 8);
     ck_assert_uint_eq(pde & 0x20, 0x20);
