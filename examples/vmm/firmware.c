@@ -37,37 +37,98 @@ const char *vmm_fw_check_bios(const uint8_t *img, size_t size)
     return NULL;
 }
 
-/* A PCI option ROM (PCI Firmware Specification 3.0, section 5.1): 55 AA,
- * the length in 512-byte units at 2, the PCI data structure ("PCIR") at
- * the offset at 0x18 with the vendor and device it drives. */
-const char *vmm_fw_check_rom(const uint8_t *img, size_t size,
-                             uint16_t vendor, uint16_t device)
-{
-    uint16_t pcir, v, d;
-    uint8_t sum = 0;
+/* One image of a PCI option ROM (PCI Firmware Specification 3.0, section
+ * 5.1): 55 AA, the length in 512-byte units at 2, the PCI data structure
+ * ("PCIR") at the offset at 0x18 with the vendor and device it drives, the
+ * image's length (0x10, 512-byte units), its code type (0x14: 0 for an
+ * x86 BIOS image, 3 for EFI) and the last-image indicator (0x15, bit 7).
+ * NULL, or why the image at `off` is not one. */
+typedef struct rom_image {
+    size_t len;                 /* the whole image, the chain's step */
+    size_t hdr_len;             /* the header's length: what firmware runs */
+    uint16_t vendor, device;
+    uint8_t code_type;
+    bool last;
+} rom_image;
 
-    if (size < 512 || size > FW_ROM_MAX)
-        return "size outside 512 bytes..128 KiB";
-    if (img[0] != 0x55 || img[1] != 0xaa)
+static const char *rom_image_at(const uint8_t *img, size_t size, size_t off,
+                                rom_image *ri)
+{
+    const uint8_t *p = img + off;
+    size_t room = size - off;
+    uint16_t pcir, ilen;
+
+    if (room < 0x1a || p[0] != 0x55 || p[1] != 0xaa)
         return "no 55 AA signature (not an option ROM)";
-    if ((size_t)img[2] * 512 > size)
+    ri->hdr_len = (size_t)p[2] * 512;
+    if (ri->hdr_len > room)
         return "truncated (shorter than its header's length)";
-    if (img[2] == 0)
+    if (p[2] == 0)
         return "its header gives length 0";
-    memcpy(&pcir, &img[0x18], 2);
-    if ((size_t)pcir + 24 > size || memcmp(&img[pcir], "PCIR", 4))
+    memcpy(&pcir, &p[0x18], 2);
+    if ((size_t)pcir + 24 > room || memcmp(&p[pcir], "PCIR", 4))
         return "no PCI data structure";
-    memcpy(&v, &img[pcir + 4], 2);
-    memcpy(&d, &img[pcir + 6], 2);
-    if ((vendor && v != vendor) || (device && d != device))
-        return "it is for another PCI device";
-    /* the bytes of its length sum to 0 mod 256: SeaBIOS skips a ROM that
-     * does not (its etc/optionroms-checksum, which lcvmm leaves at 1) */
-    for (size_t i = 0; i < (size_t)img[2] * 512; i++)
-        sum = (uint8_t)(sum + img[i]);
-    if (sum)
-        return "bad checksum (its bytes do not sum to 0; firmware would "
-               "skip it)";
+    memcpy(&ri->vendor, &p[pcir + 4], 2);
+    memcpy(&ri->device, &p[pcir + 6], 2);
+    memcpy(&ilen, &p[pcir + 0x10], 2);
+    ri->code_type = p[pcir + 0x14];
+    ri->last = (p[pcir + 0x15] & 0x80) != 0;
+    /* an image length of 0 (older ROMs leave it so): the header's, and no
+     * image after it */
+    ri->len = ilen ? (size_t)ilen * 512 : ri->hdr_len;
+    if (!ilen)
+        ri->last = true;
+    if (ri->len > room)
+        return "truncated (an image runs past the end of the file)";
+    if (ri->len < ri->hdr_len)
+        return "an image is shorter than its header's length";
+    return NULL;
+}
+
+/* A PCI option ROM: a chain of images (an x86 BIOS image and an EFI one in
+ * ipxe-qemu's efi-*.rom, QEMU's default ROMs), walked from the start to the
+ * image marked last or the end of the file. The x86 image for the device
+ * (`vendor`/`device`, 0: any) is the one firmware runs: its header's bytes
+ * must sum to 0 mod 256 (SeaBIOS skips a ROM whose do not: its
+ * etc/optionroms-checksum, which lcvmm leaves at 1) and it must fit the
+ * option ROM area. Its offset and length in *off and *len. */
+const char *vmm_fw_check_rom(const uint8_t *img, size_t size,
+                             uint16_t vendor, uint16_t device,
+                             size_t *off, size_t *len)
+{
+    const char *why, *missing = "no x86 BIOS image (code type 0) in its "
+                                "image chain";
+    size_t at = 0;
+    rom_image ri;
+
+    if (size < 512 || size > FW_ROM_FILE_MAX)
+        return "size outside 512 bytes..16 MiB";
+    for (;;) {
+        if ((why = rom_image_at(img, size, at, &ri)))
+            return why;
+        if (ri.code_type == 0) {
+            if ((!vendor || ri.vendor == vendor) &&
+                (!device || ri.device == device))
+                break;
+            missing = "it is for another PCI device";
+        }
+        at += ri.len;
+        if (ri.last || at >= size)
+            return missing;
+    }
+    if (ri.len > FW_ROM_MAX)
+        return "its x86 image is larger than the 128 KiB option ROM area";
+    {
+        uint8_t sum = 0;
+
+        for (size_t i = 0; i < ri.hdr_len; i++)
+            sum = (uint8_t)(sum + img[at + i]);
+        if (sum)
+            return "bad checksum (its bytes do not sum to 0; firmware would "
+                   "skip it)";
+    }
+    *off = at;
+    *len = ri.len;
     return NULL;
 }
 
@@ -124,7 +185,7 @@ int vmm_fw_load(vmm *vm, char *err, size_t errlen)
                  IPXE_ROM_DIR "/pxe-%s.rom", nic_model_name(vm->opt.nic));
         fw->rom_path = fw->rom_default;
     }
-    fw->rom = vmm_read_file(fw->rom_path, 512, FW_ROM_MAX, "an option ROM",
+    fw->rom = vmm_read_file(fw->rom_path, 512, FW_ROM_FILE_MAX, "an option ROM",
                             true, &fw->rom_size, err, errlen);
     if (!fw->rom) {
         if (!vm->opt.rom && errno == ENOENT) {
@@ -135,7 +196,8 @@ int vmm_fw_load(vmm *vm, char *err, size_t errlen)
         return -1;
     }
     if ((why = vmm_fw_check_rom(fw->rom, fw->rom_size, id.vendor,
-                                id.device))) {
+                                id.device, &fw->rom_x86_off,
+                                &fw->rom_x86_len))) {
         snprintf(err, errlen, "%s: %s (the %s is %04x:%04x)", fw->rom_path,
                  why, nic_model_name(vm->opt.nic), id.vendor, id.device);
         return -1;

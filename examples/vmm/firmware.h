@@ -30,7 +30,8 @@ typedef struct vmm vmm;
 
 #define FW_BIOS_MIN   (128u << 10)      /* the 128 KiB at 0xE0000 */
 #define FW_BIOS_MAX   (16u << 20)       /* 0xFF000000..4 GiB */
-#define FW_ROM_MAX    (128u << 10)      /* an option ROM in 0xC0000-0xDFFFF */
+#define FW_ROM_MAX    (128u << 10)      /* an x86 image in 0xC0000-0xDFFFF */
+#define FW_ROM_FILE_MAX (16u << 20)     /* a ROM BAR's largest */
 #define FW_SHADOW_BASE 0xC0000u
 #define FW_ISA_BIOS    0xE0000u
 #define FW_PAM_SEGS   13                /* 12 x 16 KiB + 64 KiB */
@@ -69,6 +70,7 @@ typedef struct vmm_fw {
     size_t bios_size;
     uint8_t *rom;               /* the NIC's option ROM, or NULL */
     size_t rom_size;
+    size_t rom_x86_off, rom_x86_len;    /* its x86 BIOS image */
     const char *rom_path;       /* --rom's, or rom_default */
     char rom_default[64];       /* the iPXE ROM for the NIC */
     uint8_t pam[FW_PAM_REGS];   /* PAM0..PAM6 as the guest wrote them */
@@ -93,10 +95,12 @@ int  vmm_fw_load(vmm *vm, char *err, size_t errlen);
 void vmm_fw_free(vmm *vm);
 
 /* Validate images in memory (also the unit tests' entry): NULL if fine,
- * else why not. `vendor`/`device`: the NIC's PCI identity (0: any). */
+ * else why not. `vendor`/`device`: the NIC's PCI identity (0: any); a
+ * ROM's x86 BIOS image, the one firmware runs, at *off, *len bytes. */
 const char *vmm_fw_check_bios(const uint8_t *img, size_t size);
 const char *vmm_fw_check_rom(const uint8_t *img, size_t size,
-                             uint16_t vendor, uint16_t device);
+                             uint16_t vendor, uint16_t device,
+                             size_t *off, size_t *len);
 
 /* A system reset (--reboot), after the back end's VM is gone: no slot
  * setter until the next install (whose PAM state is the reset one), the

@@ -125,7 +125,12 @@ static int fw_cfg_fill(vmm *vm, fw_cfg_dev *d)
         if (vm->opt.rom_bar) {      /* behind the NIC's ROM BAR instead */
             rc |= vmm_fw_rom_bar_setup(vm);
         } else {
-            rc |= fw_cfg_add_file(f, name, vm->fw->rom, vm->fw->rom_size);
+            /* its x86 image alone: SeaBIOS copies a file of genroms
+             * whole into the option ROM area, where a chain with an EFI
+             * image (efi-*.rom) would not fit; behind the BAR it walks
+             * the chain itself */
+            rc |= fw_cfg_add_file(f, name, vm->fw->rom + vm->fw->rom_x86_off,
+                                  vm->fw->rom_x86_len);
             d->rom_key = fw_cfg_find_file(f, name);
         }
     }

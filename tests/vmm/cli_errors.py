@@ -182,11 +182,14 @@ def fake_bios(size=128 << 10, jump=True):
 
 
 def fake_rom(vendor=0x1022, device=0x2000, blocks=8, size=4096,
-             checksum=True):
+             checksum=True, image_blocks=0, code_type=0, last=0):
     b = bytearray(size)
     b[0:3] = bytes([0x55, 0xaa, blocks])
     b[0x18:0x1a] = struct.pack('<H', 0x40)
     b[0x40:0x48] = b'PCIR' + struct.pack('<HH', vendor, device)
+    # the PCI data structure's image length, code type, last-image bit
+    b[0x50:0x52] = struct.pack('<H', image_blocks)
+    b[0x54:0x56] = bytes([code_type, last])
     n = min(blocks * 512, size)
     if checksum:                        # the last byte makes the sum 0
         b[n - 1] = (-sum(b[:n - 1])) & 0xff
@@ -210,8 +213,17 @@ FW_CASES = [
     ('rom missing', fake_bios(), 'absent', [], 'No such file'),
     ('rom not a ROM', fake_bios(), bytes(4096), [], 'no 55 AA signature'),
     ('rom truncated', fake_bios(), fake_rom(blocks=100), [], 'truncated'),
-    ('rom oversized', fake_bios(), fake_rom(size=200 << 10), [],
+    ('rom oversized', fake_bios(), fake_rom(size=(16 << 20) + 4096), [],
      'an option ROM has'),
+    ('rom x86 image larger than the ROM area', fake_bios(),
+     fake_rom(blocks=255, image_blocks=400, size=400 * 512, last=0x80), [],
+     'larger than the 128 KiB option ROM area'),
+    ('rom chain without an x86 image', fake_bios(),
+     fake_rom(code_type=3, image_blocks=8, last=0x80), [],
+     'no x86 BIOS image'),
+    ('rom chain running past its end', fake_bios(),
+     fake_rom(code_type=3, image_blocks=8, size=8192), [],
+     'no 55 AA signature'),
     ('rom for another NIC', fake_bios(), fake_rom(0x8086, 0x100e), [],
      'for another PCI device'),
     ('rom without a NIC', fake_bios(), fake_rom(), ['--nic', 'none'],

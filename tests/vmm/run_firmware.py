@@ -236,6 +236,9 @@ def main():
     if not os.path.exists(args.bios):
         skip(f'{args.bios} missing (Debian package seabios)')
     rom = os.path.join(ROM_DIR, f'pxe-{args.nic}.rom')
+    for a in args.extra_arg:            # a --rom=FILE of its own
+        if a.startswith('--rom='):
+            rom = a[len('--rom='):]
     if not os.path.exists(rom):
         skip(f'{rom} missing (Debian package ipxe-qemu)')
     if args.server == 'dnsmasq':

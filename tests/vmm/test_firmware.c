@@ -436,9 +436,39 @@ END_TEST
 
 /* ---- images ------------------------------------------------------------- */
 
+#define ROM(i, n, v, d) vmm_fw_check_rom((i), (n), (v), (d), &off, &len)
+
+/* The bytes of a ROM image's header length sum to 0. */
+static void rom_sum(uint8_t *img, size_t n)
+{
+    uint8_t sum = 0;
+
+    for (size_t i = 0; i + 1 < n; i++)
+        sum = (uint8_t)(sum + img[i]);
+    img[n - 1] = (uint8_t)-sum;
+}
+
+/* An image at img: `hdr` 512-byte blocks in its header, `blocks` in its
+ * PCI data structure, checksummed. */
+static void rom_image(uint8_t *img, unsigned hdr, unsigned blocks,
+                      uint16_t vendor, uint16_t device, uint8_t type,
+                      uint8_t indicator)
+{
+    img[0] = 0x55; img[1] = 0xaa; img[2] = (uint8_t)hdr;
+    img[0x18] = 0x40; img[0x19] = 0;
+    memcpy(img + 0x40, "PCIR", 4);
+    memcpy(img + 0x44, &vendor, 2);
+    memcpy(img + 0x46, &device, 2);
+    img[0x50] = (uint8_t)blocks; img[0x51] = (uint8_t)(blocks >> 8);
+    img[0x54] = type;
+    img[0x55] = indicator;
+    rom_sum(img, (size_t)hdr * 512);
+}
+
 START_TEST(image_checks)
 {
     static uint8_t img[256 << 10];
+    size_t off = 1, len = 1;
 
     memset(img, 0, sizeof img);
     ck_assert_ptr_nonnull(vmm_fw_check_bios(img, 128 << 10));  /* no jump */
@@ -447,27 +477,81 @@ START_TEST(image_checks)
     ck_assert_ptr_nonnull(vmm_fw_check_bios(img, 64 << 10));   /* small */
     ck_assert_ptr_nonnull(vmm_fw_check_bios(img, (128 << 10) + 16));
     memset(img, 0, sizeof img);
-    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));  /* no 55AA */
+    ck_assert_ptr_nonnull(ROM(img, 4096, 0, 0));                /* no 55AA */
     img[0] = 0x55; img[1] = 0xaa; img[2] = 100;
-    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));  /* truncated */
+    ck_assert_ptr_nonnull(ROM(img, 4096, 0, 0));                /* truncated */
     img[2] = 8;
     img[0x18] = 0x40;
-    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));  /* no PCIR */
+    ck_assert_ptr_nonnull(ROM(img, 4096, 0, 0));                /* no PCIR */
     memcpy(img + 0x40, "PCIR\x22\x10\x00\x20", 8);
-    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0x1022, 0x2000));
-    {   /* the checksum: its 4096 bytes sum to 0 */
-        uint8_t sum = 0;
-        for (unsigned i = 0; i < 4095; i++)
-            sum = (uint8_t)(sum + img[i]);
-        img[4095] = (uint8_t)-sum;
-    }
-    ck_assert_ptr_null(vmm_fw_check_rom(img, 4096, 0x1022, 0x2000));
-    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0x8086, 0x100e));
+    ck_assert_ptr_nonnull(ROM(img, 4096, 0x1022, 0x2000));      /* sum */
+    rom_sum(img, 4096);
+    ck_assert_ptr_null(ROM(img, 4096, 0x1022, 0x2000));
+    ck_assert_uint_eq(off, 0);                  /* image length 0: the header's */
+    ck_assert_uint_eq(len, 4096);
+    ck_assert_ptr_nonnull(ROM(img, 4096, 0x8086, 0x100e));
     img[0x18] = 0xf0; img[0x19] = 0xff;                         /* far */
-    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 4096, 0, 0));
-    ck_assert_ptr_nonnull(vmm_fw_check_rom(img, 256 << 10, 0, 0));
+    ck_assert_ptr_nonnull(ROM(img, 4096, 0, 0));
+    ck_assert_ptr_nonnull(ROM(img, 256 << 10, 0, 0));
+    ck_assert_ptr_nonnull(ROM(img, (16u << 20) + 512, 0, 0));  /* too big */
 }
 END_TEST
+
+/* An image chain (PCI Firmware Specification 3.0, 5.1): the x86 image is
+ * found wherever it lies, the walk ends at the image marked last and never
+ * reads past the file. */
+START_TEST(rom_image_chain)
+{
+    static uint8_t img[512 << 10];
+    size_t off = 1, len = 1;
+
+    memset(img, 0, sizeof img);
+    /* an EFI image (code type 3) of 8 KiB, then an x86 one of 4 KiB */
+    rom_image(img, 16, 16, 0x8086, 0x100e, 3, 0);
+    rom_image(img + 8192, 8, 8, 0x8086, 0x100e, 0, 0x80);
+    ck_assert_ptr_null(ROM(img, 12288, 0x8086, 0x100e));
+    ck_assert_uint_eq(off, 8192);
+    ck_assert_uint_eq(len, 4096);
+    /* the x86 image for another device: named as such */
+    ck_assert_str_eq(ROM(img, 12288, 0x1022, 0x2000),
+                     "it is for another PCI device");
+    /* the x86 image past the one marked last: not found */
+    img[0x40 + 0x15] = 0x80;
+    ck_assert_ptr_nonnull(strstr(ROM(img, 12288, 0x8086, 0x100e),
+                                 "no x86 BIOS image"));
+    img[0x40 + 0x15] = 0;
+    /* the chain running past the end of the file */
+    ck_assert_ptr_nonnull(strstr(ROM(img, 12288 - 512, 0x8086, 0x100e),
+                                 "truncated"));
+    /* a next image without a signature */
+    img[8192] = 0;
+    ck_assert_ptr_nonnull(strstr(ROM(img, 12288, 0x8086, 0x100e),
+                                 "no 55 AA"));
+    /* an image shorter than its header */
+    memset(img, 0, sizeof img);
+    rom_image(img, 8, 4, 0x8086, 0x100e, 0, 0x80);
+    ck_assert_ptr_nonnull(ROM(img, 4096, 0x8086, 0x100e));
+    /* an x86 image larger than the option ROM area (200 KiB): refused,
+     * though the file may be as large as a BAR */
+    rom_image(img, 255, 400, 0x8086, 0x100e, 0, 0x80);
+    ck_assert_ptr_nonnull(strstr(ROM(img, 400 * 512, 0x8086, 0x100e),
+                                 "larger than"));
+    /* ipxe-qemu's efi-e1000.rom when the package is there */
+    {
+        FILE *f = fopen("/usr/lib/ipxe/qemu/efi-e1000.rom", "rb");
+        size_t n;
+
+        if (f) {
+            n = fread(img, 1, sizeof img, f);
+            fclose(f);
+            ck_assert_ptr_null(ROM(img, n, 0x8086, 0x100e));
+            ck_assert_uint_eq(off, 0);
+            ck_assert_uint_lt(len, n);
+            ck_assert_uint_eq(len, (size_t)img[2] * 512);
+        }
+    }
+}
+
 
 /* ---- the PAM map under hostile writes ------------------------------------ */
 
@@ -576,6 +660,7 @@ int main(void)
     suite_add_tcase(s, t);
     t = tcase_create("map");
     tcase_add_test(t, image_checks);
+    tcase_add_test(t, rom_image_chain);
     tcase_add_test(t, pam_hostile_writes_stay_inside);
     suite_add_tcase(s, t);
     return lc_test_run(s);
