@@ -1403,6 +1403,24 @@ static int ex_push_sreg(lcr_vcpu *v, lcr_ectx *c)
 
     if (s >= LC_NR_SREGS)
         return stop(v, LC_STOP_TERMINATOR);
+    /* A 32-bit push of a selector keeps the slot's upper half (SDM PUSH:
+     * recent processors make a 16-bit move) or zeroes it; the engine runs
+     * it only where both give the same, the upper half 0. Its look at the
+     * slot comes first and sets no accessed or dirty bit: a stop that is
+     * the engine's leaves the state as before the instruction (found on
+     * SeaBIOS's code by lc-diff --engine --code: `push es` after a walk
+     * had set the stack page's A bit). A look that faults says nothing:
+     * the access below faults again, in the CPU's order. */
+    if (n == 4) {
+        lcr_xlat px;
+
+        if (lcr_peek_xlat(v, LC_SS, sp, n, LCR_ACC_READ | LCR_ACC_WRITE,
+                          &px) < 0)
+            lcr_stop_forget(v);
+        else if (lcr_xlat_plain(&px) && lcr_xread(v, &px, &old) == 0 &&
+                 (old >> 16))
+            return stop(v, LC_STOP_TERMINATOR);
+    }
     /* a 32-bit slot is read first (its upper half is kept): plain RAM */
     if (lcr_mem_xlat(v, LC_SS, sp, n,
                      n == 4 ? LCR_ACC_READ | LCR_ACC_WRITE | LCR_ACC_PLAIN

@@ -1970,6 +1970,45 @@ START_TEST(ss_load_before_terminator_sets_no_accessed_bit)
 }
 END_TEST
 
+/* A 32-bit PUSH of a selector runs only where the slot's upper half is 0
+ * (the CPU keeps it or zeroes it); where it is not, the run stops before
+ * the PUSH with the stack page's paging entry as it was: the look at the
+ * slot sets no accessed bit (runtime/exec.c, ex_push_sreg(); found on
+ * SeaBIOS's code by lc-diff --engine --code, `--mode pae --seed 1
+ * --case 127`). PAE paging, the stack in the second 2 MiB page. */
+START_TEST(push_sreg_refused_sets_no_accessed_bit)
+{
+    fvm f; lc_cpu_state s; lcr_vcpu v; lcd_insn in;
+    uint64_t pde, pde0, e = 0x3000 | 1;
+    const uint64_t pd1 = 0x3000 + 8;    /* maps 2..4 MiB */
+
+    fvm_init(&f);
+    fvm_state_long64(&f, &s);           /* its page directory at 0x3000 */
+    fvm_state_prot32(&s, 0);
+    memcpy(f.ram + 0x5000, &e, 8);      /* PDPTE 0 */
+    s.cr0 |= LC_CR0_PG;
+    s.cr3 = 0x5000;
+    s.cr4 = LC_CR4_PAE;
+    s.rip = 0x7000;
+    s.gpr[LC_RSP] = 0x200104;
+    f.ram[0x7000] = 0x06;                               /* push es */
+    memcpy(f.ram + 0x200100, "\x00\x00\x34\x12", 4);   /* upper half set */
+    memcpy(&pde0, f.ram + pd1, 8);
+    ck_assert_uint_eq(pde0 & 0x60, 0);
+    step_stops(&f, &s, LC_STOP_TERMINATOR, __LINE__);
+    memcpy(&pde, f.ram + pd1, 8);
+    ck_assert_uint_eq(pde, pde0);
+    memset(f.ram + 0x200102, 0, 2);                     /* now it runs */
+    begin(&v, &f, &s);
+    ck_assert_int_eq(lcr_step(&v, &in), LCR_DONE);
+    ck_assert_uint_eq(s.gpr[LC_RSP], 0x200100);
+    ck_assert_uint_eq(f.ram[0x200100], 0x10);
+    memcpy(&pde, f.ram + pd1, 8);
+    ck_assert_uint_eq(pde & 0x60, 0x60);
+    fvm_fini(&f);
+}
+END_TEST
+
 /* The run loop's inline forms (lcr_exec_inline: MOV to and from RAM, near
  * CALL and RET, PUSH and POP, IN and OUT; the function lcr_inline_ram_fn()
  * gives for one of them but IN and OUT, called directly without the
@@ -2290,6 +2329,7 @@ static Suite *exec_suite(void)
     tcase_add_test(t, segment_load_compat_gdt_above_4g);
     tcase_add_test(t, push_pop_sreg);
     tcase_add_test(t, ss_load_before_terminator_sets_no_accessed_bit);
+    tcase_add_test(t, push_sreg_refused_sets_no_accessed_bit);
     tcase_add_test(t, inline_segment_summary_forgotten);
     tcase_add_loop_test(t, inline_forms_match_dispatcher, 0,
                         (int)(sizeof inline_cases / sizeof inline_cases[0]));
