@@ -118,7 +118,7 @@ typedef diff_vm eng_ctx;   /* callbacks: vm_ops.c */
 /* Instructions train() reported as MMIO exits in the current case: the
  * table may then rightly predict them as exiting even where they hit RAM
  * (section 5's predictor is allowed to be wrong). */
-static uint8_t trained[GEN_MAX_INSNS];
+static uint8_t trained[DCASE_MAX_INSNS];
 /* What the current case's VMM merges and refuses (ccfg.vmm), given to its
  * devices at each call (dev_side.vmm); its ops table takes merged pairs of
  * those widths (the engines of a case live within the case). */
@@ -427,7 +427,7 @@ static void train(lc_vcpu *vc, eng_ctx *x, const dcase *c,
         dev_init(&scratch->dev, c);
         diff_vm_devices(x, &scratch->dev);
         lc_vcpu_handle_exit(vc, &st, &xe, &res);
-        if (i < GEN_MAX_INSNS)
+        if (i < DCASE_MAX_INSNS)
             trained[i] = 1;
     }
 }
@@ -637,8 +637,12 @@ static int first_smc(const dcase *c, const run_result *ru, unsigned n)
         int k = dcase_insn_at(c, ru->trace[t]);
         if (k >= 0 && (c->insn[k].flags & GI_SMC))
             return (int)t;
+        /* code from a file: an instruction the case does not describe
+         * may store anywhere */
+        if (k < 0 && c->real)
+            return (int)t;
     }
-    return -1;
+    return c->real && n > TRACE_MAX ? TRACE_MAX : -1;
 }
 
 /* ---- code replacement ------------------------------------------------------------ */
@@ -780,6 +784,15 @@ typedef struct cstats {
                                       * (irq_unasked()) */
     uint64_t asks_unmatched;         /* runs whose questions did not match
                                       * Unicorn's trace */
+    uint64_t unaligned_mmio;         /* calls on code from a file not
+                                      * compared: MMIO split differently
+                                      * (split_mmio()) */
+    uint64_t fetch_ahead_bits;       /* ... A bits of Unicorn's look past
+                                      * the end forgiven (fetch_ahead_bits()) */
+    uint64_t partial_rep;            /* ... calls not compared: the run
+                                      * ended inside a REP INS/OUTS */
+    uint64_t fault_walk_bits;        /* ... runs stopped by a fault keeping
+                                      * its walks' bits (check_call) */
     uint64_t shadow_pairs;           /* STI, MOV SS or POP SS run with the
                                       * next instruction in agreed runs */
     uint64_t refused_cases;          /* cases with a refused port */
@@ -862,9 +875,13 @@ static void report(cctx *x, const dcase *c, const ccfg *k, const ecall *e,
            dmode_name(c->mode), (unsigned long long)x->o->seed,
            (unsigned long long)idx, e->label);
     printf("  reproduce: lc-diff --engine --mode %s --seed %llu --case %llu "
-           "--groups %u --verbose\n", dmode_name(c->mode),
+           "--groups %u%s%s --verbose\n", dmode_name(c->mode),
            (unsigned long long)x->o->seed, (unsigned long long)idx,
-           x->o->groups);
+           x->o->groups, x->o->code ? " --code " : "",
+           x->o->code ? x->o->code->path : "");
+    if (c->real)
+        printf("  code: %s from file offset 0x%x\n", x->o->code->path,
+               (unsigned)c->src_off);
     printf("  first difference: %s\n", what);
     if (extra && extra[0])
         printf("  %s\n", extra);
@@ -1202,6 +1219,32 @@ static int plain_store(const dcase *c, int k)
  * store into the code page. Weakly exiting instructions count as memory
  * gap fillers (a conservative bound: predicted ones could only extend the
  * cluster). Returns the minimal instruction count. */
+/* Register-only instructions of the runtime that raise no exception
+ * at CPL 0 whatever the registers hold (and IN, OUT, CPUID, which the
+ * fake VMM answers), for static_extent() on code from a file. */
+static int cannot_fault(const lc_insn_info *info)
+{
+    if (info->has_mem)
+        return 0;
+    switch (info->op) {
+    case LC_OP_MOV: case LC_OP_MOVZX: case LC_OP_MOVSX: case LC_OP_MOVSXD:
+    case LC_OP_LEA: case LC_OP_XCHG: case LC_OP_CMOVCC: case LC_OP_SETCC:
+    case LC_OP_BSWAP: case LC_OP_CBW: case LC_OP_CWD:
+    case LC_OP_ADD: case LC_OP_ADC: case LC_OP_SUB: case LC_OP_SBB:
+    case LC_OP_CMP: case LC_OP_AND: case LC_OP_OR: case LC_OP_XOR:
+    case LC_OP_TEST: case LC_OP_INC: case LC_OP_DEC: case LC_OP_NEG:
+    case LC_OP_NOT: case LC_OP_SHL: case LC_OP_SHR: case LC_OP_SAR:
+    case LC_OP_ROL: case LC_OP_ROR: case LC_OP_RCL: case LC_OP_RCR:
+    case LC_OP_MUL: case LC_OP_IMUL: case LC_OP_CLC: case LC_OP_STC:
+    case LC_OP_CMC: case LC_OP_CLD: case LC_OP_STD: case LC_OP_NOP:
+    case LC_OP_BT: case LC_OP_BTS: case LC_OP_BTR: case LC_OP_BTC:
+    case LC_OP_IN: case LC_OP_OUT: case LC_OP_CPUID:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static unsigned static_extent(const dcase *c, const lc_config *f,
                               int traced)
 {
@@ -1230,6 +1273,10 @@ static unsigned static_extent(const dcase *c, const lc_config *f,
          * (runtime/exec.c, string_io); which it is depends on rSI/rDI
          * then, so no bound reaches past one */
         if (info.op == LC_OP_INS || info.op == LC_OP_OUTS)
+            break;
+        /* code from a file: no generator made its operands safe, so only
+         * instructions that cannot fault or be refused reach on */
+        if (c->real && !cannot_fault(&info))
             break;
         /* with a traced page, where its store may go (plain_store()) */
         if (traced && plain_store(c, (int)i))
@@ -1296,7 +1343,7 @@ static int ran_trained(const dcase *c, const run_result *ru, unsigned pre,
                        unsigned n)
 {
     for (unsigned t = pre; t < n && t < TRACE_MAX && t < ru->ntrace; t++)
-        for (uint32_t i = 0; i < c->ninsns && i < GEN_MAX_INSNS; i++) {
+        for (uint32_t i = 0; i < c->ninsns && i < DCASE_MAX_INSNS; i++) {
             lc_insn_info info;
             if (c->code_la + c->insn[i].off != ru->trace[t])
                 continue;
@@ -1310,6 +1357,72 @@ static int ran_trained(const dcase *c, const run_result *ru, unsigned pre,
                 return 1;
         }
     return 0;
+}
+
+/* Did a run access MMIO in a way the two sides split differently: at an
+ * address that is no multiple of the size, 8 bytes at once (Unicorn
+ * makes two accesses of 4, UNICORN_BUGS.md 5), or (Unicorn's side, whose
+ * log names the instruction) in two accesses or more by one instruction? */
+static int split_mmio(const dev_side *d, int tagged)
+{
+    unsigned n = d->nlog < DEV_LOG_MAX ? d->nlog : DEV_LOG_MAX;
+
+    for (unsigned i = 0; i < n; i++) {
+        const dev_access *a = &d->log[i];
+        if (a->kind != AK_MMIO)
+            continue;
+        if (a->size == 8 || (a->size && a->addr % a->size))
+            return 1;
+        for (unsigned j = i + 1; tagged && j < n; j++)
+            if (d->log[j].kind == AK_MMIO && d->log[j].insn == a->insn)
+                return 1;
+    }
+    return 0;
+}
+
+/* Unicorn translates the block after the last instruction of a run before
+ * its code hook stops there, and that fetch's walks (its page, and the
+ * next one a block may reach into) set accessed bits the run's
+ * instructions do not: a run of code from a file often ends by a jump
+ * onto another page. An accessed bit on those walks which Unicorn set,
+ * clear before and clear on the engine's side, is given to the engine's
+ * result (the engine's own walks to that page, had it made any, would
+ * have set it). The number of entries. */
+static unsigned fetch_ahead_bits(const dcase *c, const run_result *ru,
+                                 run_result *got)
+{
+    uint64_t pa[8], e0, eu, eg;
+    /* (a block QEMU translates may reach into the next page) */
+    unsigned n = diff_walk_entries(c->mode, c->ram, c->st.cr3, ru->rip, pa);
+    unsigned k = 0;
+
+    n += diff_walk_entries(c->mode, c->ram, c->st.cr3,
+                           (ru->rip | 0xfff) + 1, pa + n);
+    for (unsigned i = 0; i < n; i++) {
+        memcpy(&e0, c->ram + pa[i], 8);
+        memcpy(&eu, ru->ram + pa[i], 8);
+        memcpy(&eg, got->ram + pa[i], 8);
+        if (!(e0 & 0x20) && eu == (e0 | 0x20) && eg == e0) {
+            memcpy(got->ram + pa[i], &eu, 8);
+            k++;
+        }
+    }
+    return k;
+}
+
+/* Is the instruction at linear `la` of the case's initial RAM a REP INS
+ * or REP OUTS? */
+static int rep_string_at(const dcase *c, uint64_t la)
+{
+    int64_t pa = diff_la_to_pa(c->mode, c->ram, c->st.cr3, la);
+    lc_insn_info info;
+
+    if (pa < 0 || (uint64_t)pa >= RAM_SIZE)
+        return 0;
+    return lc_decode(dmode_cpu_mode(c->mode), c->ram + pa,
+                     RAM_SIZE - (uint64_t)pa < 15 ? RAM_SIZE - (uint64_t)pa
+                                                  : 15, &info) == LC_OK &&
+           (info.op == LC_OP_INS || info.op == LC_OP_OUTS) && info.rep;
 }
 
 /* Check one call against Unicorn; `want1`: the call must run the exiting
@@ -1419,6 +1532,21 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         x->s.pt_walk_bits += kept && pt;
         x->s.refused_walk_bits += kept && !pt;
     }
+    /* code from a file: a run stopped by a fault keeps the accessed bits
+     * the faulting instruction's walks set before it faulted, as the CPU
+     * does (a descriptor read from the GDT before a #GP): those Unicorn
+     * sets too when it starts that instruction */
+    if (c->real && res->stop == LC_STOP_FAULT && n + 1 <= TRACE_MAX) {
+        int err2 = 0;
+        run_result *rf = uc_get(x->u, &x->q, c, ver, n + 1, &err2);
+        if (!err2 && rf->ntrace == n + 1) {
+            memcpy(x->scratch->ram, rf->ram, RAM_SIZE);
+            run_result *rn = uc_get(x->u, &x->q, c, ver, n, &err2);
+            if (!err2 && take_walk_bits(rn->ram, x->scratch->ram,
+                                        e->r->ram) > 0)
+                x->s.fault_walk_bits++;
+        }
+    }
     run_result *ru = uc_get(x->u, &x->q, c, ver, n, &err);
     if (err) {
         x->s.setup_errors++;
@@ -1438,6 +1566,28 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         report(x, c, k, e, ru, what, idx, NULL);
         return 0;
     }
+    /* Code from a file may access MMIO unaligned or 8 bytes at once: KVM
+     * reports such an access as one exit and the engine makes it one (or
+     * two of 4), while Unicorn (QEMU's TCG) splits it its own way, which
+     * the fake device answers differently. Not comparable: counted, not
+     * checked. */
+    if (c->real && (split_mmio(&e->r->dev, 0) || split_mmio(&ru->dev, 1))) {
+        x->s.unaligned_mmio++;
+        return 1;
+    }
+    /* A run may end inside a REP INS or OUTS, some iterations done (a
+     * store of one into the code page: an SMC stop), the instruction not
+     * complete and not counted: architecturally so (an interrupt does it
+     * too), but Unicorn's side runs whole instructions only. Code from a
+     * file does it; generated code never stores into its code page that
+     * way. Not comparable: counted, not checked. */
+    if (c->real && e->r->rip == ru->rip &&
+        e->r->dev.nlog > ru->dev.nlog && rep_string_at(c, ru->rip)) {
+        x->s.partial_rep++;
+        return 1;
+    }
+    if (c->real)
+        x->s.fetch_ahead_bits += fetch_ahead_bits(c, ru, e->r);
     if (diff_compare(c, ru, "unicorn", e->r, "engine", what, sizeof what)) {
         report(x, c, k, e, ru, what, idx, NULL);
         return 0;
@@ -1461,6 +1611,11 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
      * says so (lc_result.halted: the VMM marks the vCPU halted) */
     int kl = n && n <= TRACE_MAX ? dcase_insn_at(c, ru->trace[n - 1]) : -1;
     int hlt = kl >= 0 && c->insn[kl].op == LC_OP_HLT;
+    /* (code from a file, an instruction the case does not describe: the
+     * HLT Unicorn's side logged, last; the logs agreed above) */
+    if (kl < 0 && c->real)
+        hlt = ru->dev.nlog && ru->dev.nlog <= DEV_LOG_MAX &&
+              ru->dev.log[ru->dev.nlog - 1].kind == AK_HLT;
     if (hlt != (res->halted != 0) || (hlt && res->stop != LC_STOP_HALT)) {
         snprintf(what, sizeof what, "halt: the run's last instruction %s a "
                  "HLT, the engine says halted %u, stop %s", hlt ? "is" : "is "
@@ -1491,8 +1646,13 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
         /* (in an interrupt shadow, the instruction after the one that
          * opens it) */
         unsigned op = stopped_op(x, c, ver, n);
+        /* (code from a file: an MSR the fake VMM does not model, which
+         * it leaves to the exit path, vm_ops.c) */
+        int msr_stop = c->real && (op == LC_OP_RDMSR || op == LC_OP_WRMSR) &&
+                       msr_index((uint32_t)uc_get(x->u, &x->q, c, ver, n,
+                                                  &err)->gpr[LC_RCX]) < 0;
         if (op != LC_OP_VMREAD && op != LC_OP_VMWRITE &&
-            op != LC_OP_MOV_DR) {
+            op != LC_OP_MOV_DR && !msr_stop) {
             snprintf(what, sizeof what, "stop callback before instruction "
                      "#%u, which does not access the refused port %d, MMIO "
                      "bytes at 0x%llx or traced page%s", n,
@@ -1508,8 +1668,9 @@ static int check_call(cctx *x, const dcase *c, int ver, const ccfg *k,
     int smc = first_smc(c, ru, n);
     if (res->stop == LC_STOP_SMC && n > 0 && n - 1 < TRACE_MAX) {
         int last = dcase_insn_at(c, ru->trace[n - 1]);
-        if (last < 0 || !(c->insn[last].flags & GI_SMC) ||
-            (c->insn[last].flags & GI_SMC_DATA)) {
+        if ((last < 0 && !c->real) ||
+            (last >= 0 && (!(c->insn[last].flags & GI_SMC) ||
+                           (c->insn[last].flags & GI_SMC_DATA)))) {
             snprintf(what, sizeof what, "SMC: stop smc after instruction #%u "
                      "of %u, which is no store that may hit code bytes",
                      n - 1, n);
@@ -2279,6 +2440,18 @@ int cdiff_main(const cdiff_opts *o)
     for (int m = 0; m < DM_COUNT; m++) {
         if (o->mode >= 0 && m != o->mode)
             continue;
+        if (o->code && !o->code->nsite[m] && !o->code->nmsite[m]) {
+            printf("engine mode %-6s: no instruction to start a case on in "
+                   "%s (IN, OUT, CPUID, HLT, RDMSR, WRMSR), 0 cases\n",
+                   dmode_name(m), o->code->path);
+            continue;
+        }
+        if (o->code)
+            printf("engine mode %-6s: %s, %zu sites with a strongly "
+                   "exiting instruction and %zu with a move through a base "
+                   "register, in %u regions\n", dmode_name(m),
+                   o->code->path, o->code->nsite[m], o->code->nmsite[m],
+                   o->code->nregion);
         diff_perm(o->seed, go.perm);
         if (open_ucs(&x, m, go.perm) < 0)
             return 2;
@@ -2294,7 +2467,10 @@ int cdiff_main(const cdiff_opts *o)
             if (soak_end ? diff_now() >= soak_end : idx - first >= o->count)
                 break;
             diff_progress_tick(&pg, x.s.cases, x.s.mismatches);
-            gen_cluster_case(c, m, o->seed, idx, &go);
+            if (o->code)
+                gen_code_case(c, m, o->seed, idx, &go, o->code);
+            else
+                gen_cluster_case(c, m, o->seed, idx, &go);
             /* Bounded life for each Unicorn instance (UNICORN_BUGS.md);
              * the result cache is per case, so nothing refers to it. */
             if (idx > first && (idx - first) % UC_REOPEN_CASES == 0) {
@@ -2383,6 +2559,18 @@ int cdiff_main(const cdiff_opts *o)
             if (s->stops[r])
                 printf(" %s %llu", lc_stop_reason_name((lc_stop_reason)r),
                        (unsigned long long)s->stops[r]);
+        if (o->code)
+            printf("\n  code from %s: %llu calls not compared (an unaligned "
+                   "or 8-byte MMIO access, which Unicorn splits its own "
+                   "way), %llu accessed bits "
+                   "of Unicorn's fetch past a run's end given to the "
+                   "engine, %llu runs stopped by a fault keeping its walks' "
+                   "bits, %llu calls not compared (the run ended inside a "
+                   "REP INS or OUTS)", o->code->path,
+                   (unsigned long long)s->unaligned_mmio,
+                   (unsigned long long)s->fetch_ahead_bits,
+                   (unsigned long long)s->fault_walk_bits,
+                   (unsigned long long)s->partial_rep);
         printf("\n  agreed calls (with exits saved) per first exit:");
         for (int r = 0; r < LC_EXIT_KIND_COUNT_; r++)
             if (s->first_kind[r])

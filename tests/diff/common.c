@@ -212,6 +212,7 @@ void dev_init(dev_side *d, const dcase *c)
     d->tsc = splitmix64(&(uint64_t){ c->dev_seed ^ 0x747363ull });
     d->long64 = c->mode == DM_LONG64;
     d->vmcs_valid = c->vmcs_valid;
+    d->real = c->real;
     d->tgfn = DIFF_NO_TRACE;
     d->vmm.refuse_port = -1;
     d->vmm.refuse_mmio = DIFF_NO_REFUSE;
@@ -272,6 +273,42 @@ int64_t diff_la_to_pa(int mode, const uint8_t *ram, uint64_t cr3,
         }
     }
     return pa < RAM_SIZE ? (int64_t)pa : -1;
+}
+
+unsigned diff_walk_entries(int mode, const uint8_t *ram, uint64_t cr3,
+                           uint64_t la, uint64_t pa[4])
+{
+    const uint64_t am = 0x000ffffffffff000ull;
+    uint64_t e, ta;
+    unsigned n = 0;
+
+    if (mode != DM_PAE && mode != DM_LONG64)
+        return 0;
+    if (mode == DM_LONG64) {
+        ta = (cr3 & am) + ((la >> 39) & 511) * 8;
+        if (!(e = pt_entry(ram, ta)))
+            return n;
+        pa[n++] = ta;
+        ta = (e & am) + ((la >> 30) & 511) * 8;
+        if (!(e = pt_entry(ram, ta)))
+            return n;
+        pa[n++] = ta;
+        if (e & 0x80)
+            return n;
+    } else {                /* PAE: the PDPTE has no A bit */
+        if (!(e = pt_entry(ram, (cr3 & ~0x1full) + ((la >> 30) & 3) * 8)))
+            return n;
+    }
+    ta = (e & am) + ((la >> 21) & 511) * 8;
+    if (!(e = pt_entry(ram, ta)))
+        return n;
+    pa[n++] = ta;
+    if (e & 0x80)
+        return n;
+    ta = (e & am) + ((la >> 12) & 511) * 8;
+    if (pt_entry(ram, ta))
+        pa[n++] = ta;
+    return n;
 }
 
 /* ---- the fake VMCS (diff.h) --------------------------------------------- */

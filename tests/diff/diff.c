@@ -8,6 +8,11 @@
  *           [--native] [--max-report K]
  *   lc-diff --engine ...    whole clusters through the public engine API
  *                           (cdiff.c)
+ *   lc-diff --engine --code FILE ...
+ *                           the same on code nobody here wrote: each case
+ *                           starts at an exiting instruction of FILE (an
+ *                           ELF object's executable sections, or a raw
+ *                           image such as a PC firmware; code_src.c)
  *
  * For each case both sides start from the same registers, RAM (page
  * tables included) and device answer stream; at the end they must agree
@@ -424,7 +429,11 @@ static void usage(void)
             "               [--verbose] [--case I] [--groups G] [--native] "
             "[--max-report K]\n"
             "       lc-diff --engine [same options]: whole clusters through "
-            "lc_vcpu_handle_exit\n");
+            "lc_vcpu_handle_exit\n"
+            "       lc-diff --engine --code FILE [same options]: the same, "
+            "each case\n"
+            "               starting at an exiting instruction of FILE (ELF "
+            "or raw)\n");
     exit(2);
 }
 
@@ -482,6 +491,7 @@ static void print_coverage(int m)
 int main(int argc, char **argv)
 {
     int engine = 0;
+    const char *code = NULL;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -520,6 +530,9 @@ int main(int argc, char **argv)
             opt.native = 1;
         } else if (!strcmp(a, "--engine")) {
             engine = 1;
+        } else if (!strcmp(a, "--code") && v) {
+            code = v;
+            i++;
         } else {
             usage();
         }
@@ -530,11 +543,29 @@ int main(int argc, char **argv)
             .soak = opt.soak, .one_case = opt.one_case, .groups = opt.groups,
             .max_report = opt.max_report, .verbose = opt.verbose,
         };
+        static code_src src;
+        char err[512];
+        int rc;
+
         if (opt.native) {
             fprintf(stderr, "lc-diff: --native is not for --engine\n");
             return 2;
         }
-        return cdiff_main(&co);
+        if (code) {
+            if (code_src_load(&src, code, err, sizeof err) < 0) {
+                fprintf(stderr, "lc-diff: --code %s\n", err);
+                return 2;
+            }
+            co.code = &src;
+        }
+        rc = cdiff_main(&co);
+        if (code)
+            code_src_free(&src);
+        return rc;
+    }
+    if (code) {
+        fprintf(stderr, "lc-diff: --code is for --engine\n");
+        return 2;
     }
     if (opt.native && opt.mode != DM_LONG64 && opt.mode != -1) {
         fprintf(stderr, "lc-diff: --native is for long64 only\n");

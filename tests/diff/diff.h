@@ -101,6 +101,9 @@ typedef struct gen_insn {
                            * and both sides end the run before it */
 
 #define GEN_MAX_INSNS 96
+/* What a case can describe: the generator's instructions, or those of a
+ * code file's case reachable from its start (gen_code_case()) */
+#define DCASE_MAX_INSNS 512
 
 typedef struct dcase {
     int          mode;
@@ -114,7 +117,7 @@ typedef struct dcase {
     uint64_t     msr[N_MSRS];
     uint64_t     dev_seed;
     uint32_t     ninsns;
-    gen_insn     insn[GEN_MAX_INSNS];
+    gen_insn     insn[DCASE_MAX_INSNS];
     uint8_t      native_ok;   /* long64: only user-level, window-only
                                * accesses (can run on the host CPU) */
     lc_exit      xfirst;      /* engine mode: the exit the first
@@ -124,6 +127,10 @@ typedef struct dcase {
                                * the engine must decline, state untouched */
     uint8_t      vmcs_valid;  /* the fake VMM's current-VMCS pointer is
                                * valid (else VMfailInvalid) */
+    uint8_t      real;        /* code from a file (gen_code_case()): no
+                               * generator's guarantee (every memory
+                               * operand mapped, no #DE, ...) holds */
+    uint32_t     src_off;     /* ... and the file offset of its start */
 } dcase;
 
 /* Options of the generator. */
@@ -147,6 +154,40 @@ void gen_case(dcase *c, int mode, uint64_t seed, uint64_t index,
  * into the code page. Deterministic. */
 void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
                       const gen_opts *o);
+
+/* Code nobody here wrote (code_src.c): a file's executable regions and,
+ * per CPU mode, the file offsets of the instructions a case can start on:
+ * strongly exiting ones (IN, OUT, CPUID, HLT, RDMSR, WRMSR), and moves
+ * to or from memory through a base register (`msite`), which the case
+ * aims at its MMIO page (a driver's readl/writel). */
+#define CODE_SRC_REGIONS 64
+typedef struct code_src {
+    char     path[256];
+    uint8_t *bytes;
+    size_t   size;
+    int      elf;
+    unsigned nregion;
+    struct { size_t off, len; char name[32]; } region[CODE_SRC_REGIONS];
+    uint32_t *site[DM_COUNT];
+    size_t   nsite[DM_COUNT];
+    uint32_t *msite[DM_COUNT];
+    size_t   nmsite[DM_COUNT];
+} code_src;
+int  code_src_load(code_src *s, const char *path, char *err, size_t errlen);
+void code_src_free(code_src *s);
+int  code_src_region(const code_src *s, size_t off);
+/* In 64-bit code a REX prefix followed by a legacy prefix is ignored (SDM
+ * vol. 2, 2.2.1); QEMU 5's decoder (Unicorn 2.0.1) keeps it, so
+ * `48 66 83 F8 FD` compares RAX where the CPU compares AX
+ * (UNICORN_BUGS.md, exclusion 8). Is `p[0], p[1]` such a pair? */
+int  code_uc_misreads(int mode, const uint8_t *p);
+
+/* Engine mode on code from a file: case `index` starts at one of the
+ * file's sites for `mode`, with the bytes that follow it in its region
+ * (up to CODE_MAX) as the case's code, the generator's random state and
+ * RAM, and registers often pointing into RAM. Deterministic. */
+void gen_code_case(dcase *c, int mode, uint64_t seed, uint64_t index,
+                   const gen_opts *o, const code_src *src);
 
 /* Coverage: (op, width) pairs generated, per mode. width index 0..3 for
  * 8/16/32/64 bits (0 for ops without a width). */
@@ -239,6 +280,7 @@ typedef struct dev_side {
     uint64_t   dr[4];     /* DR0..DR3 (MOV DR; start at 0) */
     uint8_t    long64;            /* the case's mode is long64 */
     uint8_t    vmcs_valid;        /* the fake VMCS (see vmx_*) */
+    uint8_t    real;              /* a case of code from a file */
     uint64_t   vmcs[16];
     /* Engine side, a traced page (cdiff.c, "traced pages"): the page's
      * frame number (DIFF_NO_TRACE: none), the page as the VMM keeps it
@@ -266,6 +308,11 @@ void dev_init(dev_side *d, const dcase *c);
  * if no present entry maps it or it lies outside RAM. Without paging
  * (real, prot32) linear is physical. Permissions and A/D bits are not
  * looked at. */
+/* The guest-physical addresses of the paging-structure entries with an
+ * accessed bit that translating `la` reads (PAE, long64; the number of
+ * them, 0 without paging), as far as they are present. */
+unsigned diff_walk_entries(int mode, const uint8_t *ram, uint64_t cr3,
+                           uint64_t la, uint64_t pa[4]);
 int64_t diff_la_to_pa(int mode, const uint8_t *ram, uint64_t cr3,
                       uint64_t la);
 uint64_t dev_answer(dev_side *d, unsigned size);
@@ -400,6 +447,7 @@ typedef struct cdiff_opts {
     unsigned groups;
     unsigned max_report;
     int      verbose;
+    const code_src *code;     /* --code FILE: cases on its code */
 } cdiff_opts;
 int cdiff_main(const cdiff_opts *o);
 

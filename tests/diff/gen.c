@@ -3266,3 +3266,362 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
     c->ram[CODE_PA + c->code_len + 1] = 0x0b;
     c->end_la = c->code_len ? c->code_la + c->code_len : c->code_la;
 }
+
+/* ---- cases on code from a file (lc-diff --engine --code) ----------------- */
+
+/* The instructions reachable from the start of the case's code without
+ * leaving it (fall through, direct branch and call targets inside it), as
+ * the checks need them described (gen_insn), in address order. A
+ * recursive descent: a linear sweep would lose the boundaries after a
+ * jump over data. At most DCASE_MAX_INSNS; what is not described is
+ * still run, and compared, by both sides. */
+static void describe_code(dcase *c)
+{
+    static uint8_t seen[CODE_MAX];
+    uint32_t work[DCASE_MAX_INSNS * 2];
+    unsigned nw = 0;
+
+    memset(seen, 0, sizeof seen);
+    c->ninsns = 0;
+    work[nw++] = 0;
+    while (nw && c->ninsns < DCASE_MAX_INSNS) {
+        uint32_t at = work[--nw];
+        lcd_insn li;
+
+        if (at >= c->code_len || seen[at])
+            continue;
+        seen[at] = 1;
+        if (lcd_decode(dmode_cpu_mode(c->mode), c->code + at,
+                       c->code_len - at < 15 ? c->code_len - at : 15,
+                       &li) != LC_OK || !li.info.length)
+            continue;
+        gen_insn *gi = &c->insn[c->ninsns++];
+        memset(gi, 0, sizeof *gi);
+        gi->off = (uint16_t)at;
+        gi->len = li.info.length;
+        gi->op = (uint8_t)li.info.op;
+        gi->bits = li.info.operand_bits;
+        if (li.info.op >= LC_OP_SHL && li.info.op <= LC_OP_RCR &&
+            li.nopnds >= 2) {
+            if (li.opnd[1].kind == LCD_OPND_IMM) {
+                gi->cnt_kind = CNT_IMM;
+                gi->cnt_imm = (uint8_t)li.opnd[1].imm;
+            } else {
+                gi->cnt_kind = CNT_CL;
+            }
+        }
+        /* any store may hit the code page: an SMC stop after it is
+         * legitimate (the checks ask no more of real code) */
+        if ((li.info.has_mem && li.info.mem_write) ||
+            li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
+            li.info.op == LC_OP_PUSHA || li.info.op == LC_OP_INS)
+            gi->flags = GI_SMC | GI_SMC_CODE;
+        uint32_t next = at + li.info.length;
+        int falls = li.info.cflow != LC_CF_JMP_REL &&
+                    li.info.cflow != LC_CF_JMP_IND &&
+                    li.info.cflow != LC_CF_RET &&
+                    li.info.cflow != LC_CF_FAR &&
+                    li.info.cflow != LC_CF_HALT;
+        if (falls && nw < sizeof work / sizeof work[0])
+            work[nw++] = next;
+        if ((li.info.cflow == LC_CF_JMP_REL || li.info.cflow == LC_CF_JCC_REL ||
+             li.info.cflow == LC_CF_CALL_REL) &&
+            nw < sizeof work / sizeof work[0]) {
+            uint64_t t = (uint64_t)next + (uint64_t)li.info.branch_disp;
+            /* (16-bit code wraps IP at 64 KiB: the window never does) */
+            if (t < c->code_len)
+                work[nw++] = (uint32_t)t;
+        }
+    }
+    /* address order, as the generator's (static_extent() walks it) */
+    for (uint32_t i = 1; i < c->ninsns; i++)
+        for (uint32_t j = i; j > 0 && c->insn[j - 1].off > c->insn[j].off;
+             j--) {
+            gen_insn t = c->insn[j];
+            c->insn[j] = c->insn[j - 1];
+            c->insn[j - 1] = t;
+        }
+}
+
+/* FF /3 and FF /5 with a register operand (an invalid far CALL or JMP):
+ * Unicorn 2.0.1's translator aborts the process on them (UNICORN_BUGS.md,
+ * 6), and it translates a block ahead of the instruction its hook stops
+ * at. Code from a file runs on into its own data and into the case's
+ * random RAM, where the pair turns up. And F6 /1, F7 /1, which the CPU
+ * (and KVM's emulator) run as TEST and QEMU 5 raises #UD on (exclusion
+ * 9). */
+static int uc_kills(const uint8_t *p)
+{
+    unsigned reg = (p[1] >> 3) & 7;
+
+    return (p[0] == 0xff && (p[1] & 0xc0) == 0xc0 &&
+            (reg == 3 || reg == 5)) ||
+           ((p[0] == 0xf6 || p[0] == 0xf7) && reg == 1);
+}
+
+/* RET imm16 with bit 15 set: the CPU adds the imm16 to rSP unsigned
+ * (SDM RET), QEMU 5 sign-extends it (exclusion 10). 3 bytes at p. */
+static int uc_ret_imm_wrong(const uint8_t *p)
+{
+    return p[0] == 0xc2 && (p[2] & 0x80);
+}
+
+/* Does the instruction at `off` of the case's code start with one of the
+ * encodings above (after its prefixes)? */
+static int insn_troubles(const dcase *c, uint32_t off)
+{
+    for (uint32_t i = off; i + 1 < c->code_len && i < off + 14; i++) {
+        const uint8_t *p = c->code + i;
+        if (uc_kills(p) || code_uc_misreads(c->mode, p) ||
+            (i + 2 < c->code_len && uc_ret_imm_wrong(p)))
+            return 1;
+        switch (p[0]) {                 /* a prefix: look past it */
+        case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
+        case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
+            continue;
+        default:
+            if (c->mode == DM_LONG64 && (p[0] & 0xf0) == 0x40)
+                continue;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* The case's random pages without such pairs (the second byte changed:
+ * random data either way), and its code cut before the first one (the
+ * UD2 after it ends the run there on both sides). */
+static void tame_for_unicorn(dcase *c)
+{
+    static const uint32_t rnd_pages[][2] = {
+        { STACK_PA, STACK_PA + 0x1000 }, { DATA0_PA, DATA0_END },
+        { DATA1_PA, DATA1_END },
+    };
+
+    for (unsigned r = 0; r < 3; r++)
+        for (uint32_t pa = rnd_pages[r][0]; pa + 1 < rnd_pages[r][1]; pa++) {
+            uint8_t *p = c->ram + pa;
+            if (uc_kills(p) || code_uc_misreads(c->mode, p))
+                p[1] = 0xc0;                    /* FF C0: inc eax */
+            if (pa + 2 < rnd_pages[r][1] && uc_ret_imm_wrong(p))
+                p[2] &= 0x7f;
+        }
+    /* the code: at instruction starts only (a linear sweep from the first
+     * and the described ones), never the first: its prefixes and opcode */
+    uint32_t cut = c->code_len;
+    for (uint32_t i = 0; i < c->ninsns; i++)
+        if (c->insn[i].off && c->insn[i].off < cut &&
+            insn_troubles(c, c->insn[i].off))
+            cut = c->insn[i].off;
+    for (uint32_t at = 0; at < cut;) {
+        lcd_insn li;
+        if (at && insn_troubles(c, at)) {
+            cut = at;
+            break;
+        }
+        if (lcd_decode(dmode_cpu_mode(c->mode), c->code + at,
+                       c->code_len - at < 15 ? c->code_len - at : 15,
+                       &li) != LC_OK || !li.info.length)
+            break;
+        at += li.info.length;
+    }
+    c->code_len = cut;
+    while (c->ninsns && c->insn[c->ninsns - 1].off +
+                        c->insn[c->ninsns - 1].len > cut)
+        c->ninsns--;
+}
+
+/* The segment `s` with base 0: one of the generator's flat ones (in real
+ * mode selector 0; SS keeps the stack where it was). */
+static void seg_flat(gctx *g, unsigned s)
+{
+    lc_cpu_state *st = &g->c->st;
+
+    if (g->mode == DM_REAL) {
+        if (s == LC_SS)
+            st->gpr[LC_RSP] = STACK_PA + 0x800;
+        seg_real(&st->seg[s], 0, s == LC_CS);
+    } else if (g->mode == DM_LONG64) {
+        st->seg[s].base = 0;
+    } else if (s != LC_CS) {
+        seg_from_gdt(&st->seg[s], 0x10);
+    }
+}
+
+/* Registers that put the memory operand of `li` (a site of `msite`) on
+ * an aligned address of the MMIO page: its index register (if any) a
+ * small value, its base register what remains (paging maps the page
+ * onto itself in every mode); where its segment cannot reach the page
+ * (real mode with a data segment based above it, a 32-bit address under
+ * a high FS base) the segment is made flat first. 1 with the address in
+ * g->last_t, 0 if even then not (cannot happen with the generator's
+ * segments). */
+static int aim_at_mmio(gctx *g, const lcd_insn *li)
+{
+    lc_cpu_state *st = &g->c->st;
+    const lcd_mem *m = &li->mem;
+    unsigned n = m->bytes;
+    uint64_t amask = mask_bits(m->addr_bytes * 8u);
+    uint64_t la = MMIO_PA + (uint64_t)rn(g, 0x1000 / n) * n, ea = 0, idx = 0;
+
+    if (m->seg >= LC_NR_SREGS)
+        return 0;
+    for (int tries = 0; tries < 2; tries++) {
+        uint64_t sbase = g->mode == DM_LONG64 && m->seg != LC_FS &&
+                         m->seg != LC_GS ? 0 : st->seg[m->seg].base;
+        ea = (la - sbase) & (g->mode == DM_LONG64 ? ~0ull : 0xffffffffull);
+        if ((ea & amask) == ea &&
+            (g->mode == DM_LONG64 || ea + n - 1 <= st->seg[m->seg].limit))
+            break;
+        if (tries)
+            return 0;
+        seg_flat(g, m->seg);
+    }
+    if (m->index.cls == LCD_REG_GPR) {
+        idx = rn(g, 16);
+        st->gpr[m->index.num & 15] = idx;
+    }
+    st->gpr[m->base.num & 15] =
+        (ea - (uint64_t)m->disp - idx * m->scale) & amask;
+    g->last_t = la;
+    return 1;
+}
+
+void gen_code_case(dcase *c, int mode, uint64_t seed, uint64_t index,
+                   const gen_opts *o, const code_src *src)
+{
+    gctx g;
+    uint64_t s = (seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)mode << 56 ^ index)
+                 + 0x7265616c636f6465ull;
+    lc_cpu_state *st = &c->st;
+    lc_exit *x = &c->xfirst;
+    lcd_insn li;
+
+    memset(&g, 0, sizeof g);
+    g.c = c;
+    g.mode = mode;
+    g.o = o;
+    xo_seed(g.r, s);
+    c->mode = mode;
+    c->seed = s;
+    c->code_len = 0;
+    c->ninsns = 0;
+    c->native_ok = 0;
+    g.cluster = 1;
+    init_state(&g);
+    build_regions(&g);
+    c->real = 1;
+
+    /* the code: a site and what follows it in its region (the caller
+     * has checked that the mode has sites); a move through a base
+     * register in half the cases where the file has both kinds */
+    int mmio = src->nmsite[mode] &&
+               (!src->nsite[mode] || chance(&g, 50));
+    uint32_t site = mmio ? src->msite[mode][rnd(&g) % src->nmsite[mode]]
+                         : src->site[mode][rnd(&g) % src->nsite[mode]];
+    int r = code_src_region(src, site);
+    size_t end = src->region[r].off + src->region[r].len;
+    size_t len = end - site < CODE_MAX ? end - site : CODE_MAX;
+    c->src_off = site;
+    memcpy(c->code, src->bytes + site, len);
+    c->code_len = (uint32_t)len;
+
+    /* Registers: half of them (not rSP) point into RAM, at a data or
+     * MMIO region (as a driver's base and buffer pointers do), or hold a
+     * small count; the rest keep init_state()'s random values. In real
+     * mode an offset of the data segment's 64 KiB. */
+    for (unsigned i = 0; i < g.nregs; i++) {
+        if (i == LC_RSP || chance(&g, 50))
+            continue;
+        uint64_t v;
+        if (chance(&g, 20)) {
+            v = rn(&g, 64);
+        } else if (mode == DM_REAL) {
+            v = rn(&g, 0x10000);
+        } else {
+            const region *rg = &g.reg[rn(&g, (unsigned)g.nreg)];
+            v = rg->la + rn(&g, (unsigned)rg->len);
+            if (mode != DM_LONG64)
+                v &= 0xffffffffu;
+        }
+        st->gpr[i] = v;
+    }
+
+    /* the first exit, as the VMM would report it */
+    memset(x, 0, sizeof *x);
+    x->rip = LC_EXIT_RIP_AT;
+    if (lcd_decode(dmode_cpu_mode(mode), c->code,
+                   c->code_len < 15 ? c->code_len : 15, &li) != LC_OK)
+        memset(&li, 0, sizeof li);      /* (a site decodes: cannot be) */
+    if (mmio && !aim_at_mmio(&g, &li)) {
+        /* (not with the generator's segments: a strongly exiting site,
+         * or none, and the case is its exit alone) */
+        mmio = 0;
+        c->code_len = 0;
+        li.info.op = LC_OP_OTHER;
+    }
+    if (mmio) {
+        x->kind = LC_EXIT_MMIO;
+        x->u.mmio.gpa = g.last_t;
+        x->u.mmio.len = li.mem.bytes;
+        x->u.mmio.is_write = li.mem.write;
+        if (li.mem.write) {
+            const lcd_opnd *so = &li.opnd[1];
+            uint64_t v = so->kind == LCD_OPND_IMM ? so->imm
+                       : so->reg.cls == LCD_REG_GPR8H
+                       ? st->gpr[so->reg.num & 3] >> 8
+                       : st->gpr[so->reg.num & 15];
+            x->u.mmio.value = v & mask_bits(li.mem.bytes * 8u);
+        }
+        li.info.op = LC_OP_NOP;         /* (done: no case below) */
+    }
+    switch (li.info.op) {
+    case LC_OP_NOP:
+        break;
+    case LC_OP_OTHER:
+        x->kind = LC_EXIT_CPUID;        /* (an empty case, see above) */
+        break;
+    case LC_OP_IN:
+    case LC_OP_OUT: {
+        int out = li.info.op == LC_OP_OUT;
+        const lcd_opnd *po = &li.opnd[out ? 0 : 1];
+        uint16_t port = po->kind == LCD_OPND_IMM
+                        ? (uint16_t)po->imm
+                        : (uint16_t)st->gpr[LC_RDX];
+        x->kind = LC_EXIT_IO;
+        x->u.io.port = port;
+        x->u.io.size = (uint8_t)(li.info.operand_bits / 8);
+        x->u.io.is_out = (uint8_t)out;
+        if (out)
+            x->u.io.value = (uint32_t)(st->gpr[LC_RAX] &
+                                       mask_bits(li.info.operand_bits));
+        break;
+    }
+    case LC_OP_CPUID:
+        x->kind = LC_EXIT_CPUID;
+        break;
+    case LC_OP_HLT:
+        x->kind = LC_EXIT_HLT;
+        break;
+    default: {                          /* RDMSR, WRMSR */
+        uint32_t msr = diff_msr_ids[rn(&g, N_MSRS)];
+        st->gpr[LC_RCX] = (st->gpr[LC_RCX] & ~0xffffffffull) | msr;
+        x->kind = li.info.op == LC_OP_WRMSR ? LC_EXIT_WRMSR : LC_EXIT_RDMSR;
+        x->u.msr = msr;
+        break;
+    }
+    }
+    x->insn_len = chance(&g, 50) ? li.info.length : 0;
+
+    describe_code(c);
+    tame_for_unicorn(c);
+    for (uint32_t i = 0; i < c->ninsns; i++)
+        gen_cov[mode][c->insn[i].op][width_index(c->insn[i].bits)]++;
+    memcpy(c->ram + CODE_PA, c->code, c->code_len);
+    /* UD2 after the code, as for generated cases, where there is room */
+    if (c->code_len + 2 <= 0x1000) {
+        c->ram[CODE_PA + c->code_len] = 0x0f;
+        c->ram[CODE_PA + c->code_len + 1] = 0x0b;
+    }
+    c->end_la = c->code_la + c->code_len;
+}

@@ -50,6 +50,15 @@ struct uc_side {
     int        xstop;         /* stopped before a GI_STOP instruction */
     int        halted;        /* ran a HLT (Unicorn stops after it) */
     int        resume;        /* the #UD hook emulated an instruction */
+    uint8_t    perm[16];      /* what ucs_open() was given, to make the */
+    int        watch_writes;  /* ... instance again (uc_make()) */
+    uint64_t   last_la;       /* hk_code(): the last address counted */
+    unsigned   repeats;       /* hk_code(): the same address again, */
+    unsigned   repeats_all;   /* ... and in all in this run */
+    int        tainted;       /* the last run ended in an exception
+                               * Unicorn did not deliver: its CPU state
+                               * is not all the harness sets, so the next
+                               * run gets a new instance */
 };
 
 /* Which instruction (trace index) made the device access just logged. */
@@ -167,6 +176,43 @@ static void tsc_fixup(uc_side *u)
     }
 }
 
+/* Repeats of one instruction a run of code from a file may make: REP
+ * iterations (the engine's rep_budget is 4096 a run) and restarts after a
+ * store into the block (precise SMC, each an invalidation costing about
+ * 0.3 ms here: random bytes run as code can store into themselves over
+ * and over). */
+#define REAL_REP_MAX 8192u
+
+/* Is the instruction at `la` a relative branch to itself? */
+static int self_branch(const dcase *c, uint64_t la)
+{
+    uint64_t off = la - c->code_la;
+    lc_insn_info info;
+
+    if (off >= c->code_len ||
+        lc_decode(dmode_cpu_mode(c->mode), c->code + off,
+                  c->code_len - off < 15 ? c->code_len - off : 15,
+                  &info) != LC_OK ||
+        (info.cflow != LC_CF_JMP_REL && info.cflow != LC_CF_JCC_REL))
+        return 0;
+    return info.branch_disp == -(int64_t)info.length;
+}
+
+/* Is there a HLT at `la`, outside the instructions the case describes?
+ * (Code from a file runs on beyond them: into its window's undescribed
+ * bytes, before its start, into RAM.) */
+static int hlt_at(uc_side *u, uint64_t la)
+{
+    uint8_t b[15];
+    unsigned n = sizeof b;
+    lc_insn_info info;
+
+    while (n && uc_mem_read(u->uc, la, b, n) != UC_ERR_OK)
+        n--;
+    return n && lc_decode(dmode_cpu_mode(u->mode), b, n, &info) == LC_OK &&
+           info.op == LC_OP_HLT;
+}
+
 static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
                     void *user)
 {
@@ -175,11 +221,28 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
     (void)size;
     tsc_fixup(u);
     /* QEMU runs a REP string instruction as one block per iteration, and
-     * the hook fires for each; the generated code never branches to the
-     * same instruction otherwise */
-    if (r->ntrace && r->ntrace <= TRACE_MAX &&
-        r->trace[r->ntrace - 1] == address)
+     * the hook fires for each; a store into the block it runs in restarts
+     * it at the storing instruction (precise SMC), and the hook fires
+     * again. The generated code never branches to the same instruction
+     * otherwise; code from a file may (`jmp $`, `loop $`), and such a
+     * branch counts each time */
+    /* (the last address counted, also past TRACE_MAX) */
+    if (r->ntrace && u->last_la == address &&
+        !(u->c->real && self_branch(u->c, address))) {
+        /* code from a file may start a REP MOVS or STOS with any count
+         * (the engine never runs those, rep_budget bounds its INS and
+         * OUTS): end such a run as a runaway */
+        if (u->c->real && (++u->repeats == REAL_REP_MAX + 1 ||
+                           ++u->repeats_all == 4 * REAL_REP_MAX + 1)) {
+            snprintf(r->why, sizeof r->why, "unicorn: the instruction "
+                     "at 0x%llx ran past %u times in a row (REP, or stores "
+                     "into itself)",
+                     (unsigned long long)address, REAL_REP_MAX);
+            uc_emu_stop(uc);
+        }
         return;
+    }
+    u->repeats = 0;
     if (u->stop_after && r->ntrace >= u->stop_after) {
         uc_emu_stop(uc);    /* before this instruction */
         return;
@@ -203,7 +266,8 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
                 return;
             }
         }
-        if (k >= 0 && u->c->insn[k].op == LC_OP_HLT) {
+        if ((k >= 0 && u->c->insn[k].op == LC_OP_HLT) ||
+            (k < 0 && u->c->real && hlt_at(u, address))) {
             /* QEMU completes the HLT and leaves uc_emu_start with RIP
              * past it (EXCP_HLT); the fake VMM logs it as the runtime's
              * halt callback does */
@@ -224,6 +288,7 @@ static void hk_code(uc_engine *uc, uint64_t address, uint32_t size,
         r->trace[r->ntrace] = address;
         r->trace_cl[r->ntrace] = rcx;
     }
+    u->last_la = address;
     r->ntrace++;
     if (u->has_rdtsc) {
         int k = dcase_insn_at(u->c, address);
@@ -544,27 +609,26 @@ static int map_aliases(uc_side *u, const uint8_t perm[16])
     return 0;
 }
 
-uc_side *ucs_open(int mode, const uint8_t perm[16], int watch_writes)
+/* The Unicorn instance of `u`, its RAM mapped and its hooks set. */
+static int uc_make(uc_side *u)
 {
-    uc_side *u = calloc(1, sizeof *u);
-    uc_mode um = mode == DM_REAL ? UC_MODE_16
-               : mode == DM_LONG64 ? UC_MODE_64 : UC_MODE_32;
+    uc_mode um = u->mode == DM_REAL ? UC_MODE_16
+               : u->mode == DM_LONG64 ? UC_MODE_64 : UC_MODE_32;
     uc_hook h;
 
-    if (!u)
-        return NULL;
-    u->mode = mode;
-    u->ram = aligned_alloc(4096, RAM_SIZE);
-    if (!u->ram || uc_open(UC_ARCH_X86, um, &u->uc) != UC_ERR_OK)
-        goto fail;
-    memset(u->ram, 0, RAM_SIZE);
+    u->uc = NULL;
+    if (uc_open(UC_ARCH_X86, um, &u->uc) != UC_ERR_OK) {
+        u->uc = NULL;
+        return -1;
+    }
     if (uc_mem_map_ptr(u->uc, 0, MMIO_PA, UC_PROT_ALL, u->ram) ||
         uc_mem_map_ptr(u->uc, DATA1_PA, DATA1_END - DATA1_PA, UC_PROT_ALL,
                        u->ram + DATA1_PA) ||
         uc_mmio_map(u->uc, MMIO_PA, MMIO_SIZE, mm_read, u, mm_write, u))
-        goto fail;
-    if ((mode == DM_PAE || mode == DM_LONG64) && map_aliases(u, perm) < 0)
-        goto fail;
+        return -1;
+    if ((u->mode == DM_PAE || u->mode == DM_LONG64) &&
+        map_aliases(u, u->perm) < 0)
+        return -1;
     if (uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_in, u, 1, 0,
                     UC_X86_INS_IN) ||
         uc_hook_add(u->uc, &h, UC_HOOK_INSN, (void *)hk_out, u, 1, 0,
@@ -576,8 +640,26 @@ uc_side *ucs_open(int mode, const uint8_t perm[16], int watch_writes)
                     1, 0) ||
         uc_hook_add(u->uc, &h, UC_HOOK_MEM_UNMAPPED, (void *)hk_unmapped, u,
                     1, 0) ||
-        (watch_writes &&
+        (u->watch_writes &&
          uc_hook_add(u->uc, &h, UC_HOOK_MEM_WRITE, (void *)hk_write, u, 1, 0)))
+        return -1;
+    return 0;
+}
+
+uc_side *ucs_open(int mode, const uint8_t perm[16], int watch_writes)
+{
+    uc_side *u = calloc(1, sizeof *u);
+
+    if (!u)
+        return NULL;
+    u->mode = mode;
+    memcpy(u->perm, perm, sizeof u->perm);
+    u->watch_writes = watch_writes;
+    u->ram = aligned_alloc(4096, RAM_SIZE);
+    if (!u->ram)
+        goto fail;
+    memset(u->ram, 0, RAM_SIZE);
+    if (uc_make(u) < 0)
         goto fail;
     return u;
 fail:
@@ -731,6 +813,15 @@ static int run_begin(uc_side *u, const dcase *c, run_result *r,
     r->ntrace = 0;
     memset(r->wpages, 0, sizeof r->wpages);
     dev_init(&r->dev, c);
+    if (u->tainted) {
+        uc_close(u->uc);
+        if (uc_make(u) < 0) {
+            snprintf(r->why, sizeof r->why, "unicorn setup: cannot make the "
+                     "instance again");
+            return -1;
+        }
+        u->tainted = 0;
+    }
     u->c = c;
     u->r = r;
     u->max_insns = max_insns;
@@ -738,12 +829,15 @@ static int run_begin(uc_side *u, const dcase *c, run_result *r,
     u->has_rdtsc = 0;
     u->has_special = 0;
     u->xstop = u->halted = u->resume = 0;
+    u->repeats = 0;
+    u->repeats_all = 0;
     for (uint32_t i = 0; i < c->ninsns; i++) {
         if (c->insn[i].op == LC_OP_RDTSC)
             u->has_rdtsc = 1;
         if (c->insn[i].op == LC_OP_HLT || (c->insn[i].flags & GI_STOP))
             u->has_special = 1;
     }
+    u->has_special |= c->real;          /* a HLT anywhere (hlt_at()) */
     return setup(u, c, r);
 }
 
@@ -789,6 +883,7 @@ int ucs_run(uc_side *u, const dcase *c, run_result *r, unsigned max_insns)
         e = emu_run(u, c, c->code_la, max_insns, max_insns);
     uint64_t rip = collect(u, c, r);
     if (e != UC_ERR_OK) {
+        u->tainted = 1;
         if (!r->why[0])
             snprintf(r->why, sizeof r->why, "unicorn: %s at 0x%llx",
                      uc_strerror(e), (unsigned long long)rip);
@@ -812,10 +907,27 @@ int ucs_run_n(uc_side *u, const dcase *c, run_result *r, unsigned n)
     /* a constant non-zero count (UNICORN_BUGS.md, workaround 9); the code
      * hook stops the run before instruction n + 1 */
     u->stop_after = n;
-    uc_err e = emu_run(u, c, c->code_la, 1u << 24, 0);
+    /* (no instruction: nothing to run; stop_after 0 would mean no limit,
+     * and code from a file does not end at end_la. An instance set up and
+     * not run refuses the next setup's segment loads: a new one then) */
+    uc_err e = n ? emu_run(u, c, c->code_la, 1u << 24, 0) : UC_ERR_OK;
+    u->tainted |= !n;
     u->stop_after = 0;
     uint64_t rip = collect(u, c, r);
+    /* Unicorn translates the next block, and may raise its exception
+     * (#UD, a fetch from nowhere or past a limit), before the code hook
+     * can stop the run there: an error with all n instructions run and
+     * RIP past the last of them is the end of the run, not a fault in it
+     * (code from a file runs on into anything; generated code never
+     * gets there) */
+    if (e != UC_ERR_OK && n && n <= TRACE_MAX && r->ntrace == n &&
+        rip != r->trace[n - 1]) {
+        u->tainted = 1;
+        r->why[0] = 0;
+        e = UC_ERR_OK;
+    }
     if (e != UC_ERR_OK) {
+        u->tainted = 1;
         if (!r->why[0])
             snprintf(r->why, sizeof r->why, "unicorn: %s at 0x%llx after %u "
                      "instructions", uc_strerror(e), (unsigned long long)rip,
