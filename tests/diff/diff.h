@@ -382,6 +382,8 @@ int dcase_insn_at(const dcase *c, uint64_t la);
 
 typedef struct run_result {
     int       ok;             /* reached end_la */
+    int       aborted;        /* Unicorn's side: its translator aborted
+                               * (code from a file; uc_side.c) */
     char      why[256];       /* if not ok */
     uint64_t  gpr[16];
     uint64_t  rip;            /* linear address */

@@ -3245,17 +3245,6 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
              li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
             c->insn[i].flags |= GI_SMC;
     }
-    for (uint32_t i = 0; i < c->ninsns && stack_on_code; i++) {
-        lcd_insn li;
-        if (lcd_decode(dmode_cpu_mode(mode), c->code + c->insn[i].off,
-                       c->insn[i].len, &li) != LC_OK)
-            continue;
-        if (li.info.op == LC_OP_PUSH || li.info.op == LC_OP_CALL ||
-            li.info.op == LC_OP_PUSHA ||
-            (li.info.op == LC_OP_MOV && li.mem.present && li.mem.write &&
-             li.mem.base.cls == LCD_REG_GPR && li.mem.base.num == LC_RSP))
-            c->insn[i].flags |= GI_SMC;
-    }
     for (uint32_t i = 0; i < c->ninsns; i++)
         gen_cov[mode][c->insn[i].op][width_index(c->insn[i].bits)]++;
     memcpy(c->ram + (CODE_PA), c->code, c->code_len);
@@ -3393,8 +3382,12 @@ static int insn_troubles(const dcase *c, uint32_t off)
  * UD2 after it ends the run there on both sides). */
 static void tame_for_unicorn(dcase *c)
 {
-    static const uint32_t rnd_pages[][2] = {
-        { STACK_PA, STACK_PA + 0x1000 }, { DATA0_PA, DATA0_END },
+    /* the stack and data pages, and without paging the page-table
+     * pages too (data then, and code where a run jumps) */
+    int paging = c->mode == DM_PAE || c->mode == DM_LONG64;
+    const uint32_t rnd_pages[][2] = {
+        { STACK_PA, STACK_PA + 0x1000 },
+        { paging ? DATA0_PA : PT_PML4_PA, DATA0_END },
         { DATA1_PA, DATA1_END },
     };
 

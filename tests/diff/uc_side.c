@@ -28,6 +28,8 @@
  * be hooked in 2.0.1: the harness MSRs are real QEMU MSRs, preloaded with
  * the case's values and read back after the run.
  */
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,7 @@ struct uc_side {
     uint64_t   last_la;       /* hk_code(): the last address counted */
     unsigned   repeats;       /* hk_code(): the same address again, */
     unsigned   repeats_all;   /* ... and in all in this run */
+    int        dead;          /* its translator aborted (emu_start()) */
     int        tainted;       /* the last run ended in an exception
                                * Unicorn did not deliver: its CPU state
                                * is not all the harness sets, so the next
@@ -813,8 +816,11 @@ static int run_begin(uc_side *u, const dcase *c, run_result *r,
     r->ntrace = 0;
     memset(r->wpages, 0, sizeof r->wpages);
     dev_init(&r->dev, c);
-    if (u->tainted) {
-        uc_close(u->uc);
+    r->aborted = 0;
+    if (u->tainted || u->dead) {
+        if (!u->dead)
+            uc_close(u->uc);
+        u->dead = 0;
         if (uc_make(u) < 0) {
             snprintf(r->why, sizeof r->why, "unicorn setup: cannot make the "
                      "instance again");
@@ -858,10 +864,59 @@ static uint64_t cur_rip(uc_side *u, const dcase *c)
 /* uc_emu_start from `begin`, and again after each instruction the #UD
  * hook emulated (Unicorn stops after it), until the end, a stop or
  * `budget` instructions (0: no limit of ours). */
+/* Code from a file may store, at run time, an encoding Unicorn 2.0.1's
+ * translator aborts the process on (UNICORN_BUGS.md, 6: the case's
+ * image is tamed, what its code writes cannot be). For such cases the
+ * abort is caught: SIGABRT inside uc_emu_start() jumps back here, the run
+ * ends with r->aborted set, and the instance, its translator's state
+ * half-changed, is left unclosed (its memory is Unicorn's, lsan.supp)
+ * and made anew. */
+static sigjmp_buf abort_jb;
+static volatile sig_atomic_t abort_armed;
+
+static void on_abort(int sig)
+{
+    if (abort_armed) {
+        abort_armed = 0;
+        siglongjmp(abort_jb, 1);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static uc_err emu_start(uc_side *u, const dcase *c, uint64_t begin,
+                        size_t count)
+{
+    static int installed;
+    uc_err e;
+
+    if (!c->real)
+        return uc_emu_start(u->uc, begin, c->end_la, 0, count);
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_abort;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGABRT, &sa, NULL);
+        installed = 1;
+    }
+    if (sigsetjmp(abort_jb, 1)) {
+        u->r->aborted = 1;
+        u->dead = 1;
+        snprintf(u->r->why, sizeof u->r->why, "unicorn: aborted while "
+                 "translating (tcg fatal error; UNICORN_BUGS.md, 6)");
+        return UC_ERR_EXCEPTION;
+    }
+    abort_armed = 1;
+    e = uc_emu_start(u->uc, begin, c->end_la, 0, count);
+    abort_armed = 0;
+    return e;
+}
+
 static uc_err emu_run(uc_side *u, const dcase *c, uint64_t begin,
                       size_t count, unsigned budget)
 {
-    uc_err e = uc_emu_start(u->uc, begin, c->end_la, 0, count);
+    uc_err e = emu_start(u, c, begin, count);
 
     while (e == UC_ERR_OK && u->resume && !u->xstop && !u->halted) {
         uint64_t rip = cur_rip(u, c);
@@ -869,7 +924,7 @@ static uc_err emu_run(uc_side *u, const dcase *c, uint64_t begin,
         if (rip == c->end_la || (budget && u->r->ntrace >= budget) ||
             (u->stop_after && u->r->ntrace >= u->stop_after))
             break;
-        e = uc_emu_start(u->uc, rip, c->end_la, 0, count);
+        e = emu_start(u, c, rip, count);
     }
     return e;
 }
