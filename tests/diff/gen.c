@@ -2375,6 +2375,8 @@ static void init_state(gctx *g)
      * with VMfailInvalid) */
     c->vmcs_valid = !chance(g, 10);
     c->xfirst_declined = 0;
+    c->real = 0;                        /* (gen_code_case() sets it) */
+    c->src_off = 0;
 }
 
 /* ---- the case ------------------------------------------------------------- */
@@ -3153,6 +3155,27 @@ static const struct { tmpl_fn fn; unsigned weight; } ctmpls[] = {
 };
 #define NCTMPL (sizeof ctmpls / sizeof ctmpls[0])
 
+/* An engine-mode case's start (gen_cluster_case(), gen_code_case()): the
+ * generator's context seeded with `s`, the random state, RAM and page
+ * tables, no code yet. */
+static void cluster_case_begin(gctx *g, dcase *c, int mode, uint64_t s,
+                               const gen_opts *o)
+{
+    memset(g, 0, sizeof *g);
+    g->c = c;
+    g->mode = mode;
+    g->o = o;
+    xo_seed(g->r, s);
+    c->mode = mode;
+    c->seed = s;
+    c->code_len = 0;
+    c->ninsns = 0;
+    c->native_ok = 0;
+    g->cluster = 1;
+    init_state(g);
+    build_regions(g);
+}
+
 void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
                       const gen_opts *o)
 {
@@ -3160,19 +3183,7 @@ void gen_cluster_case(dcase *c, int mode, uint64_t seed, uint64_t index,
     uint64_t s = (seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)mode << 56 ^ index)
                  + 0x636c7573746572ull;
 
-    memset(&g, 0, sizeof g);
-    g.c = c;
-    g.mode = mode;
-    g.o = o;
-    xo_seed(g.r, s);
-    c->mode = mode;
-    c->seed = s;
-    c->code_len = 0;
-    c->ninsns = 0;
-    c->native_ok = 0;
-    g.cluster = 1;
-    init_state(&g);
-    build_regions(&g);
+    cluster_case_begin(&g, c, mode, s, o);
     /* Now and then the stack lies in the code page, above the code: every
      * push and call is then a store into the cluster's own code frame
      * (an SMC stop with LC_TECH_SMC, translator/calls.c). */
@@ -3349,10 +3360,14 @@ static int uc_kills(const uint8_t *p)
 }
 
 /* RET imm16 with bit 15 set: the CPU adds the imm16 to rSP unsigned
- * (SDM RET), QEMU 5 sign-extends it (exclusion 10). 3 bytes at p. */
+ * (SDM RET), QEMU 5 sign-extends it (exclusion 10). And MOV to DR4-DR7
+ * (0F 23 /4../7): arming a breakpoint through DR7 crashes Unicorn 2.0.1
+ * in its translated code (SIGSEGV; exclusion 11; the generator writes
+ * DR0-DR3 only). 3 bytes at p. */
 static int uc_ret_imm_wrong(const uint8_t *p)
 {
-    return p[0] == 0xc2 && (p[2] & 0x80);
+    return (p[0] == 0xc2 && (p[2] & 0x80)) ||
+           (p[0] == 0x0f && p[1] == 0x23 && (p[2] & 0x20));
 }
 
 /* Does the instruction at `off` of the case's code start with one of the
@@ -3397,7 +3412,7 @@ static void tame_for_unicorn(dcase *c)
             if (uc_kills(p) || code_uc_misreads(c->mode, p))
                 p[1] = 0xc0;                    /* FF C0: inc eax */
             if (pa + 2 < rnd_pages[r][1] && uc_ret_imm_wrong(p))
-                p[2] &= 0x7f;
+                p[2] &= p[0] == 0xc2 ? 0x7f : 0xdf;
         }
     /* the code: at instruction starts only (a linear sweep from the first
      * and the described ones), never the first: its prefixes and opcode */
@@ -3490,19 +3505,7 @@ void gen_code_case(dcase *c, int mode, uint64_t seed, uint64_t index,
     lc_exit *x = &c->xfirst;
     lcd_insn li;
 
-    memset(&g, 0, sizeof g);
-    g.c = c;
-    g.mode = mode;
-    g.o = o;
-    xo_seed(g.r, s);
-    c->mode = mode;
-    c->seed = s;
-    c->code_len = 0;
-    c->ninsns = 0;
-    c->native_ok = 0;
-    g.cluster = 1;
-    init_state(&g);
-    build_regions(&g);
+    cluster_case_begin(&g, c, mode, s, o);
     c->real = 1;
 
     /* the code: a site and what follows it in its region (the caller
