@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../../decoder/insn.h"
 #include "diff.h"
@@ -233,6 +234,7 @@ int code_src_region(const code_src *s, size_t off)
 int code_src_load(code_src *s, const char *path, char *err, size_t errlen)
 {
     FILE *f;
+    struct stat st;
     long sz;
 
     memset(s, 0, sizeof *s);
@@ -242,7 +244,9 @@ int code_src_load(code_src *s, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) ||
+        fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 ||
+        fseek(f, 0, SEEK_SET)) {
         snprintf(err, errlen, "%s: not a regular file", path);
         fclose(f);
         return -1;
